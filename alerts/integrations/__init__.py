@@ -1,0 +1,99 @@
+"""Notification integrations: one module per ``Channel.kind``.
+
+Every kind module exposes the same two functions:
+
+- ``build_request(channel, event) -> OutgoingRequest``: the HTTP POST that
+  notifies ``channel`` of ``event`` (an ``IncidentEvent`` of kind ``opened`` or
+  ``resolved``; any other kind raises ``ValueError``). Pure: no I/O besides
+  reading the event's incident, monitor and project.
+- ``validate_config(config) -> dict``: checks a channel ``config`` submitted to
+  the API and returns the normalized dict to store. Raises
+  ``ValueError("<field>: <message>")`` on the first problem found (unknown
+  fields are rejected too).
+
+:data:`KINDS` maps ``Channel.kind`` to its module.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+USER_AGENT = "CronRadar/0.1"
+# Event kinds that produce notifications; the other kinds only extend a timeline.
+NOTIFY_EVENT_KINDS = frozenset({"opened", "resolved"})
+
+
+@dataclass(frozen=True)
+class OutgoingRequest:
+    """One HTTP POST to send: ``body`` is sent byte for byte with ``headers``."""
+
+    url: str
+    body: bytes
+    headers: dict[str, str]
+
+
+def encode_json(document: object) -> bytes:
+    """Serialize ``document`` once, canonically (sorted keys, no spaces, UTF-8)."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+def isoformat(value: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a ``Z`` suffix (the API's format), or None."""
+    if value is None:
+        return None
+    text = value.astimezone(UTC).isoformat()
+    return text.removesuffix("+00:00") + "Z"
+
+
+def check_notifiable(event) -> None:
+    """Raise ``ValueError`` unless ``event.kind`` is one that notifies."""
+    if event.kind not in NOTIFY_EVENT_KINDS:
+        raise ValueError(f"event kind {event.kind!r} does not notify")
+
+
+def check_fields(config: object, allowed: set[str]) -> dict:
+    """Return ``config`` if it is a dict with only ``allowed`` keys, else ValueError."""
+    if not isinstance(config, dict):
+        raise ValueError("config: must be an object")  # noqa: TRY004 (API contract)
+    unknown = sorted(set(config) - allowed)
+    if unknown:
+        raise ValueError(f"{unknown[0]}: unknown field")
+    return config
+
+
+def validate_url(config: dict, field: str, *, https_only: bool = False) -> str:
+    """Return ``config[field]`` if it is an absolute http(s) URL with a host.
+
+    ``https_only`` still accepts ``http`` for loopback hosts (``localhost``,
+    127.0.0.0/8, ``::1``) so local receivers and tests work.
+    Raises ``ValueError("<field>: <message>")``.
+    """
+    value = config.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{field}: this field is required")
+    value = value.strip()
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{field}: must be an http(s) URL")
+    if https_only and parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ValueError(f"{field}: must be an https URL")
+    return value
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# Imported last: the kind modules import the helpers above.
+from alerts.integrations import pagerduty, slack, webhook  # noqa: E402
+
+KINDS = {"webhook": webhook, "slack": slack, "pagerduty": pagerduty}

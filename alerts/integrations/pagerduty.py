@@ -1,0 +1,86 @@
+"""PagerDuty Events API v2 (https://developer.pagerduty.com/docs/events-api-v2/overview).
+
+Channel config: ``{"routing_key": "<integration key>", "events_url"?: "https://..."}``;
+without ``events_url`` the request goes to ``settings.CRONRADAR_PAGERDUTY_EVENTS_URL``
+(read at send time, so changing the setting moves every such channel).
+
+An opened incident sends ``event_action: "trigger"`` with a full ``payload``; a
+resolved one sends ``event_action: "resolve"`` with only ``routing_key``,
+``event_action`` and ``dedup_key``. ``dedup_key`` is the incident's
+``dedup_key``, so PagerDuty folds every event of one incident into one alert.
+Severity is ``critical`` for missed/stuck/deadline/failed and ``warning`` for
+overlap/too_fast. PagerDuty answers 202 when it accepts an event, 400 for an
+invalid one and 429 when rate limiting.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+
+from alerts.integrations import (
+    USER_AGENT,
+    OutgoingRequest,
+    check_fields,
+    check_notifiable,
+    encode_json,
+    isoformat,
+    validate_url,
+)
+from alerts.models import Channel, Incident, IncidentEvent
+
+SUMMARY_MAX = 1024  # PagerDuty truncates payload.summary at 1024 characters
+WARNING_CAUSES = frozenset({Incident.Cause.OVERLAP, Incident.Cause.TOO_FAST})
+
+
+def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
+    """The Events API v2 POST: ``trigger`` for ``opened``, ``resolve`` for ``resolved``.
+
+    Raises ``ValueError`` for an event kind that does not notify, ``KeyError`` if
+    the channel config lacks ``routing_key``.
+    """
+    check_notifiable(event)
+    incident = event.incident
+    document = {
+        "routing_key": channel.config["routing_key"],
+        "event_action": "trigger" if event.kind == "opened" else "resolve",
+        "dedup_key": str(incident.dedup_key),
+    }
+    if event.kind == "opened":
+        monitor = incident.monitor
+        project = monitor.project.name
+        document["payload"] = {
+            "summary": incident.summary[:SUMMARY_MAX],
+            "source": f"{project}/{monitor.slug}",
+            "severity": "warning" if incident.cause in WARNING_CAUSES else "critical",
+            "timestamp": isoformat(incident.opened_at),
+            "component": monitor.slug,
+            "group": project,
+            "class": incident.cause,
+            "custom_details": {
+                "monitor": monitor.name,
+                "monitor_uuid": str(monitor.uuid),
+                "tags": monitor.tags,
+                "incident_id": incident.pk,
+                "missed_count": incident.missed_count,
+                "failure_count": incident.failure_count,
+            },
+        }
+    return OutgoingRequest(
+        url=channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL,
+        body=encode_json(document),
+        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
+    )
+
+
+def validate_config(config: dict) -> dict:
+    """``{"routing_key", "events_url"?}`` -> the same keys, stripped.
+
+    ``events_url`` is stored only when given. Raises ``ValueError("<field>: <message>")``.
+    """
+    check_fields(config, {"routing_key", "events_url"})
+    key = config.get("routing_key")
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError("routing_key: this field is required")
+    cleaned = {"routing_key": key.strip()}
+    if config.get("events_url") is not None:
+        cleaned["events_url"] = validate_url(config, "events_url")
+    return cleaned

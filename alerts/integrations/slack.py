@@ -1,0 +1,89 @@
+"""Slack incoming webhook (https://api.slack.com/messaging/webhooks).
+
+Channel config: ``{"url": "https://hooks.slack.com/services/..."}``.
+
+Request: ``POST <url>`` with a JSON message ``{"text": ..., "blocks": [...]}``:
+``blocks`` is a Block Kit layout (a ``header`` block, a ``section`` with the
+summary, a ``section`` with ``fields`` for monitor, cause and times); ``text``
+is the plain fallback Slack shows in notifications and screen readers. Times
+use Slack's ``<!date^epoch^{date_short_pretty} {time_secs}|fallback>`` token so
+each reader sees their own time zone. User-supplied text is escaped for mrkdwn
+(``&``, ``<``, ``>``). Slack answers 200 ``ok``; 4xx means a bad payload or a
+revoked hook.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from alerts.integrations import (
+    USER_AGENT,
+    OutgoingRequest,
+    check_fields,
+    check_notifiable,
+    encode_json,
+    isoformat,
+    validate_url,
+)
+from alerts.models import Channel, IncidentEvent
+
+HEADER_MAX = 150  # Slack's limit for a header block's text
+
+
+def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
+    """The incoming-webhook POST announcing ``event`` (opened or resolved).
+
+    Raises ``ValueError`` for an event kind that does not notify, ``KeyError`` if
+    the channel config lacks ``url``.
+    """
+    check_notifiable(event)
+    incident = event.incident
+    monitor = incident.monitor
+    where = f"{monitor.project.name}/{monitor.slug}"
+    fields = [
+        f"*Monitor*\n{_escape(monitor.name)} ({_escape(where)})",
+        f"*Cause*\n{incident.cause}",
+        f"*Opened*\n{_date(incident.opened_at)}",
+    ]
+    if event.kind == "opened":
+        header = f":rotating_light: Incident opened: {monitor.name}"
+        detail = incident.summary
+        text = f"CronRadar: incident opened ({incident.cause}): {incident.summary}"
+    else:
+        header = f":white_check_mark: Incident resolved: {monitor.name}"
+        detail = event.message or "Resolved."
+        text = f"CronRadar: incident resolved: {monitor.name}: {detail}"
+        fields.append(f"*Resolved*\n{_date(event.at)}")
+    message = {
+        "text": _escape(text),
+        "blocks": [
+            {"type": "header",
+             "text": {"type": "plain_text", "text": header[:HEADER_MAX], "emoji": True}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": _escape(detail)}},
+            {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
+        ],
+    }
+    return OutgoingRequest(
+        url=channel.config["url"],
+        body=encode_json(message),
+        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
+    )
+
+
+def validate_config(config: dict) -> dict:
+    """``{"url"}`` -> ``{"url"}``; the URL must be https (http only for loopback).
+
+    Raises ``ValueError("<field>: <message>")``.
+    """
+    check_fields(config, {"url"})
+    return {"url": validate_url(config, "url", https_only=True)}
+
+
+def _escape(text: str) -> str:
+    """Escape the three characters Slack's mrkdwn treats as control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _date(value: datetime) -> str:
+    """A Slack date token for ``value`` with the ISO-8601 UTC text as fallback."""
+    epoch = int(value.timestamp())
+    return f"<!date^{epoch}^{{date_short_pretty}} {{time_secs}}|{isoformat(value)}>"

@@ -1,0 +1,130 @@
+"""Generic signed JSON webhook (CronRadar's own format).
+
+Channel config: ``{"url": "http(s)://...", "secret": "<hex>"}``.
+
+Request: ``POST <url>`` with headers
+
+- ``Content-Type: application/json``
+- ``User-Agent: CronRadar/0.1``
+- ``X-CronRadar-Event: incident.opened`` | ``incident.resolved``
+- ``X-CronRadar-Signature: sha256=<hex>``: HMAC-SHA256 of the raw request body
+  bytes keyed with the channel secret (UTF-8). Verify it on the bytes you
+  received, before parsing, with a constant-time comparison.
+
+Body (schema ``cronradar.incident.v1``; compact JSON, keys sorted, UTF-8)::
+
+    {
+      "schema": "cronradar.incident.v1",
+      "event": "incident.opened",           // or "incident.resolved"
+      "event_id": 42,                       // unique per event; retries repeat it
+      "occurred_at": "2025-01-01T12:00:05Z",
+      "incident": {
+        "id": 7,
+        "cause": "missed",                  // missed|stuck|deadline|failed|overlap|too_fast
+        "summary": "Nightly backup: no ping within 60s + 5s grace",
+        "opened_at": "2025-01-01T12:00:05Z",
+        "resolved_at": null,                // ISO-8601 once resolved
+        "resolution": "",                   // why it resolved ("" while open)
+        "missed_count": 1,
+        "failure_count": 0,
+        "dedup_key": "1d1f4c1e-..."         // stable for the incident's lifetime
+      },
+      "monitor": {
+        "id": 3,
+        "uuid": "5a6b...",
+        "name": "Nightly backup",
+        "slug": "nightly-backup",
+        "project": "acme",                  // project name
+        "tags": ["db", "prod"]
+      }
+    }
+
+Timestamps are ISO-8601 UTC with a ``Z`` suffix. ``incident`` is the incident
+as it is when the request is built, so a late-delivered ``incident.opened`` may
+already carry ``resolved_at``. Fields may be added within ``v1``; removing or
+changing one bumps the schema version. A receiver should dedupe on ``event_id``.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from alerts.integrations import (
+    USER_AGENT,
+    OutgoingRequest,
+    check_fields,
+    check_notifiable,
+    encode_json,
+    isoformat,
+    validate_url,
+)
+from alerts.models import Channel, IncidentEvent
+
+SCHEMA = "cronradar.incident.v1"
+
+
+def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
+    """The signed ``cronradar.incident.v1`` POST for ``event`` (see module docstring).
+
+    Raises ``ValueError`` for an event kind that does not notify, ``KeyError`` if
+    the channel config lacks ``url`` or ``secret``.
+    """
+    check_notifiable(event)
+    incident = event.incident
+    monitor = incident.monitor
+    name = f"incident.{event.kind}"
+    body = encode_json({
+        "schema": SCHEMA,
+        "event": name,
+        "event_id": event.pk,
+        "occurred_at": isoformat(event.at),
+        "incident": {
+            "id": incident.pk,
+            "cause": incident.cause,
+            "summary": incident.summary,
+            "opened_at": isoformat(incident.opened_at),
+            "resolved_at": isoformat(incident.resolved_at),
+            "resolution": incident.resolution,
+            "missed_count": incident.missed_count,
+            "failure_count": incident.failure_count,
+            "dedup_key": str(incident.dedup_key),
+        },
+        "monitor": {
+            "id": monitor.pk,
+            "uuid": str(monitor.uuid),
+            "name": monitor.name,
+            "slug": monitor.slug,
+            "project": monitor.project.name,
+            "tags": monitor.tags,
+        },
+    })
+    return OutgoingRequest(
+        url=channel.config["url"],
+        body=body,
+        headers={
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "X-CronRadar-Event": name,
+            "X-CronRadar-Signature": "sha256=" + sign(channel.config["secret"], body),
+        },
+    )
+
+
+def sign(secret: str, body: bytes) -> str:
+    """Hex HMAC-SHA256 of ``body`` keyed with ``secret`` (UTF-8)."""
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def validate_config(config: dict) -> dict:
+    """``{"url", "secret"?}`` -> ``{"url", "secret"}``; a missing secret is generated.
+
+    Raises ``ValueError("<field>: <message>")``.
+    """
+    check_fields(config, {"url", "secret"})
+    url = validate_url(config, "url")
+    secret = config.get("secret")
+    if secret is None:
+        secret = Channel.new_secret()
+    elif not isinstance(secret, str) or not secret:
+        raise ValueError("secret: must be a non-empty string")
+    return {"url": url, "secret": secret}

@@ -1,0 +1,134 @@
+"""Incidents, their timelines, channels and notification deliveries.
+
+An incident is opened by a detection (see ``alerts.incidents``); every change to
+it is an ``IncidentEvent``. Notifications are produced from events: one
+``Delivery`` per (event, channel), sent by a Celery task and logged per attempt.
+"""
+import secrets
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class Channel(models.Model):
+    """Where notifications go (an integration).
+
+    ``config`` by kind: ``webhook`` {"url", "secret"}; ``slack`` {"url"};
+    ``pagerduty`` {"routing_key", "events_url" (optional)}.
+    """
+
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook"
+        SLACK = "slack"
+        PAGERDUTY = "pagerduty"
+
+    project = models.ForeignKey("monitors.Project", on_delete=models.CASCADE,
+                                related_name="channels")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    name = models.CharField(max_length=200, blank=True, default="")
+    config = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name or f"{self.kind} #{self.pk}"
+
+    @staticmethod
+    def new_secret() -> str:
+        return secrets.token_hex(24)
+
+
+class Incident(models.Model):
+    """A period during which a monitor is unhealthy. At most one open per monitor."""
+
+    class Cause(models.TextChoices):
+        MISSED = "missed"
+        STUCK = "stuck"
+        DEADLINE = "deadline"
+        FAILED = "failed"
+        OVERLAP = "overlap"
+        TOO_FAST = "too_fast"
+
+    monitor = models.ForeignKey("monitors.Monitor", on_delete=models.CASCADE,
+                                related_name="incidents")
+    cause = models.CharField(max_length=10, choices=Cause.choices)
+    summary = models.CharField(max_length=500)
+    dedup_key = models.CharField(max_length=64, unique=True, default=uuid.uuid4)
+    opened_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.CharField(max_length=200, blank=True, default="")
+    missed_count = models.PositiveIntegerField(default=0)
+    failure_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The database, not the code, guarantees "one open incident per monitor",
+            # so two evaluators racing cannot both open one.
+            models.UniqueConstraint(fields=["monitor"], condition=Q(resolved_at__isnull=True),
+                                    name="one_open_incident_per_monitor"),
+        ]
+        indexes = [models.Index(fields=["-opened_at"], name="incident_opened")]
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None
+
+
+class IncidentEvent(models.Model):
+    """One entry of an incident's timeline."""
+
+    class Kind(models.TextChoices):
+        OPENED = "opened"
+        FAILED = "failed"
+        MISSED = "missed"
+        STUCK = "stuck"
+        DEADLINE = "deadline"
+        OVERLAP = "overlap"
+        TOO_FAST = "too_fast"
+        RESOLVED = "resolved"
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    at = models.DateTimeField()
+    message = models.CharField(max_length=500, blank=True, default="")
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+
+class Delivery(models.Model):
+    """One notification of one incident event to one channel."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    event = models.ForeignKey(IncidentEvent, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["event", "channel"], name="one_delivery_per_channel"),
+        ]
+
+
+class DeliveryAttempt(models.Model):
+    """The log of one HTTP attempt of a delivery."""
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="log")
+    number = models.PositiveSmallIntegerField()
+    at = models.DateTimeField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True, default="")
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["number"]

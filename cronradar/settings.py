@@ -1,0 +1,142 @@
+"""CronRadar settings, read from environment variables (django-environ).
+
+With no environment at all this is the *embedded default*: SQLite in ``data/``,
+Celery tasks run eagerly, and ``manage.py serve`` runs the evaluator in-process.
+Setting ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL`` gives the production shape:
+web + Celery worker + Celery beat sharing one database.
+"""
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+
+SECRET_KEY = env("SECRET_KEY", default="cronradar-embedded-insecure-key-change-me")
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "monitors",
+    "alerts",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+ROOT_URLCONF = "cronradar.urls"
+WSGI_APPLICATION = "cronradar.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATA_DIR = Path(env("CRONRADAR_DATA_DIR", default=str(BASE_DIR / "data")))
+if "DATABASE_URL" in env:
+    DATABASES = {"default": env.db("DATABASE_URL")}
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "cronradar.sqlite3",
+            # Concurrent pings: WAL lets readers run beside the writer, IMMEDIATE
+            # takes the write lock at BEGIN (no upgrade deadlocks), and writers
+            # queue on the busy timeout instead of failing with "database is locked".
+            "OPTIONS": {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["monitors.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- Celery -----------------------------------------------------------------
+REDIS_URL = env("REDIS_URL", default="")
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"
+
+# --- CronRadar --------------------------------------------------------------
+# Seconds between evaluator ticks (Celery beat in production, a loop in `serve`).
+CRONRADAR_TICK_SECONDS = env.float("CRONRADAR_TICK_SECONDS", default=0.5)
+CELERY_BEAT_SCHEDULE = {
+    "evaluate": {
+        "task": "monitors.tasks.evaluate",
+        "schedule": timedelta(seconds=CRONRADAR_TICK_SECONDS),
+        "options": {"expires": max(CRONRADAR_TICK_SECONDS * 4, 2)},
+    },
+}
+# Public base URL used to build ping URLs shown in the API.
+CRONRADAR_BASE_URL = env("CRONRADAR_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# Bytes of a ping's POST body that are stored; the rest is dropped and marked truncated.
+CRONRADAR_PING_BODY_LIMIT = env.int("CRONRADAR_PING_BODY_LIMIT", default=100 * 1024)
+# Outgoing notifications (webhooks, Slack, PagerDuty).
+CRONRADAR_DELIVERY_TIMEOUT = env.float("CRONRADAR_DELIVERY_TIMEOUT", default=5.0)
+CRONRADAR_DELIVERY_MAX_ATTEMPTS = env.int("CRONRADAR_DELIVERY_MAX_ATTEMPTS", default=5)
+CRONRADAR_DELIVERY_BACKOFF = env.float("CRONRADAR_DELIVERY_BACKOFF", default=2.0)
+# Refuse to send notifications to loopback, private and link-local addresses
+# (SSRF protection). Off in the embedded default so local receivers work;
+# turn it on in production.
+CRONRADAR_BLOCK_PRIVATE_ADDRESSES = env.bool("CRONRADAR_BLOCK_PRIVATE_ADDRESSES", default=False)
+# Embedded (eager Celery) only: send notifications synchronously when the
+# transaction commits instead of on the background delivery threads (tests).
+CRONRADAR_DELIVERY_INLINE = env.bool("CRONRADAR_DELIVERY_INLINE", default=False)
+CRONRADAR_PAGERDUTY_EVENTS_URL = env(
+    "CRONRADAR_PAGERDUTY_EVENTS_URL", default="https://events.pagerduty.com/v2/enqueue"
+)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

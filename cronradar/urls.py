@@ -1,0 +1,8 @@
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("ping/", include("monitors.ping_urls")),
+    path("api/v1/", include("monitors.api_urls")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,271 @@
+"""The management REST API (``/api/v1/``), authenticated by project API key.
+
+Durations are whole seconds. Views are thin: validation lives in the
+serializers, schedule rules in :mod:`monitors.schedule`, state in
+:mod:`monitors.evaluator`.
+"""
+from datetime import timedelta
+
+from django.db.models import Exists, OuterRef
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from django.utils.text import slugify
+from rest_framework import generics, serializers, viewsets
+
+from alerts.integrations import KINDS
+from alerts.models import Channel, Incident, IncidentEvent
+from monitors import evaluator, schedule, slots
+from monitors.models import Monitor, Ping, Run
+
+MAX_LIMIT = 1000
+
+
+class Seconds(serializers.IntegerField):
+    """A duration: whole seconds at the API, ``timedelta`` in the model.
+
+    Accepts ``minimum`` .. 10 years; anything else is a 400 naming the field.
+    """
+
+    MAXIMUM = 10 * 365 * 86400
+
+    def __init__(self, minimum: int = 0, **kw):
+        self.minimum = minimum
+        kw.setdefault("error_messages", {"invalid": "must be a whole number of seconds"})
+        super().__init__(**kw)
+
+    def to_representation(self, value):
+        return None if value is None else int(value.total_seconds())
+
+    def to_internal_value(self, data):
+        n = super().to_internal_value(data)
+        if not self.minimum <= n <= self.MAXIMUM:
+            unit = "second" if self.minimum == 1 else "seconds"
+            raise serializers.ValidationError(
+                f"must be at least {self.minimum} {unit} and at most {self.MAXIMUM}")
+        return timedelta(seconds=n)
+
+
+class MonitorSerializer(serializers.ModelSerializer):
+    """Monitor JSON: section-1 field names, durations in seconds."""
+
+    period = Seconds(minimum=1, required=False, allow_null=True)
+    grace = Seconds(minimum=0, required=False)
+    max_runtime = Seconds(minimum=1, required=False, allow_null=True)
+    deadline = Seconds(minimum=1, required=False, allow_null=True)
+    min_runtime = Seconds(minimum=1, required=False, allow_null=True)
+    slug = serializers.SlugField(max_length=100, required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
+    channels = serializers.PrimaryKeyRelatedField(many=True, required=False,
+                                                  queryset=Channel.objects.none())
+    ping_url = serializers.CharField(read_only=True)
+    status = serializers.SerializerMethodField()
+    next_expected_at = serializers.DateTimeField(source="next_slot_at", read_only=True)
+
+    class Meta:
+        model = Monitor
+        fields = ["id", "uuid", "name", "slug", "kind", "schedule", "timezone", "cron_semantics",
+                  "period", "grace", "max_runtime", "deadline", "min_runtime", "concurrency",
+                  "tags", "channels", "paused", "ping_url", "status", "next_expected_at",
+                  "last_ping_at", "created_at"]
+        read_only_fields = ["id", "uuid", "last_ping_at", "created_at"]
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        project = self.context["request"].user
+        self.fields["channels"].child_relation.queryset = Channel.objects.filter(project=project)
+
+    def get_status(self, m) -> str:
+        running = getattr(m, "is_running", None)
+        if running is None:
+            running = m.runs.filter(outcome__in=("running", "stuck"),
+                                    ended_at__isnull=True).exists()
+        incident = getattr(m, "has_open_incident", None)
+        if incident is None:
+            incident = m.incidents.filter(resolved_at__isnull=True).exists()
+        return slots.status(m, timezone.now(), running=running, incident_open=incident)
+
+    def validate(self, attrs):
+        get = lambda k, default=None: attrs.get(k, getattr(self.instance, k, default))  # noqa: E731
+        errors = {}
+        kind = get("kind") or Monitor.Kind.INTERVAL
+        tz = get("timezone") or "UTC"
+        try:
+            schedule.validate_timezone(tz)
+        except schedule.ScheduleError as e:
+            errors["timezone"] = [str(e)]
+        if kind == Monitor.Kind.CRON:
+            expr = get("schedule") or ""
+            if not expr.strip():
+                errors["schedule"] = ["required for kind 'cron' (a 5-field cron expression)"]
+            elif "timezone" not in errors:
+                try:
+                    attrs["schedule"] = schedule.validate_cron(
+                        expr, tz, get("cron_semantics") or Monitor.Semantics.DEBIAN)
+                except schedule.ScheduleError as e:
+                    errors["schedule"] = [str(e)]
+        elif get("period") is None:
+            errors["period"] = ["required for kind 'interval' (seconds between runs)"]
+        if self.instance is None and "grace" not in attrs:
+            errors["grace"] = ["required: seconds a run may start after its scheduled time"]
+        if self.instance is None and not attrs.get("slug"):
+            attrs["slug"] = slugify(attrs.get("name", ""))[:100]
+            if not attrs["slug"]:
+                errors["slug"] = ["required when the name gives no slug"]
+        slug = attrs.get("slug")
+        if slug and Monitor.objects.filter(project=self.context["request"].user, slug=slug) \
+                .exclude(pk=getattr(self.instance, "pk", None)).exists():
+            errors["slug"] = [f"a monitor with slug '{slug}' already exists in this project"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+    def create(self, validated):
+        channels = validated.pop("channels", None)
+        project = self.context["request"].user
+        monitor = Monitor(project=project, **validated)
+        evaluator.rearm(monitor, timezone.now())
+        monitor.save()
+        # Omitted channels: notify every channel of the project (alert by default).
+        monitor.channels.set(Channel.objects.filter(project=project)
+                             if channels is None else channels)
+        return monitor
+
+    def update(self, monitor, validated):
+        channels = validated.pop("channels", None)
+        rearm_fields = {"kind", "schedule", "timezone", "cron_semantics", "period", "grace",
+                        "max_runtime", "deadline", "paused"}
+        changed = any(getattr(monitor, k) != v for k, v in validated.items() if k in rearm_fields)
+        for k, v in validated.items():
+            setattr(monitor, k, v)
+        if changed:
+            evaluator.rearm(monitor, timezone.now())
+        monitor.save()
+        if channels is not None:
+            monitor.channels.set(channels)
+        return monitor
+
+
+class MonitorViewSet(viewsets.ModelViewSet):
+    """``/api/v1/monitors/`` list/create, ``/api/v1/monitors/<id>/`` get/patch/delete."""
+
+    serializer_class = MonitorSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        open_run = Run.objects.filter(monitor=OuterRef("pk"), outcome__in=("running", "stuck"),
+                                      ended_at__isnull=True)
+        open_incident = Incident.objects.filter(monitor=OuterRef("pk"), resolved_at__isnull=True)
+        return (Monitor.objects.filter(project=self.request.user)
+                .annotate(is_running=Exists(open_run), has_open_incident=Exists(open_incident))
+                .prefetch_related("channels").order_by("pk"))
+
+
+def _limit(request) -> int:
+    try:
+        return max(1, min(MAX_LIMIT, int(request.query_params.get("limit", 100))))
+    except ValueError:
+        raise serializers.ValidationError({"limit": ["must be an integer"]}) from None
+
+
+class RunSerializer(serializers.ModelSerializer):
+    duration = Seconds(read_only=True)
+
+    class Meta:
+        model = Run
+        fields = ["id", "rid", "slot_at", "started_at", "ended_at", "duration", "outcome",
+                  "exit_status"]
+
+
+class PingSerializer(serializers.ModelSerializer):
+    body = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Ping
+        fields = ["id", "received_at", "kind", "exit_status", "rid", "run", "method",
+                  "remote_addr", "user_agent", "body", "body_size", "body_truncated", "duplicate"]
+
+    def get_body(self, p) -> str:
+        return bytes(p.body).decode("utf-8", errors="replace")
+
+
+class _MonitorChildList(generics.ListAPIView):
+    pagination_class = None
+
+    def get_queryset(self):
+        monitor = get_object_or_404(Monitor, pk=self.kwargs["pk"], project=self.request.user)
+        model = self.serializer_class.Meta.model
+        return model.objects.filter(monitor=monitor).order_by("-pk")[:_limit(self.request)]
+
+
+class RunList(_MonitorChildList):
+    """``GET /api/v1/monitors/<id>/runs/``: newest first, ``?limit=`` (default 100)."""
+
+    serializer_class = RunSerializer
+
+
+class PingList(_MonitorChildList):
+    """``GET /api/v1/monitors/<id>/pings/``: newest first, ``?limit=`` (default 100)."""
+
+    serializer_class = PingSerializer
+
+
+class ChannelSerializer(serializers.ModelSerializer):
+    config = serializers.JSONField(required=False, default=dict)
+
+    class Meta:
+        model = Channel
+        fields = ["id", "kind", "name", "config", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def validate(self, attrs):
+        try:
+            attrs["config"] = KINDS[attrs["kind"]].validate_config(attrs.get("config") or {})
+        except ValueError as e:
+            raise serializers.ValidationError({"config": [str(e)]}) from None
+        return attrs
+
+    def create(self, validated):
+        return Channel.objects.create(project=self.context["request"].user, **validated)
+
+
+class ChannelList(generics.ListCreateAPIView):
+    """``GET/POST /api/v1/channels/``."""
+
+    serializer_class = ChannelSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        return Channel.objects.filter(project=self.request.user).order_by("pk")
+
+
+class IncidentEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = IncidentEvent
+        fields = ["kind", "at", "message", "detail"]
+
+
+class IncidentSerializer(serializers.ModelSerializer):
+    events = IncidentEventSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Incident
+        fields = ["id", "monitor", "cause", "summary", "dedup_key", "opened_at", "resolved_at",
+                  "resolution", "missed_count", "failure_count", "events"]
+
+
+class IncidentList(generics.ListAPIView):
+    """``GET /api/v1/incidents/``: newest first; ``?monitor=<id>``, ``?open=true``, ``?limit=``."""
+
+    serializer_class = IncidentSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        qs = Incident.objects.filter(monitor__project=self.request.user)
+        params = self.request.query_params
+        if "monitor" in params:
+            if not params["monitor"].isdigit():
+                raise serializers.ValidationError({"monitor": ["must be a monitor id"]})
+            qs = qs.filter(monitor_id=int(params["monitor"]))
+        if params.get("open") in ("1", "true", "yes"):
+            qs = qs.filter(resolved_at__isnull=True)
+        return qs.prefetch_related("events").order_by("-opened_at", "-pk")[:_limit(self.request)]

@@ -1,0 +1,32 @@
+"""API authentication by project API key.
+
+The key is sent as ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>``.
+``request.user`` becomes the key's :class:`~monitors.models.Project`.
+"""
+from rest_framework import authentication, exceptions
+
+from monitors.models import ApiKey
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """DRF authentication: returns ``(project, api_key)`` or raises 401."""
+
+    def authenticate(self, request):
+        key = request.META.get("HTTP_X_API_KEY", "").strip()
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not key and header:
+            scheme, _, value = header.partition(" ")
+            if scheme.lower() != "bearer" or not value.strip():
+                raise exceptions.AuthenticationFailed("use 'Authorization: Bearer <api key>'")
+            key = value.strip()
+        if not key:
+            return None
+        api_key = ApiKey.objects.select_related("project").filter(key_hash=ApiKey.hash(key)).first()
+        if api_key is None:
+            raise exceptions.AuthenticationFailed("invalid API key")
+        project = api_key.project
+        project.is_authenticated = True
+        return project, api_key
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="api"'

@@ -1,0 +1,182 @@
+"""Projects, API keys, monitors, pings and runs.
+
+Durations are ``timedelta`` here and whole seconds at the API. Every datetime is
+timezone-aware UTC; a monitor's ``timezone`` only affects how its cron schedule
+is read.
+"""
+import hashlib
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+def _ping_key() -> str:
+    return secrets.token_urlsafe(16)
+
+
+class Project(models.Model):
+    """A tenant: owns monitors, channels and API keys.
+
+    ``ping_key`` makes the slug URL form ``/ping/<ping_key>/<slug>`` work.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    ping_key = models.CharField(max_length=64, unique=True, default=_ping_key)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(models.Model):
+    """A project API key. Only its SHA-256 is stored; the key is shown once."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
+    key_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    @staticmethod
+    def hash(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, project: Project) -> tuple["ApiKey", str]:
+        """Create a key for ``project``; returns (row, plaintext key)."""
+        key = "cr_" + secrets.token_urlsafe(30)
+        return cls.objects.create(project=project, key_hash=cls.hash(key), prefix=key[:8]), key
+
+
+class Monitor(models.Model):
+    """One scheduled job being watched.
+
+    Schedule: ``kind`` is ``cron`` (``schedule`` is a 5-field expression read in
+    ``timezone`` under ``cron_semantics``) or ``interval`` (``period``).
+    Evaluator state: ``next_slot_at`` is the scheduled time of the next run that has
+    not started yet; ``next_evaluation_at`` is the earliest moment the evaluator must
+    look at this monitor again (indexed, so a tick costs O(monitors due)).
+    """
+
+    class Kind(models.TextChoices):
+        CRON = "cron"
+        INTERVAL = "interval"
+
+    class Concurrency(models.TextChoices):
+        ALLOW = "allow"
+        FORBID = "forbid"
+        REPLACE = "replace"
+
+    class Semantics(models.TextChoices):
+        DEBIAN = "debian"
+        KUBERNETES = "kubernetes"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="monitors")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100)
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    tags = models.JSONField(default=list, blank=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.INTERVAL)
+    schedule = models.CharField(max_length=200, blank=True, default="")
+    timezone = models.CharField(max_length=64, default="UTC")
+    cron_semantics = models.CharField(
+        max_length=12, choices=Semantics.choices, default=Semantics.DEBIAN
+    )
+    period = models.DurationField(null=True, blank=True)
+    grace = models.DurationField()
+    max_runtime = models.DurationField(null=True, blank=True)
+    deadline = models.DurationField(null=True, blank=True)
+    min_runtime = models.DurationField(null=True, blank=True)
+    concurrency = models.CharField(
+        max_length=8, choices=Concurrency.choices, default=Concurrency.ALLOW
+    )
+    paused = models.BooleanField(default=False)
+    channels = models.ManyToManyField("alerts.Channel", blank=True, related_name="monitors")
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_ping_at = models.DateTimeField(null=True, blank=True)
+    last_start_at = models.DateTimeField(null=True, blank=True)
+    next_slot_at = models.DateTimeField(null=True, blank=True)
+    next_evaluation_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "slug"], name="monitor_slug_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.name}/{self.slug}"
+
+    @property
+    def ping_url(self) -> str:
+        return f"{settings.CRONRADAR_BASE_URL}/ping/{self.uuid}"
+
+
+class Run(models.Model):
+    """One execution of a monitored job, from its first ping to its end.
+
+    ``slot_at`` is the scheduled time the run belongs to. ``timeout_at`` (start +
+    max_runtime) and ``deadline_at`` (slot + deadline) are precomputed so the
+    evaluator finds overdue runs by index.
+    """
+
+    class Outcome(models.TextChoices):
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        STUCK = "stuck"
+        REPLACED = "replaced"
+        MISSED = "missed"
+
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="runs")
+    rid = models.UUIDField(null=True, blank=True)
+    slot_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.RUNNING)
+    exit_status = models.SmallIntegerField(null=True, blank=True)
+    timeout_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    deadline_checked = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["monitor", "outcome"], name="run_monitor_outcome")]
+        constraints = [
+            models.UniqueConstraint(fields=["monitor", "rid"], name="run_rid_unique"),
+        ]
+
+    @property
+    def duration(self):
+        """``timedelta`` from start to end, or None while open / without a start ping."""
+        if self.started_at and self.ended_at:
+            return self.ended_at - self.started_at
+        return None
+
+
+class Ping(models.Model):
+    """One received ping (check-in), stored exactly as it arrived."""
+
+    class Kind(models.TextChoices):
+        SUCCESS = "success"
+        START = "start"
+        FAIL = "fail"
+        LOG = "log"
+
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="pings")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="pings")
+    received_at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    exit_status = models.SmallIntegerField(null=True, blank=True)
+    rid = models.UUIDField(null=True, blank=True)
+    method = models.CharField(max_length=8)
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=300, blank=True, default="")
+    body = models.BinaryField(blank=True, default=b"")
+    body_size = models.PositiveIntegerField(default=0)
+    body_truncated = models.BooleanField(default=False)
+    duplicate = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["monitor", "-received_at"], name="ping_monitor_time")]

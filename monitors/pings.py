@@ -1,0 +1,168 @@
+"""Ping ingest: the hot path from a received ping to stored rows and state changes.
+
+:func:`ingest` is the only writer for pings. In one transaction, holding the
+monitor's row lock, it stores the ping, opens/closes the run it belongs to,
+advances the monitor's expected slot, and hands detections (failed, overlap,
+too_fast, recovered) to :mod:`alerts.incidents`.
+
+Run pairing (documented in the README):
+
+- ``start`` with ``rid`` opens a run with that id; the same ``start`` + ``rid``
+  again is a duplicate (curl ``--retry``): stored, flagged, no state change.
+- an end ping (success / fail / exit status) with ``rid`` closes that run; if the
+  run already ended, the ping is a duplicate. An unknown ``rid`` records a run
+  that has no start.
+- an end ping without ``rid`` closes the most recently started open run; if no
+  run is open it records a run that has no start (a job that only pings at the end).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from django.db import transaction
+
+from alerts import incidents
+from alerts.incidents import Detection
+from monitors import slots
+from monitors.models import Monitor, Ping, Run
+
+OPEN = (Run.Outcome.RUNNING, Run.Outcome.STUCK)
+
+
+@dataclass(frozen=True)
+class PingInput:
+    """A parsed ping.
+
+    kind: ``success`` | ``start`` | ``fail`` | ``log``; exit_status: 0-255 or None;
+    rid: run id or None; body: at most the stored limit; body_size: bytes received.
+    """
+
+    kind: str
+    exit_status: int | None = None
+    rid: UUID | None = None
+    method: str = "GET"
+    remote_addr: str | None = None
+    user_agent: str = ""
+    body: bytes = b""
+    body_size: int = 0
+
+    @property
+    def body_truncated(self) -> bool:
+        return self.body_size > len(self.body)
+
+
+def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
+    """Store ``ping`` for monitor ``monitor_id`` at ``now`` and apply its effects.
+
+    Returns the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the
+    monitor was deleted meanwhile. Never drops a ping it returns.
+    """
+    with transaction.atomic():
+        monitor = Monitor.objects.select_for_update().get(pk=monitor_id)
+        detections: list[Detection] = []
+        if ping.kind == Ping.Kind.LOG:
+            run = Run.objects.filter(monitor=monitor, rid=ping.rid).first() if ping.rid else None
+            duplicate = False
+        elif ping.kind == Ping.Kind.START:
+            run, duplicate = _start(monitor, ping, now, detections)
+        else:
+            run, duplicate = _end(monitor, ping, now, detections)
+        row = Ping.objects.create(
+            monitor=monitor, run=run, received_at=now, kind=ping.kind,
+            exit_status=ping.exit_status, rid=ping.rid, method=ping.method,
+            remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
+            body=ping.body, body_size=ping.body_size, body_truncated=ping.body_truncated,
+            duplicate=duplicate,
+        )
+        if ping.kind != Ping.Kind.LOG and not duplicate:
+            monitor.last_ping_at = now
+            monitor.next_evaluation_at = slots.next_evaluation(monitor, pending_runs(monitor))
+            monitor.save(update_fields=["last_ping_at", "last_start_at", "next_slot_at",
+                                        "next_evaluation_at"])
+            incidents.apply(monitor, detections)
+    return row
+
+
+def pending_runs(monitor: Monitor):
+    """Runs the evaluator still has to watch: open ones and unchecked deadlines."""
+    return list(
+        Run.objects.filter(monitor=monitor, outcome__in=OPEN)
+        | Run.objects.filter(monitor=monitor, deadline_at__isnull=False, deadline_checked=False)
+    )
+
+
+def _start(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -> tuple[Run, bool]:
+    if ping.rid:
+        existing = Run.objects.filter(monitor=monitor, rid=ping.rid).first()
+        if existing is not None:
+            return existing, True
+    open_runs = list(Run.objects.filter(monitor=monitor, outcome__in=OPEN, ended_at__isnull=True))
+    if open_runs and monitor.concurrency == Monitor.Concurrency.FORBID:
+        detections.append(Detection(
+            "overlap", now,
+            f"a run started while {len(open_runs)} earlier run(s) were still open "
+            "(concurrency: forbid)",
+            detail={"open_runs": [r.pk for r in open_runs]},
+        ))
+    elif open_runs and monitor.concurrency == Monitor.Concurrency.REPLACE:
+        Run.objects.filter(pk__in=[r.pk for r in open_runs]).update(
+            outcome=Run.Outcome.REPLACED, ended_at=now)
+    run = _new_run(monitor, ping.rid, now)
+    run.started_at = now
+    run.outcome = Run.Outcome.RUNNING
+    run.timeout_at = now + monitor.max_runtime if monitor.max_runtime else None
+    run.save()
+    monitor.last_start_at = now
+    return run, False
+
+
+def _end(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -> tuple[Run, bool]:
+    run = None
+    if ping.rid:
+        run = Run.objects.filter(monitor=monitor, rid=ping.rid).first()
+        if run is not None and run.ended_at is not None:
+            return run, True
+    else:
+        run = (Run.objects.filter(monitor=monitor, outcome__in=OPEN, ended_at__isnull=True)
+               .order_by("-started_at", "-pk").first())
+    if run is None:
+        run = _new_run(monitor, ping.rid, now)
+    failed = ping.kind == Ping.Kind.FAIL or (ping.exit_status not in (None, 0))
+    run.ended_at = now
+    run.exit_status = ping.exit_status
+    run.outcome = Run.Outcome.FAILED if failed else Run.Outcome.SUCCEEDED
+    run.save()
+    if failed:
+        status = f" (exit status {ping.exit_status})" if ping.exit_status is not None else ""
+        detections.append(Detection("failed", now, f"run failed{status}",
+                                    detail={"run": run.pk, "exit_status": ping.exit_status}))
+    elif monitor.min_runtime and run.duration is not None and run.duration < monitor.min_runtime:
+        detections.append(Detection(
+            "too_fast", now,
+            f"run succeeded after {run.duration.total_seconds():.0f}s, "
+            f"less than min_runtime {monitor.min_runtime.total_seconds():.0f}s",
+            detail={"run": run.pk, "duration": run.duration.total_seconds()}))
+    else:
+        detections.append(Detection("recovered", now, "a run succeeded", detail={"run": run.pk}))
+    return run, False
+
+
+def _new_run(monitor: Monitor, rid: UUID | None, now: datetime) -> Run:
+    """An unsaved run for the slot ``now`` belongs to; advances the expected slot.
+
+    A run arriving for a slot already written off as missed takes over that
+    ``missed`` row, so the slot's history shows what really happened.
+    """
+    slot = slots.slot_for(monitor, now)
+    run = (Run.objects.filter(monitor=monitor, slot_at=slot, outcome=Run.Outcome.MISSED)
+           .first()) or Run(monitor=monitor, slot_at=slot)
+    run.rid = rid
+    if monitor.deadline:
+        run.deadline_at = slot + monitor.deadline
+        run.deadline_checked = False
+    following = slots.slot_after(monitor, slot, now)
+    if monitor.next_slot_at is None or following > monitor.next_slot_at:
+        monitor.next_slot_at = following
+    return run

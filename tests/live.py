@@ -1,0 +1,121 @@
+"""Helpers for tests that run the real service: a `manage.py serve` process and a
+local HTTP receiver standing in for webhook / Slack / PagerDuty endpoints."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Received:
+    at: float  # time.time() when the request arrived
+    path: str
+    headers: dict
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    """A threaded local HTTP server that records every POST and answers ``status``."""
+
+    status: int = 200
+    delay: float = 0.0
+    requests: list[Received] = field(default_factory=list)
+
+    def __post_init__(self):
+        recv = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                recv.requests.append(Received(time.time(), self.path, dict(self.headers), body))
+                if recv.delay:
+                    time.sleep(recv.delay)
+                self.send_response(recv.status)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, predicate, timeout: float) -> Received:
+        end = time.time() + timeout
+        while time.time() < end:
+            for r in list(self.requests):
+                if predicate(r):
+                    return r
+            time.sleep(0.02)
+        raise AssertionError(f"no matching request within {timeout}s; got {self.requests!r}")
+
+    def close(self):
+        self.server.shutdown()
+
+
+class Service:
+    """`python manage.py serve` in a subprocess on the embedded default (SQLite)."""
+
+    def __init__(self, data_dir: Path, tick: float = 0.2, extra_env: dict | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+        self.env.update(CRONRADAR_DATA_DIR=str(data_dir), CRONRADAR_TICK_SECONDS=str(tick),
+                        CRONRADAR_BASE_URL=self.url, **(extra_env or {}))
+        self.log = open(data_dir / "serve.log", "w+")  # noqa: SIM115 (closed in stop())
+        self.proc = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(self.port)],
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        end = time.time() + 60
+        while time.time() < end:
+            try:
+                httpx.get(f"{self.url}/ping/", timeout=1)
+                break
+            except httpx.TransportError:
+                assert self.proc.poll() is None, self.output()
+                time.sleep(0.1)
+        else:
+            raise AssertionError("service did not start: " + self.output())
+        self.key = self.manage("createapikey", "--project", "live").strip().splitlines()[-1]
+        self.api = httpx.Client(base_url=f"{self.url}/api/v1",
+                                headers={"Authorization": f"Bearer {self.key}"}, timeout=10)
+
+    def manage(self, *args: str) -> str:
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+                              check=True, capture_output=True, text=True).stdout
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()

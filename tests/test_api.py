@@ -1,0 +1,134 @@
+"""Management API: auth, monitor validation and fields, runs/pings/incidents, channels."""
+import io
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+
+from alerts.models import Channel
+from monitors.models import ApiKey, Monitor, Project
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0
+
+pytestmark = pytest.mark.django_db
+
+
+def test_auth_bearer_and_x_api_key(client, api_key):
+    assert client.get("/api/v1/monitors/").status_code == 401
+    assert client.get("/api/v1/monitors/", HTTP_AUTHORIZATION="Bearer nope").status_code == 401
+    assert client.get("/api/v1/monitors/", HTTP_AUTHORIZATION=f"Bearer {api_key}").json() == []
+    assert client.get("/api/v1/monitors/", HTTP_X_API_KEY=api_key).status_code == 200
+
+
+def test_createapikey_prints_key_last(db):
+    out = io.StringIO()
+    call_command("createapikey", "--project", "ops", stdout=out)
+    key = out.getvalue().strip().splitlines()[-1]
+    assert ApiKey.objects.get(key_hash=ApiKey.hash(key)).project.name == "ops"
+    call_command("createapikey", "--project", "ops", stdout=io.StringIO())
+    assert Project.objects.filter(name="ops").count() == 1
+    assert ApiKey.objects.filter(project__name="ops").count() == 2
+
+
+def test_create_cron_monitor_returns_contract_fields(api, project, settings):
+    resp = api.post("/api/v1/monitors/", {
+        "name": "Nightly backup", "kind": "cron", "schedule": "@daily",
+        "timezone": "Europe/Berlin", "grace": 300, "max_runtime": 3600, "deadline": 7200,
+        "concurrency": "forbid", "tags": ["db", "prod"]}, format="json")
+    assert resp.status_code == 201, resp.json()
+    body = resp.json()
+    m = Monitor.objects.get()
+    assert body["id"] == m.pk and body["uuid"] == str(m.uuid)
+    assert body["slug"] == "nightly-backup"
+    assert body["schedule"] == "0 0 * * *"
+    assert (body["grace"], body["max_runtime"], body["deadline"], body["min_runtime"]) == (
+        300, 3600, 7200, None)
+    assert body["ping_url"] == f"{settings.CRONRADAR_BASE_URL}/ping/{m.uuid}"
+    assert body["status"] == "new" and body["last_ping_at"] is None
+    assert body["next_expected_at"].endswith("T23:00:00Z") or body["next_expected_at"].endswith(
+        "T22:00:00Z")  # midnight Berlin in UTC (winter / summer)
+    assert m.grace == timedelta(seconds=300)
+
+
+@pytest.mark.parametrize("payload,field,message", [
+    ({"kind": "cron", "schedule": "0 0 31 2 *"}, "schedule", ""),
+    ({"kind": "cron", "schedule": "61 * * * *"}, "schedule", ""),
+    ({"kind": "cron", "schedule": "* * * *"}, "schedule", ""),
+    ({"kind": "cron", "schedule": "0 7 * * *", "timezone": "Mars/Olympus"}, "timezone",
+     "Mars/Olympus"),
+    ({"kind": "interval", "period": 60, "grace": -5}, "grace", "at least 0"),
+    ({"kind": "interval", "period": 0}, "period", "at least 1"),
+    ({"kind": "interval", "period": 60, "max_runtime": -1}, "max_runtime", "at least 1"),
+    ({"kind": "interval"}, "period", "required"),
+    ({"kind": "interval", "period": "abc"}, "period", "whole number"),
+    ({"kind": "weekly", "period": 60}, "kind", ""),
+    ({"kind": "interval", "period": 60, "concurrency": "sometimes"}, "concurrency", ""),
+])
+def test_invalid_monitor_rejected_with_field(api, payload, field, message):
+    data = {"name": "x", "grace": 10, **payload}
+    resp = api.post("/api/v1/monitors/", data, format="json")
+    assert resp.status_code == 400
+    assert field in resp.json(), resp.json()
+    assert message in " ".join(resp.json()[field])
+
+
+def test_duplicate_slug_rejected(api):
+    assert api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1},
+                    format="json").status_code == 201
+    resp = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1}, format="json")
+    assert resp.status_code == 400 and "slug" in resp.json()
+
+
+def test_patch_pause_delete_and_isolation(api, project):
+    mid = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1},
+                   format="json").json()["id"]
+    resp = api.patch(f"/api/v1/monitors/{mid}/", {"paused": True, "grace": 20}, format="json")
+    assert resp.json()["status"] == "paused" and resp.json()["grace"] == 20
+    assert Monitor.objects.get(pk=mid).next_evaluation_at is None
+    other = Project.objects.create(name="other")
+    foreign = Monitor.objects.create(project=other, name="f", slug="f",
+                                     period=timedelta(seconds=5), grace=timedelta(seconds=1))
+    assert api.get(f"/api/v1/monitors/{foreign.pk}/").status_code == 404
+    assert api.get(f"/api/v1/monitors/{foreign.pk}/runs/").status_code == 404
+    assert api.delete(f"/api/v1/monitors/{mid}/").status_code == 204
+    assert not Monitor.objects.filter(pk=mid).exists()
+
+
+def test_channels_default_and_explicit(api):
+    hook = api.post("/api/v1/channels/", {"kind": "webhook", "name": "hook",
+                                          "config": {"url": "http://127.0.0.1:9/hook"}},
+                    format="json")
+    assert hook.status_code == 201, hook.json()
+    assert len(hook.json()["config"]["secret"]) >= 32
+    bad = api.post("/api/v1/channels/", {"kind": "webhook", "config": {}}, format="json")
+    assert bad.status_code == 400 and "config" in bad.json()
+    m1 = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1}, format="json")
+    assert m1.json()["channels"] == [hook.json()["id"]]  # omitted: all project channels
+    m2 = api.post("/api/v1/monitors/", {"name": "b", "period": 60, "grace": 1, "channels": []},
+                  format="json")
+    assert m2.json()["channels"] == []
+    assert [c["name"] for c in api.get("/api/v1/channels/").json()] == ["hook"]
+
+
+def test_runs_pings_incidents_endpoints(api, make_monitor):
+    m = make_monitor(name="etl")
+    ingest(m.pk, PingInput("start", user_agent="curl"), T0 + timedelta(seconds=1))
+    ingest(m.pk, PingInput("fail", exit_status=2, body=b"boom", body_size=4),
+           T0 + timedelta(seconds=4))
+    runs = api.get(f"/api/v1/monitors/{m.pk}/runs/").json()
+    assert [(r["outcome"], r["duration"], r["exit_status"]) for r in runs] == [("failed", 3, 2)]
+    pings = api.get(f"/api/v1/monitors/{m.pk}/pings/?limit=1").json()
+    assert [(p["kind"], p["body"], p["exit_status"]) for p in pings] == [("fail", "boom", 2)]
+    incidents = api.get("/api/v1/incidents/?open=true").json()
+    assert [(i["monitor"], i["cause"]) for i in incidents] == [(m.pk, "failed")]
+    assert [e["kind"] for e in incidents[0]["events"]] == ["opened"]
+    assert api.get("/api/v1/incidents/?monitor=abc").status_code == 400
+    assert api.get(f"/api/v1/monitors/{m.pk}/").json()["status"] == "down"
+
+
+def test_channel_config_not_shared_across_projects(api):
+    other = Project.objects.create(name="other")
+    ch = Channel.objects.create(project=other, kind="webhook", config={"url": "http://x"})
+    resp = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1,
+                                          "channels": [ch.pk]}, format="json")
+    assert resp.status_code == 400 and "channels" in resp.json()

@@ -1,0 +1,193 @@
+"""Evaluator: missed / stuck / deadline / failed / overlap / too_fast / recovered."""
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from alerts.models import Incident
+from monitors import evaluator, slots
+from monitors.models import Monitor, Run
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0
+
+pytestmark = pytest.mark.django_db
+
+
+def s(n):
+    return timedelta(seconds=n)
+
+
+def events(m):
+    inc = Incident.objects.get(monitor=m)
+    return inc, [(e.kind, e.at) for e in inc.events.all()]
+
+
+def test_missed_after_slot_plus_grace(make_monitor):
+    m = make_monitor(period=s(3), grace=s(1))
+    ingest(m.pk, PingInput("success"), T0)
+    m.refresh_from_db()
+    assert (m.next_slot_at, m.next_evaluation_at) == (T0 + s(3), T0 + s(4))
+    assert evaluator.tick(T0 + s(3.9)) == 0  # not due yet: O(due) query returns nothing
+    assert not Incident.objects.exists()
+    assert evaluator.tick(T0 + s(4)) == 1
+    inc, evs = events(m)
+    assert (inc.cause, inc.missed_count, inc.opened_at) == ("missed", 1, T0 + s(4))
+    assert evs == [("opened", T0 + s(4))]
+    assert list(Run.objects.filter(outcome="missed").values_list("slot_at", flat=True)) == [
+        T0 + s(3)]
+    m.refresh_from_db()
+    assert (m.next_slot_at, m.next_evaluation_at) == (T0 + s(6), T0 + s(7))
+    # the next missed slot is counted on the same incident, not a new alert
+    evaluator.tick(T0 + s(7))
+    inc, evs = events(m)
+    assert inc.missed_count == 2 and evs == [("opened", T0 + s(4)), ("missed", T0 + s(7))]
+    # a success resolves it
+    ingest(m.pk, PingInput("success"), T0 + s(8))
+    inc.refresh_from_db()
+    assert (inc.resolved_at, inc.resolution) == (T0 + s(8), "a run succeeded")
+    assert sorted(Run.objects.filter(outcome="missed").values_list("slot_at", flat=True)) == [
+        T0 + s(3), T0 + s(6)]
+    m.refresh_from_db()
+    assert m.next_slot_at == T0 + s(11)  # interval: counted from the late ping
+
+
+def test_evaluator_downtime_gives_one_incident_counting_slots(make_monitor):
+    m = make_monitor(period=s(10), grace=s(2))
+    ingest(m.pk, PingInput("success"), T0)
+    evaluator.tick(T0 + s(1000))  # slots T0+10 .. T0+990 are overdue: 99 of them
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.missed_count, inc.events.count()) == (99, 1)
+    assert Run.objects.filter(outcome="missed").count() == 99
+    m.refresh_from_db()
+    assert m.next_slot_at == T0 + s(1000)
+
+
+def test_cron_missed_counts_slots_in_zone(make_monitor):
+    m = make_monitor(kind="cron", schedule="0 7 * * *", timezone="America/New_York",
+                     grace=s(300), created=datetime(2024, 3, 8, 12, tzinfo=UTC))
+    assert m.next_slot_at == datetime(2024, 3, 9, 12, tzinfo=UTC)  # 07:00 EST
+    ingest(m.pk, PingInput("success"), datetime(2024, 3, 9, 12, 0, 5, tzinfo=UTC))
+    m.refresh_from_db()
+    assert m.next_slot_at == datetime(2024, 3, 10, 11, tzinfo=UTC)  # 07:00 EDT after DST
+    evaluator.tick(datetime(2024, 3, 12, 11, 5, tzinfo=UTC))
+    inc = Incident.objects.get(monitor=m)
+    assert inc.missed_count == 3  # Mar 10, 11, 12 at 07:00 EDT
+    assert sorted(Run.objects.filter(outcome="missed").values_list("slot_at", flat=True)) == [
+        datetime(2024, 3, d, 11, tzinfo=UTC) for d in (10, 11, 12)]
+
+
+def test_new_monitor_never_pinged_does_not_alert(make_monitor):
+    m = make_monitor()
+    assert m.next_evaluation_at is None
+    assert evaluator.tick(T0 + s(3600)) == 0
+    assert not Incident.objects.exists()
+
+
+def test_stuck_run_past_max_runtime(make_monitor):
+    m = make_monitor(period=s(60), grace=s(5), max_runtime=s(10))
+    ingest(m.pk, PingInput("start"), T0 + s(60))
+    evaluator.tick(T0 + s(69))
+    assert not Incident.objects.exists()
+    evaluator.tick(T0 + s(70))
+    inc, evs = events(m)
+    assert inc.cause == "stuck" and evs == [("opened", T0 + s(70))]
+    assert Run.objects.get(monitor=m).outcome == "stuck"
+    ingest(m.pk, PingInput("success"), T0 + s(80))  # it finally ends
+    inc.refresh_from_db()
+    assert inc.resolved_at == T0 + s(80)
+
+
+def test_deadline_checked_even_if_run_never_ends(make_monitor):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(60), deadline=s(120),
+                     created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(30))
+    run = Run.objects.get(monitor=m)
+    assert (run.slot_at, run.deadline_at) == (T0, T0 + s(120))
+    evaluator.tick(T0 + s(120))
+    inc, evs = events(m)
+    assert inc.cause == "deadline" and evs == [("opened", T0 + s(120))]
+    evaluator.tick(T0 + s(200))  # checked once only
+    assert Incident.objects.get().events.count() == 1
+
+
+def test_deadline_met_by_success(make_monitor):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(60), deadline=s(120),
+                     created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(30))
+    ingest(m.pk, PingInput("success"), T0 + s(90))
+    evaluator.tick(T0 + s(120))
+    assert not Incident.objects.exists()
+    assert Run.objects.get().deadline_checked
+
+
+def test_fail_ping_opens_failed_incident(make_monitor):
+    m = make_monitor()
+    ingest(m.pk, PingInput("fail", exit_status=4), T0 + s(1))
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.summary) == ("failed", "job-1: run failed (exit status 4)")
+
+
+def test_overlap_under_forbid(make_monitor):
+    m = make_monitor(concurrency="forbid")
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    assert not Incident.objects.exists()
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    inc = Incident.objects.get(monitor=m)
+    assert inc.cause == "overlap"
+    assert "1 earlier run(s) were still open" in inc.summary
+
+
+def test_allow_permits_overlap(make_monitor):
+    m = make_monitor(concurrency="allow")
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    assert not Incident.objects.exists()
+
+
+def test_too_fast(make_monitor):
+    m = make_monitor(min_runtime=s(30))
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    ingest(m.pk, PingInput("success"), T0 + s(5))
+    inc = Incident.objects.get(monitor=m)
+    assert inc.cause == "too_fast" and inc.resolved_at is None
+    ingest(m.pk, PingInput("start"), T0 + s(10))
+    ingest(m.pk, PingInput("success"), T0 + s(50))
+    inc.refresh_from_db()
+    assert inc.resolved_at == T0 + s(50)
+
+
+def test_one_open_incident_per_monitor(make_monitor):
+    m = make_monitor(concurrency="forbid")
+    ingest(m.pk, PingInput("fail"), T0 + s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    ingest(m.pk, PingInput("start"), T0 + s(3))
+    inc = Incident.objects.get(monitor=m)
+    assert [e.kind for e in inc.events.all()] == ["opened", "overlap"]
+
+
+def test_status_values(make_monitor):
+    m = make_monitor(period=s(10), grace=s(5))
+
+    def st(now):
+        m.refresh_from_db()
+        running = m.runs.filter(outcome="running").exists()
+        return slots.status(m, now, running=running,
+                            incident_open=m.incidents.filter(resolved_at=None).exists())
+
+    assert st(T0) == "new"
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    assert st(T0 + s(2)) == "running"
+    ingest(m.pk, PingInput("success"), T0 + s(3))
+    assert st(T0 + s(4)) == "up"
+    assert st(T0 + s(12)) == "late"
+    evaluator.tick(T0 + s(16))
+    assert st(T0 + s(16)) == "down"
+    Monitor.objects.filter(pk=m.pk).update(paused=True)
+    assert st(T0 + s(16)) == "paused"
+
+
+def test_decide_is_pure(make_monitor):
+    m = Monitor(kind="interval", period=s(3), grace=s(1), last_ping_at=T0, next_slot_at=T0 + s(3))
+    d = evaluator.decide(m, [], set(), T0 + s(10))
+    assert [(x.kind, x.count) for x in d.detections] == [("missed", 3)]
+    assert d.missed_slots == [T0 + s(3), T0 + s(6), T0 + s(9)]
+    assert d.next_slot_at == T0 + s(12)

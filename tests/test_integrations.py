@@ -1,0 +1,363 @@
+"""Exact requests built by each integration kind, and channel config validation."""
+import hashlib
+import hmac
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from alerts.integrations import KINDS, OutgoingRequest, pagerduty, slack, webhook
+from alerts.models import Channel, Incident, IncidentEvent
+from monitors.models import Monitor
+
+OPENED = datetime(2025, 1, 1, 12, 0, 5, tzinfo=UTC)
+RESOLVED = datetime(2025, 1, 1, 12, 3, 0, tzinfo=UTC)
+MONITOR_UUID = uuid.UUID("5a6b7c8d-1111-4222-8333-444455556666")
+DEDUP = "1d1f4c1e-aaaa-4bbb-8ccc-dddddddddddd"
+SECRET = "s3cret-hook-key"
+JSON_HEADERS = {"Content-Type": "application/json", "User-Agent": "CronRadar/0.1"}
+
+
+@pytest.fixture
+def monitor(project):
+    return Monitor.objects.create(
+        project=project, name="Nightly backup", slug="nightly-backup", uuid=MONITOR_UUID,
+        tags=["db", "prod"], kind="interval", period=timedelta(seconds=60),
+        grace=timedelta(seconds=5),
+    )
+
+
+@pytest.fixture
+def incident(monitor):
+    return Incident.objects.create(
+        monitor=monitor, cause="missed", summary="Nightly backup: no ping within 60s + 5s grace",
+        dedup_key=DEDUP, opened_at=OPENED, missed_count=1,
+    )
+
+
+@pytest.fixture
+def opened(incident):
+    return IncidentEvent.objects.create(incident=incident, kind="opened", at=OPENED,
+                                        message="no ping within 60s + 5s grace")
+
+
+@pytest.fixture
+def resolved(incident, opened):
+    incident.resolved_at = RESOLVED
+    incident.resolution = "ping received"
+    incident.save()
+    return IncidentEvent.objects.create(incident=incident, kind="resolved", at=RESOLVED,
+                                        message="ping received")
+
+
+def channel(project, kind, **config):
+    return Channel.objects.create(project=project, kind=kind, config=config)
+
+
+def canonical(document) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def test_registry_maps_every_channel_kind():
+    assert {"webhook": webhook, "slack": slack, "pagerduty": pagerduty} == KINDS
+    assert set(KINDS) == set(Channel.Kind.values)
+
+
+# --- webhook ----------------------------------------------------------------
+
+def webhook_document(event, incident, event_name, occurred_at, resolved_at=None, resolution=""):
+    return {
+        "schema": "cronradar.incident.v1",
+        "event": event_name,
+        "event_id": event.pk,
+        "occurred_at": occurred_at,
+        "incident": {
+            "id": incident.pk,
+            "cause": "missed",
+            "summary": "Nightly backup: no ping within 60s + 5s grace",
+            "opened_at": "2025-01-01T12:00:05Z",
+            "resolved_at": resolved_at,
+            "resolution": resolution,
+            "missed_count": 1,
+            "failure_count": 0,
+            "dedup_key": DEDUP,
+        },
+        "monitor": {
+            "id": incident.monitor.pk,
+            "uuid": "5a6b7c8d-1111-4222-8333-444455556666",
+            "name": "Nightly backup",
+            "slug": "nightly-backup",
+            "project": "acme",
+            "tags": ["db", "prod"],
+        },
+    }
+
+
+def test_webhook_opened(project, incident, opened):
+    ch = channel(project, "webhook", url="https://hooks.example.com/cr", secret=SECRET)
+
+    req = webhook.build_request(ch, opened)
+
+    expected = webhook_document(opened, incident, "incident.opened", "2025-01-01T12:00:05Z")
+    assert req.url == "https://hooks.example.com/cr"
+    assert json.loads(req.body) == expected
+    assert req.body == canonical(expected)
+    digest = hmac.new(SECRET.encode(), req.body, hashlib.sha256).hexdigest()
+    assert req.headers == {
+        **JSON_HEADERS,
+        "X-CronRadar-Event": "incident.opened",
+        "X-CronRadar-Signature": f"sha256={digest}",
+    }
+
+
+def test_webhook_resolved(project, incident, resolved):
+    ch = channel(project, "webhook", url="https://hooks.example.com/cr", secret=SECRET)
+
+    req = webhook.build_request(ch, resolved)
+
+    expected = webhook_document(resolved, incident, "incident.resolved", "2025-01-01T12:03:00Z",
+                                resolved_at="2025-01-01T12:03:00Z", resolution="ping received")
+    assert req.body == canonical(expected)
+    digest = hmac.new(SECRET.encode(), req.body, hashlib.sha256).hexdigest()
+    assert req.headers == {
+        **JSON_HEADERS,
+        "X-CronRadar-Event": "incident.resolved",
+        "X-CronRadar-Signature": f"sha256={digest}",
+    }
+
+
+def test_webhook_signature_depends_on_secret(project, opened):
+    a, b = (webhook.build_request(channel(project, "webhook", url="https://x.test/", secret=s),
+                                  opened) for s in ("a", "b"))
+    assert a.body == b.body
+    assert a.headers["X-CronRadar-Signature"] != b.headers["X-CronRadar-Signature"]
+
+
+def test_webhook_keeps_non_ascii_as_utf8(project, monitor, incident, opened):
+    monitor.name = "Sauvegarde nocturne é"
+    monitor.save()
+    req = webhook.build_request(
+        channel(project, "webhook", url="https://x.test/", secret=SECRET),
+        IncidentEvent.objects.get(pk=opened.pk),
+    )
+    assert '"name":"Sauvegarde nocturne é"'.encode() in req.body
+
+
+@pytest.mark.parametrize("kind", ["webhook", "slack", "pagerduty"])
+def test_non_notifying_event_kinds_are_refused(project, incident, kind):
+    event = IncidentEvent.objects.create(incident=incident, kind="missed", at=OPENED)
+    ch = channel(project, kind, url="https://x.test/", secret=SECRET, routing_key="k")
+    with pytest.raises(ValueError, match="event kind 'missed' does not notify"):
+        KINDS[kind].build_request(ch, event)
+
+
+def test_webhook_validate_config_generates_a_secret():
+    config = webhook.validate_config({"url": "https://hooks.example.com/cr"})
+    assert config["url"] == "https://hooks.example.com/cr"
+    assert len(config["secret"]) == 48
+    assert set(config["secret"]) <= set("0123456789abcdef")
+
+
+def test_webhook_validate_config_keeps_given_secret():
+    assert webhook.validate_config({"url": " http://10.0.0.5:8080/x ", "secret": "abc"}) == {
+        "url": "http://10.0.0.5:8080/x", "secret": "abc",
+    }
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({}, "url: this field is required"),
+    ({"url": ""}, "url: this field is required"),
+    ({"url": "ftp://example.com/x"}, "url: must be an http(s) URL"),
+    ({"url": "https://"}, "url: must be an http(s) URL"),
+    ({"url": "https://x.test/", "secret": ""}, "secret: must be a non-empty string"),
+    ({"url": "https://x.test/", "secret": 5}, "secret: must be a non-empty string"),
+    ({"url": "https://x.test/", "extra": 1}, "extra: unknown field"),
+    (["https://x.test/"], "config: must be an object"),
+])
+def test_webhook_validate_config_errors(config, message):
+    with pytest.raises(ValueError) as exc:
+        webhook.validate_config(config)
+    assert str(exc.value) == message
+
+
+# --- slack ------------------------------------------------------------------
+
+def slack_fields(*extra):
+    return [
+        {"type": "mrkdwn", "text": "*Monitor*\nNightly backup (acme/nightly-backup)"},
+        {"type": "mrkdwn", "text": "*Cause*\nmissed"},
+        {"type": "mrkdwn",
+         "text": "*Opened*\n<!date^1735732805^{date_short_pretty} {time_secs}"
+                 "|2025-01-01T12:00:05Z>"},
+        *extra,
+    ]
+
+
+def test_slack_opened(project, opened):
+    ch = channel(project, "slack", url="https://hooks.slack.com/services/T0/B0/xyz")
+
+    req = slack.build_request(ch, opened)
+
+    assert req == OutgoingRequest(
+        url="https://hooks.slack.com/services/T0/B0/xyz",
+        body=canonical({
+            "text": "CronRadar: incident opened (missed): "
+                    "Nightly backup: no ping within 60s + 5s grace",
+            "blocks": [
+                {"type": "header", "text": {
+                    "type": "plain_text", "emoji": True,
+                    "text": ":rotating_light: Incident opened: Nightly backup"}},
+                {"type": "section", "text": {
+                    "type": "mrkdwn", "text": "Nightly backup: no ping within 60s + 5s grace"}},
+                {"type": "section", "fields": slack_fields()},
+            ],
+        }),
+        headers=JSON_HEADERS,
+    )
+
+
+def test_slack_resolved(project, resolved):
+    ch = channel(project, "slack", url="https://hooks.slack.com/services/T0/B0/xyz")
+
+    req = slack.build_request(ch, resolved)
+
+    assert json.loads(req.body) == {
+        "text": "CronRadar: incident resolved: Nightly backup: ping received",
+        "blocks": [
+            {"type": "header", "text": {
+                "type": "plain_text", "emoji": True,
+                "text": ":white_check_mark: Incident resolved: Nightly backup"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": "ping received"}},
+            {"type": "section", "fields": slack_fields(
+                {"type": "mrkdwn",
+                 "text": "*Resolved*\n<!date^1735732980^{date_short_pretty} {time_secs}"
+                         "|2025-01-01T12:03:00Z>"},
+            )},
+        ],
+    }
+    assert req.headers == JSON_HEADERS
+
+
+def test_slack_escapes_mrkdwn_and_caps_header(project, monitor, incident, opened):
+    monitor.name = "a<b>&c" + "x" * 200
+    monitor.save()
+    incident.summary = "<!channel> & co"
+    incident.save()
+    ch = channel(project, "slack", url="https://hooks.slack.com/services/T0/B0/xyz")
+
+    doc = json.loads(slack.build_request(ch, IncidentEvent.objects.get(pk=opened.pk)).body)
+
+    assert doc["text"] == "CronRadar: incident opened (missed): &lt;!channel&gt; &amp; co"
+    header = doc["blocks"][0]["text"]["text"]
+    assert len(header) == 150
+    assert header.startswith(":rotating_light: Incident opened: a<b>&cxxx")  # plain_text
+    assert doc["blocks"][1]["text"]["text"] == "&lt;!channel&gt; &amp; co"
+    assert doc["blocks"][2]["fields"][0]["text"].startswith("*Monitor*\na&lt;b&gt;&amp;cxxx")
+
+
+def test_slack_validate_config():
+    url = "https://hooks.slack.com/services/T0/B0/xyz"
+    assert slack.validate_config({"url": url}) == {"url": url}
+    assert slack.validate_config({"url": "http://127.0.0.1:9000/hook"}) == {
+        "url": "http://127.0.0.1:9000/hook"}
+    assert slack.validate_config({"url": "http://localhost/hook"}) == {
+        "url": "http://localhost/hook"}
+    for config, message in [
+        ({}, "url: this field is required"),
+        ({"url": "http://hooks.slack.com/services/x"}, "url: must be an https URL"),
+        ({"url": url, "channel": "#ops"}, "channel: unknown field"),
+    ]:
+        with pytest.raises(ValueError) as exc:
+            slack.validate_config(config)
+        assert str(exc.value) == message
+
+
+# --- pagerduty --------------------------------------------------------------
+
+def test_pagerduty_trigger(project, incident, opened):
+    ch = channel(project, "pagerduty", routing_key="R" * 32)
+
+    req = pagerduty.build_request(ch, opened)
+
+    assert req == OutgoingRequest(
+        url="https://events.pagerduty.com/v2/enqueue",
+        body=canonical({
+            "routing_key": "R" * 32,
+            "event_action": "trigger",
+            "dedup_key": DEDUP,
+            "payload": {
+                "summary": "Nightly backup: no ping within 60s + 5s grace",
+                "source": "acme/nightly-backup",
+                "severity": "critical",
+                "timestamp": "2025-01-01T12:00:05Z",
+                "component": "nightly-backup",
+                "group": "acme",
+                "class": "missed",
+                "custom_details": {
+                    "monitor": "Nightly backup",
+                    "monitor_uuid": "5a6b7c8d-1111-4222-8333-444455556666",
+                    "tags": ["db", "prod"],
+                    "incident_id": incident.pk,
+                    "missed_count": 1,
+                    "failure_count": 0,
+                },
+            },
+        }),
+        headers=JSON_HEADERS,
+    )
+
+
+def test_pagerduty_resolve_carries_only_the_key(project, resolved):
+    ch = channel(project, "pagerduty", routing_key="R" * 32,
+                 events_url="https://pd.internal.example/v2/enqueue")
+
+    req = pagerduty.build_request(ch, resolved)
+
+    assert req == OutgoingRequest(
+        url="https://pd.internal.example/v2/enqueue",
+        body=canonical({"routing_key": "R" * 32, "event_action": "resolve", "dedup_key": DEDUP}),
+        headers=JSON_HEADERS,
+    )
+
+
+def test_pagerduty_events_url_follows_setting(project, opened, settings):
+    settings.CRONRADAR_PAGERDUTY_EVENTS_URL = "http://127.0.0.1:9999/v2/enqueue"
+    req = pagerduty.build_request(channel(project, "pagerduty", routing_key="k"), opened)
+    assert req.url == "http://127.0.0.1:9999/v2/enqueue"
+
+
+def test_pagerduty_dedup_key_is_stable_per_incident(project, incident, resolved):
+    ch = channel(project, "pagerduty", routing_key="k")
+    keys = {json.loads(pagerduty.build_request(ch, ev).body)["dedup_key"]
+            for ev in incident.events.all()}
+    assert keys == {DEDUP}
+
+
+@pytest.mark.parametrize(("cause", "severity"), [
+    ("missed", "critical"), ("stuck", "critical"), ("deadline", "critical"),
+    ("failed", "critical"), ("overlap", "warning"), ("too_fast", "warning"),
+])
+def test_pagerduty_severity(project, incident, opened, cause, severity):
+    incident.cause = cause
+    incident.save()
+    ch = channel(project, "pagerduty", routing_key="k")
+    payload = json.loads(
+        pagerduty.build_request(ch, IncidentEvent.objects.get(pk=opened.pk)).body)["payload"]
+    assert (payload["severity"], payload["class"]) == (severity, cause)
+
+
+def test_pagerduty_validate_config():
+    assert pagerduty.validate_config({"routing_key": " abc "}) == {"routing_key": "abc"}
+    assert pagerduty.validate_config(
+        {"routing_key": "abc", "events_url": "https://pd.example/v2/enqueue"}
+    ) == {"routing_key": "abc", "events_url": "https://pd.example/v2/enqueue"}
+    for config, message in [
+        ({}, "routing_key: this field is required"),
+        ({"routing_key": "  "}, "routing_key: this field is required"),
+        ({"routing_key": "abc", "events_url": "nope"}, "events_url: must be an http(s) URL"),
+        ({"routing_key": "abc", "url": "https://x.test"}, "url: unknown field"),
+    ]:
+        with pytest.raises(ValueError) as exc:
+            pagerduty.validate_config(config)
+        assert str(exc.value) == message

@@ -1,0 +1,154 @@
+"""Ping endpoint and ingest: URL forms, stored fields, run pairing, idempotency."""
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from alerts.models import Incident
+from monitors.models import Ping, Run
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0
+
+pytestmark = pytest.mark.django_db
+
+
+def s(n):
+    return timedelta(seconds=n)
+
+
+@pytest.mark.parametrize("method", ["get", "head", "post"])
+def test_success_ping_all_methods(client, make_monitor, method):
+    m = make_monitor()
+    resp = getattr(client, method)(f"/ping/{m.uuid}", HTTP_USER_AGENT="curl/8.5")
+    assert resp.status_code == 200
+    assert resp["Content-Type"].startswith("text/plain")
+    p = Ping.objects.get(monitor=m)
+    assert (p.kind, p.method, p.user_agent, p.remote_addr) == ("success", method.upper(),
+                                                               "curl/8.5", "127.0.0.1")
+    assert Run.objects.get(monitor=m).outcome == "succeeded"
+    if method != "head":
+        assert resp.content == b"OK\n"
+
+
+@pytest.mark.parametrize("suffix,kind,code", [
+    ("/start", "start", None), ("/fail", "fail", None), ("/log", "log", None),
+    ("/0", "success", 0), ("/1", "fail", 1), ("/255", "fail", 255),
+])
+def test_uuid_and_slug_url_forms(client, make_monitor, suffix, kind, code):
+    m = make_monitor(name="backup")
+    assert client.get(f"/ping/{m.uuid}{suffix}").status_code == 200
+    assert client.post(f"/ping/{m.project.ping_key}/backup{suffix}").status_code == 200
+    pings = list(Ping.objects.filter(monitor=m).order_by("pk"))
+    assert [(p.kind, p.exit_status) for p in pings] == [(kind, code), (kind, code)]
+
+
+@pytest.mark.parametrize("path,status,message", [
+    ("/ping/{uuid}/256", 400, b"exit status must be an integer from 0 to 255"),
+    ("/ping/{uuid}/-1", 400, b"exit status must be an integer from 0 to 255"),
+    ("/ping/{uuid}/99999999999999999999999", 400, b"exit status"),
+    ("/ping/{uuid}/bogus", 400, b"unknown ping action 'bogus'"),
+    ("/ping/{uuid}?rid=not-a-uuid", 400, b"rid must be a UUID"),
+    ("/ping/{uuid}/start?rid=", 200, b"OK"),
+    (f"/ping/{uuid.uuid4()}", 404, b"not found"),
+    ("/ping/nokey/noslug", 404, b"not found"),
+    ("/ping/{key}/no-such-slug/start", 404, b"not found"),
+    ("/ping/a/b/c/d", 404, b"not found"),
+    ("/ping/not-a-uuid", 404, b"not found"),
+    ("/ping/%00%ff", 404, b"not found"),
+])
+def test_bad_input_gets_clear_4xx(client, make_monitor, path, status, message):
+    m = make_monitor()
+    resp = client.get(path.format(uuid=m.uuid, key=m.project.ping_key))
+    assert resp.status_code == status
+    assert message in resp.content
+    assert Ping.objects.count() == (1 if status == 200 else 0)
+
+
+def test_other_methods_405(client, make_monitor):
+    m = make_monitor()
+    resp = client.put(f"/ping/{m.uuid}")
+    assert resp.status_code == 405 and resp["Allow"] == "GET, HEAD, POST"
+
+
+def test_body_stored_and_truncated(client, make_monitor, settings):
+    m = make_monitor()
+    client.post(f"/ping/{m.uuid}/log", data=b"hello", content_type="text/plain")
+    big = b"x" * (10 * 1024 * 1024)
+    assert client.post(f"/ping/{m.uuid}/fail", data=big,
+                       content_type="application/octet-stream").status_code == 200
+    small, large = Ping.objects.order_by("pk")
+    assert (bytes(small.body), small.body_size, small.body_truncated) == (b"hello", 5, False)
+    assert len(bytes(large.body)) == settings.CRONRADAR_PING_BODY_LIMIT == 100 * 1024
+    assert (large.body_size, large.body_truncated) == (10 * 1024 * 1024, True)
+
+
+def test_start_then_success_pairs_by_rid_and_records_run(make_monitor):
+    m = make_monitor(max_runtime=s(60))
+    a, b = uuid.uuid4(), uuid.uuid4()
+    ingest(m.pk, PingInput("start", rid=a), T0 + s(3))
+    ingest(m.pk, PingInput("start", rid=b), T0 + s(4))
+    ingest(m.pk, PingInput("success", exit_status=0, rid=a), T0 + s(10))
+    ra, rb = Run.objects.get(rid=a), Run.objects.get(rid=b)
+    assert (ra.outcome, ra.started_at, ra.ended_at, ra.duration, ra.exit_status) == (
+        "succeeded", T0 + s(3), T0 + s(10), s(7), 0)
+    assert ra.slot_at == T0 + s(3)  # interval: the expected slot T0+3s
+    assert ra.timeout_at == T0 + s(63)
+    assert (rb.outcome, rb.ended_at) == ("running", None)
+
+
+def test_end_without_rid_closes_most_recent_open_run(make_monitor):
+    m = make_monitor()
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    ingest(m.pk, PingInput("success"), T0 + s(5))
+    runs = list(Run.objects.filter(monitor=m).order_by("started_at"))
+    assert [(r.started_at, r.outcome) for r in runs] == [
+        (T0 + s(1), "running"), (T0 + s(2), "succeeded")]
+    # with nothing else open the next end ping closes the first run ...
+    ingest(m.pk, PingInput("fail", exit_status=3), T0 + s(6))
+    runs[0].refresh_from_db()
+    assert (runs[0].outcome, runs[0].exit_status) == ("failed", 3)
+    # ... and once nothing is open, an end ping records a run without a start
+    ingest(m.pk, PingInput("success"), T0 + s(7))
+    last = Run.objects.filter(monitor=m).latest("pk")
+    assert (last.started_at, last.ended_at, last.outcome) == (None, T0 + s(7), "succeeded")
+
+
+def test_duplicate_pings_with_same_rid_are_idempotent(make_monitor):
+    m = make_monitor()
+    rid = uuid.uuid4()
+    for _ in range(3):
+        ingest(m.pk, PingInput("start", rid=rid), T0 + s(1))
+    for _ in range(3):
+        ingest(m.pk, PingInput("fail", exit_status=2, rid=rid), T0 + s(2))
+    assert Run.objects.filter(monitor=m).count() == 1
+    assert Ping.objects.filter(monitor=m).count() == 6  # all stored ...
+    assert Ping.objects.filter(monitor=m, duplicate=True).count() == 4  # ... 4 flagged
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.failure_count) == ("failed", 1)
+
+
+def test_log_ping_changes_no_state(make_monitor):
+    m = make_monitor()
+    ingest(m.pk, PingInput("log", body=b"progress 50%", body_size=12), T0 + s(1))
+    m.refresh_from_db()
+    assert m.last_ping_at is None and Run.objects.count() == 0
+    assert bytes(Ping.objects.get().body) == b"progress 50%"
+
+
+def test_concurrency_replace_closes_open_run(make_monitor):
+    m = make_monitor(concurrency="replace", max_runtime=s(5))
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(4))
+    first, second = Run.objects.order_by("pk")
+    assert (first.outcome, first.ended_at) == ("replaced", T0 + s(4))
+    assert second.outcome == "running"
+    assert not Incident.objects.exists()
+
+
+def test_paused_monitor_stores_pings_without_alerts(make_monitor):
+    m = make_monitor(paused=True)
+    ingest(m.pk, PingInput("fail"), T0 + s(1))
+    assert Ping.objects.filter(monitor=m).count() == 1
+    assert Run.objects.get(monitor=m).outcome == "failed"
+    assert not Incident.objects.exists()
