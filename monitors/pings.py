@@ -17,6 +17,7 @@ Run pairing (documented in the README):
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -29,6 +30,7 @@ from monitors import slots
 from monitors.models import Monitor, Ping, Run
 
 OPEN = (Run.Outcome.RUNNING, Run.Outcome.STUCK)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,32 +59,44 @@ def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
     """Store ``ping`` for monitor ``monitor_id`` at ``now`` and apply its effects.
 
     Returns the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the
-    monitor was deleted meanwhile. Never drops a ping it returns.
+    monitor was deleted meanwhile. Never drops a ping it returns: if applying its
+    effects fails (a bug, a schedule that cannot be computed), that part is rolled
+    back and logged, and the ping is still stored.
     """
     with transaction.atomic():
         monitor = Monitor.objects.select_for_update().get(pk=monitor_id)
-        detections: list[Detection] = []
-        if ping.kind == Ping.Kind.LOG:
-            run = Run.objects.filter(monitor=monitor, rid=ping.rid).first() if ping.rid else None
-            duplicate = False
-        elif ping.kind == Ping.Kind.START:
-            run, duplicate = _start(monitor, ping, now, detections)
-        else:
-            run, duplicate = _end(monitor, ping, now, detections)
-        row = Ping.objects.create(
-            monitor=monitor, run=run, received_at=now, kind=ping.kind,
+        run, duplicate = None, False
+        try:
+            with transaction.atomic():  # savepoint: effects may fail, the ping may not
+                run, duplicate = _apply(monitor, ping, now)
+        except Exception:
+            log.exception("ping for monitor %s stored without applying its effects", monitor_id)
+        return Ping.objects.create(
+            monitor_id=monitor_id, run=run, received_at=now, kind=ping.kind,
             exit_status=ping.exit_status, rid=ping.rid, method=ping.method,
             remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
             body=ping.body, body_size=ping.body_size, body_truncated=ping.body_truncated,
             duplicate=duplicate,
         )
-        if ping.kind != Ping.Kind.LOG and not duplicate:
-            monitor.last_ping_at = now
-            monitor.next_evaluation_at = slots.next_evaluation(monitor, pending_runs(monitor))
-            monitor.save(update_fields=["last_ping_at", "last_start_at", "next_slot_at",
-                                        "next_evaluation_at"])
-            incidents.apply(monitor, detections)
-    return row
+
+
+def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None, bool]:
+    """The ping's effect on runs, the expected slot and incidents: (run, duplicate)."""
+    detections: list[Detection] = []
+    if ping.kind == Ping.Kind.LOG:
+        run = Run.objects.filter(monitor=monitor, rid=ping.rid).first() if ping.rid else None
+        return run, False
+    if ping.kind == Ping.Kind.START:
+        run, duplicate = _start(monitor, ping, now, detections)
+    else:
+        run, duplicate = _end(monitor, ping, now, detections)
+    if not duplicate:
+        monitor.last_ping_at = now
+        monitor.next_evaluation_at = slots.next_evaluation(monitor, pending_runs(monitor))
+        monitor.save(update_fields=["last_ping_at", "last_start_at", "next_slot_at",
+                                    "next_evaluation_at"])
+        incidents.apply(monitor, detections)
+    return run, duplicate
 
 
 def pending_runs(monitor: Monitor):

@@ -152,3 +152,31 @@ def test_paused_monitor_stores_pings_without_alerts(make_monitor):
     assert Ping.objects.filter(monitor=m).count() == 1
     assert Run.objects.get(monitor=m).outcome == "failed"
     assert not Incident.objects.exists()
+
+
+def test_ping_is_stored_even_when_applying_it_fails(client, make_monitor, monkeypatch):
+    m = make_monitor()
+
+    def boom(*args):
+        raise RuntimeError("schedule engine exploded")
+
+    monkeypatch.setattr("monitors.slots.slot_for", boom)
+    resp = client.post(f"/ping/{m.uuid}/start", data=b"x", content_type="text/plain")
+    assert resp.status_code == 200
+    p = Ping.objects.get(monitor=m)
+    assert (p.kind, p.run, bytes(p.body)) == ("start", None, b"x")
+    assert Run.objects.count() == 0  # the half-applied effect was rolled back
+
+
+def test_late_cron_start_takes_over_missed_slot(make_monitor):
+    from monitors import evaluator
+
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(60), created=T0 - s(1))
+    ingest(m.pk, PingInput("success"), T0 + s(2))  # slot T0
+    evaluator.tick(T0 + s(360))  # slot T0+5min missed
+    assert Run.objects.get(outcome="missed").slot_at == T0 + s(300)
+    ingest(m.pk, PingInput("start"), T0 + s(400))  # late run for T0+5min
+    run = Run.objects.get(slot_at=T0 + s(300))
+    assert (run.outcome, run.started_at) == ("running", T0 + s(400))
+    ingest(m.pk, PingInput("success"), T0 + s(410))
+    assert Incident.objects.get(monitor=m).resolved_at == T0 + s(410)
