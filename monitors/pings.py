@@ -123,7 +123,7 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -
     elif open_runs and monitor.concurrency == Monitor.Concurrency.REPLACE:
         Run.objects.filter(pk__in=[r.pk for r in open_runs]).update(
             outcome=Run.Outcome.REPLACED, ended_at=now)
-    run = _new_run(monitor, ping.rid, now)
+    run = _new_run(monitor, ping.rid, now, started=True)
     run.started_at = now
     run.outcome = Run.Outcome.RUNNING
     run.timeout_at = now + monitor.max_runtime if monitor.max_runtime else None
@@ -142,7 +142,7 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -> 
         run = (Run.objects.filter(monitor=monitor, outcome__in=OPEN, ended_at__isnull=True)
                .order_by("-started_at", "-pk").first())
     if run is None:
-        run = _new_run(monitor, ping.rid, now)
+        run = _new_run(monitor, ping.rid, now, started=False)
     failed = ping.kind == Ping.Kind.FAIL or (ping.exit_status not in (None, 0))
     run.ended_at = now
     run.exit_status = ping.exit_status
@@ -163,13 +163,13 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -> 
     return run, False
 
 
-def _new_run(monitor: Monitor, rid: UUID | None, now: datetime) -> Run:
+def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, started: bool) -> Run:
     """An unsaved run for the slot ``now`` belongs to; advances the expected slot.
 
     A run arriving for a slot already written off as missed takes over that
     ``missed`` row, so the slot's history shows what really happened.
     """
-    slot = slots.slot_for(monitor, now)
+    slot = slots.slot_for(monitor, now, started)
     run = (Run.objects.filter(monitor=monitor, slot_at=slot, outcome=Run.Outcome.MISSED)
            .first()) or Run(monitor=monitor, slot_at=slot)
     run.rid = rid

@@ -14,8 +14,13 @@ from datetime import datetime, timedelta
 from monitors import schedule
 
 # A start ping this early before a cron slot belongs to that slot (clock skew
-# between the job's host and us). Capped at half the gap between slots.
+# between the job's host and us, or a scheduler that fires a little early).
+# Capped at half the gap between slots. A run's first ping that is an *end*
+# ping came after the run's start, so it gets only END_EARLY_TOLERANCE: a job
+# that runs 50 s and pings only at the end of a `* * * * *` schedule belongs to
+# the minute it started in, not the next one.
 EARLY_TOLERANCE = timedelta(seconds=60)
+END_EARLY_TOLERANCE = timedelta(seconds=1)
 # At most this many ``missed`` run rows are written per evaluation; the incident
 # still counts every missed slot, up to MAX_MISSED_COUNT per evaluation (a cron
 # monitor evaluated after a long outage would otherwise enumerate every slot).
@@ -23,11 +28,13 @@ MAX_MISSED_RUN_ROWS = 100
 MAX_MISSED_COUNT = 10_000
 
 
-def slot_for(monitor, at: datetime) -> datetime:
+def slot_for(monitor, at: datetime, started: bool = True) -> datetime:
     """The slot (aware UTC) that a run whose first ping arrives ``at`` belongs to.
 
+    started: the first ping is a start ping (else an end ping: the run began earlier).
     cron: the latest fire time at or before ``at``, or the next one when ``at`` is
-    at most ``EARLY_TOLERANCE`` (and half the slot gap) before it.
+    at most ``EARLY_TOLERANCE`` (``END_EARLY_TOLERANCE`` for end pings; at most
+    half the slot gap) before it.
     interval: the expected time ``next_slot_at`` when it has come, else ``at``.
     """
     if monitor.kind == "interval":
@@ -41,7 +48,8 @@ def slot_for(monitor, at: datetime) -> datetime:
         return nxt
     if prev == at:
         return prev
-    if nxt - at <= min(EARLY_TOLERANCE, (nxt - prev) / 2):
+    early = EARLY_TOLERANCE if started else END_EARLY_TOLERANCE
+    if nxt - at <= min(early, (nxt - prev) / 2):
         return nxt
     return prev
 

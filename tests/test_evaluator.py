@@ -191,3 +191,13 @@ def test_decide_is_pure(make_monitor):
     assert [(x.kind, x.count) for x in d.detections] == [("missed", 3)]
     assert d.missed_slots == [T0 + s(3), T0 + s(6), T0 + s(9)]
     assert d.next_slot_at == T0 + s(12)
+
+
+def test_cron_slot_early_tolerance_for_start_and_end_pings(make_monitor):
+    m = make_monitor(kind="cron", schedule="* * * * *", grace=s(30), created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(50))  # 10 s early for T0+1min: clock skew
+    ingest(m.pk, PingInput("success"), T0 + s(55))
+    ingest(m.pk, PingInput("success"), T0 + s(110))  # end-only, 50 s into its minute
+    ingest(m.pk, PingInput("success"), T0 + s(179.5))  # end-only, 0.5 s early
+    assert list(Run.objects.order_by("pk").values_list("slot_at", flat=True)) == [
+        T0 + s(60), T0 + s(60), T0 + s(180)]
