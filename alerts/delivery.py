@@ -77,14 +77,14 @@ def attempt(delivery: Delivery, *, client: httpx.Client | None = None,
     now: the attempt's ``at`` and ``delivered_at`` (aware); default: the current time.
     Never raises for a failed send; errors end up in the log row.
     """
+    at = now or timezone.now()
     claimed = Delivery.objects.filter(
         pk=delivery.pk, status=Delivery.Status.PENDING
-    ).update(status=Delivery.Status.SENDING)
+    ).update(status=Delivery.Status.SENDING, claimed_at=at)
     if not claimed:
         return AttemptResult(claimed=False, status="", attempts=delivery.attempts)
     delivery.refresh_from_db()
     number = delivery.attempts + 1
-    at = now or timezone.now()
     started = time.monotonic()
     status_code, error, retryable = _send(delivery, client)
     duration_ms = round((time.monotonic() - started) * 1000)

@@ -2,50 +2,98 @@
 
 Each delivery is its own ``deliver`` task, so a failing channel never delays or
 stops the others. With a broker (production) retries are Celery retries with a
-countdown; in the embedded default Celery runs eagerly, so ``dispatch`` runs the
-task on a small thread pool (never on the caller's thread, which may be serving
-a ping) and the task sleeps between attempts itself.
+countdown. In the embedded default Celery runs eagerly: ``dispatch`` runs the
+task on a thread pool (never on the caller's thread, which may be serving a
+ping), and a retry waits on a timer, not in a pool thread, so a slow or dead
+channel cannot hold up the others. :func:`redispatch_stale` re-sends deliveries
+whose task was lost (process restart, broker down at commit, crashed worker).
 """
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 from functools import partial
 
 from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections, transaction
+from django.db.models import Max, Q
+from django.utils import timezone
 
-from alerts.delivery import attempt, backoff
+from alerts.delivery import BACKOFF_CAP, attempt, backoff
 from alerts.models import Delivery
 
 logger = logging.getLogger(__name__)
 
 # Embedded mode only: where eager deliveries run, off the request/evaluator thread.
-_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cronradar-delivery")
+# Each attempt holds a thread for at most CRONRADAR_DELIVERY_TIMEOUT seconds.
+_executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="cronradar-delivery")
 
 
 # The attempt budget is CRONRADAR_DELIVERY_MAX_ATTEMPTS, enforced by ``attempt``
 # (it marks the delivery failed), so Celery's own retry limit is disabled.
 @shared_task(bind=True, max_retries=None, ignore_result=True)
 def deliver(self, delivery_id: int) -> None:
-    """Send ``Delivery`` ``delivery_id`` until it is delivered or failed.
+    """Make one attempt of ``Delivery`` ``delivery_id`` and schedule the next.
 
-    One attempt per run; a retryable failure is retried after
-    ``backoff(attempts)`` seconds (``self.retry`` with a broker, ``time.sleep``
-    when eager). A delivery that no longer exists or is not ``pending`` (already
-    sent, or claimed by another worker) is left alone.
+    A retryable failure is retried after ``backoff(attempts)`` seconds:
+    ``self.retry`` with a broker; eagerly, a timer that resubmits to the pool
+    (or, with ``CRONRADAR_DELIVERY_INLINE``, a sleep on this thread). A delivery
+    that no longer exists or is not ``pending`` (already sent, or claimed by
+    another worker) is left alone.
     """
     delivery = Delivery.objects.filter(pk=delivery_id).first()
     if delivery is None:
         return
     result = attempt(delivery)
-    while result.retry:
-        if not self.request.is_eager:
-            raise self.retry(countdown=backoff(result.attempts))
-        time.sleep(backoff(result.attempts))
-        result = attempt(delivery)
+    if not result.retry:
+        return
+    delay = backoff(result.attempts)
+    if not self.request.is_eager:
+        raise self.retry(countdown=delay)
+    if settings.CRONRADAR_DELIVERY_INLINE:
+        time.sleep(delay)
+        deliver.apply(args=[delivery_id])
+    else:
+        timer = threading.Timer(delay, _submit, args=[delivery_id])
+        timer.daemon = True
+        timer.start()
+
+
+@shared_task(ignore_result=True)
+def redispatch() -> int:
+    """Periodic safety net (Celery beat): :func:`redispatch_stale` at the current time."""
+    return redispatch_stale(timezone.now())
+
+
+def redispatch_stale(now: datetime, *, everything: bool = False) -> int:
+    """Send again deliveries whose task was lost; returns how many were re-sent.
+
+    Stale: ``pending`` with no activity (creation or last attempt) for longer
+    than the longest backoff plus a margin, or ``sending`` (claimed) for longer
+    than a request can take, i.e. its worker died; those are put back to
+    ``pending`` with a compare-and-set. ``everything``: every ``pending`` one
+    (the embedded server at start-up, when no timer of an earlier process
+    survives). Re-sending is safe: ``attempt`` claims a delivery before sending.
+    """
+    margin = timedelta(seconds=60)
+    claim_cutoff = now - timedelta(seconds=settings.CRONRADAR_DELIVERY_TIMEOUT) - margin
+    Delivery.objects.filter(status=Delivery.Status.SENDING, claimed_at__lt=claim_cutoff) \
+        .update(status=Delivery.Status.PENDING)
+    pending = Delivery.objects.filter(status=Delivery.Status.PENDING)
+    if not everything:
+        cutoff = now - timedelta(seconds=BACKOFF_CAP) - margin
+        pending = pending.annotate(last_attempt=Max("log__at")).filter(
+            Q(last_attempt__lt=cutoff) | Q(last_attempt__isnull=True, created_at__lt=cutoff))
+    ids = list(pending.values_list("pk", flat=True)[:1000])
+    for delivery_id in ids:
+        _enqueue(delivery_id)
+    if ids:
+        logger.warning("re-sending %d stale deliveries", len(ids))
+    return len(ids)
 
 
 def dispatch(delivery_ids: list[int]) -> None:
@@ -69,9 +117,13 @@ def _enqueue(delivery_id: int) -> None:
         elif not settings.CELERY_TASK_ALWAYS_EAGER:
             deliver.delay(delivery_id)
         else:
-            _executor.submit(_deliver_in_thread, delivery_id)
+            _submit(delivery_id)
     except Exception:
         logger.exception("delivery %s could not be started", delivery_id)
+
+
+def _submit(delivery_id: int) -> None:
+    _executor.submit(_deliver_in_thread, delivery_id)
 
 
 def _deliver_in_thread(delivery_id: int) -> None:

@@ -95,7 +95,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["monitors.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["monitors.auth.JSONParser"],
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -117,6 +117,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "monitors.tasks.evaluate",
         "schedule": timedelta(seconds=CRONRADAR_TICK_SECONDS),
         "options": {"expires": max(CRONRADAR_TICK_SECONDS * 4, 2)},
+    },
+    # Safety net: re-send deliveries whose task was lost (see alerts.tasks).
+    "redispatch-stale-deliveries": {
+        "task": "alerts.tasks.redispatch",
+        "schedule": timedelta(seconds=60),
+        "options": {"expires": 120},
     },
 }
 # Public base URL used to build ping URLs shown in the API.

@@ -6,8 +6,9 @@ serializers, schedule rules in :mod:`monitors.schedule`, state in
 """
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import Exists, OuterRef
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.utils.text import slugify
 from rest_framework import generics, serializers, viewsets
@@ -18,6 +19,25 @@ from monitors import evaluator, schedule, slots
 from monitors.models import Monitor, Ping, Run
 
 MAX_LIMIT = 1000
+MAX_PK = 2**63 - 1
+MAX_TAGS = 50
+
+
+def not_found(request, exception=None):
+    """404 for unmatched URLs: JSON under /api/, plain text elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return HttpResponse("not found\n", status=404, content_type="text/plain; charset=utf-8")
+
+
+def _get(model, request, pk, **filters):
+    """``model`` row ``pk`` of the caller's project, or 404 (also for out-of-range ids)."""
+    if not 0 < int(pk) <= MAX_PK:
+        raise Http404
+    obj = model.objects.filter(pk=pk, **filters).first()
+    if obj is None:
+        raise Http404
+    return obj
 
 
 class Seconds(serializers.IntegerField):
@@ -53,8 +73,9 @@ class MonitorSerializer(serializers.ModelSerializer):
     max_runtime = Seconds(minimum=1, required=False, allow_null=True)
     deadline = Seconds(minimum=1, required=False, allow_null=True)
     min_runtime = Seconds(minimum=1, required=False, allow_null=True)
-    slug = serializers.SlugField(max_length=100, required=False)
-    tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
+    slug = serializers.SlugField(max_length=100, required=False, allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False,
+                                 max_length=MAX_TAGS)
     channels = serializers.PrimaryKeyRelatedField(many=True, required=False,
                                                   queryset=Channel.objects.none())
     ping_url = serializers.CharField(read_only=True)
@@ -103,12 +124,18 @@ class MonitorSerializer(serializers.ModelSerializer):
                         expr, tz, get("cron_semantics") or Monitor.Semantics.DEBIAN)
                 except schedule.ScheduleError as e:
                     errors["schedule"] = [str(e)]
-        elif get("period") is None:
-            errors["period"] = ["required for kind 'interval' (seconds between runs)"]
+            attrs["period"] = None
+        else:
+            if get("period") is None:
+                errors["period"] = ["required for kind 'interval' (seconds between runs)"]
+            attrs["schedule"] = ""
+        max_runtime, min_runtime = get("max_runtime"), get("min_runtime")
+        if max_runtime and min_runtime and min_runtime >= max_runtime:
+            errors["min_runtime"] = ["must be less than max_runtime"]
         if self.instance is None and "grace" not in attrs:
             errors["grace"] = ["required: seconds a run may start after its scheduled time"]
-        if self.instance is None and not attrs.get("slug"):
-            attrs["slug"] = slugify(attrs.get("name", ""))[:100]
+        if (self.instance is None and not attrs.get("slug")) or attrs.get("slug") == "":
+            attrs["slug"] = slugify(get("name") or "")[:100]
             if not attrs["slug"]:
                 errors["slug"] = ["required when the name gives no slug"]
         slug = attrs.get("slug")
@@ -159,12 +186,30 @@ class MonitorViewSet(viewsets.ModelViewSet):
                 .annotate(is_running=Exists(open_run), has_open_incident=Exists(open_incident))
                 .prefetch_related("channels").order_by("pk"))
 
+    def perform_destroy(self, monitor):
+        # Take the monitor's row lock first, as ping ingest and the evaluator do,
+        # so no incident or run is being added while the cascade is collected.
+        with transaction.atomic():
+            Monitor.objects.select_for_update().filter(pk=monitor.pk).first()
+            monitor.delete()
+
 
 def _limit(request) -> int:
-    try:
-        return max(1, min(MAX_LIMIT, int(request.query_params.get("limit", 100))))
-    except ValueError:
-        raise serializers.ValidationError({"limit": ["must be an integer"]}) from None
+    raw = request.query_params.get("limit", "100")
+    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_LIMIT):
+        raise serializers.ValidationError({"limit": [f"must be an integer from 1 to {MAX_LIMIT}"]})
+    return int(raw)
+
+
+def _flag(request, name: str) -> bool | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if raw.lower() in ("1", "true", "yes"):
+        return True
+    if raw.lower() in ("0", "false", "no"):
+        return False
+    raise serializers.ValidationError({name: ["must be true or false"]})
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -192,7 +237,7 @@ class _MonitorChildList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        monitor = get_object_or_404(Monitor, pk=self.kwargs["pk"], project=self.request.user)
+        monitor = _get(Monitor, self.request, self.kwargs["pk"], project=self.request.user)
         model = self.serializer_class.Meta.model
         return model.objects.filter(monitor=monitor).order_by("-pk")[:_limit(self.request)]
 
@@ -218,6 +263,12 @@ class ChannelSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at"]
 
     def validate(self, attrs):
+        if self.instance is not None:
+            if attrs.get("kind", self.instance.kind) != self.instance.kind:
+                raise serializers.ValidationError({"kind": ["cannot be changed"]})
+            attrs["kind"] = self.instance.kind
+            if "config" not in attrs:
+                return attrs
         try:
             attrs["config"] = KINDS[attrs["kind"]].validate_config(attrs.get("config") or {})
         except ValueError as e:
@@ -236,6 +287,16 @@ class ChannelList(generics.ListCreateAPIView):
 
     def get_queryset(self):
         return Channel.objects.filter(project=self.request.user).order_by("pk")
+
+
+class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
+    """``GET/PATCH/DELETE /api/v1/channels/<id>/``; ``kind`` cannot change."""
+
+    serializer_class = ChannelSerializer
+    http_method_names = ["get", "patch", "delete", "head", "options"]
+
+    def get_object(self):
+        return _get(Channel, self.request, self.kwargs["pk"], project=self.request.user)
 
 
 class IncidentEventSerializer(serializers.ModelSerializer):
@@ -263,9 +324,11 @@ class IncidentList(generics.ListAPIView):
         qs = Incident.objects.filter(monitor__project=self.request.user)
         params = self.request.query_params
         if "monitor" in params:
-            if not params["monitor"].isdigit():
+            raw = params["monitor"]
+            if not (raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_PK):
                 raise serializers.ValidationError({"monitor": ["must be a monitor id"]})
-            qs = qs.filter(monitor_id=int(params["monitor"]))
-        if params.get("open") in ("1", "true", "yes"):
-            qs = qs.filter(resolved_at__isnull=True)
+            qs = qs.filter(monitor_id=int(raw))
+        is_open = _flag(self.request, "open")
+        if is_open is not None:
+            qs = qs.filter(resolved_at__isnull=is_open)
         return qs.prefetch_related("events").order_by("-opened_at", "-pk")[:_limit(self.request)]

@@ -1,9 +1,9 @@
-"""API authentication by project API key.
+"""The API's edge, plugged into DRF settings: key authentication and JSON parsing.
 
 The key is sent as ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>``.
 ``request.user`` becomes the key's :class:`~monitors.models.Project`.
 """
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, parsers
 
 from monitors.models import ApiKey
 
@@ -30,3 +30,13 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser, with absurdly nested documents answered by a 400."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply") from None

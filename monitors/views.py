@@ -39,11 +39,13 @@ def _parse_action(action: str | None) -> tuple[str, int | None]:
         return "success", None
     if action in ACTIONS:
         return ACTIONS[action], None
-    if action.lstrip("-").isdigit():
+    if action.isascii() and action.lstrip("-").isdigit():
         code = int(action)
         if not 0 <= code <= 255:
             raise ValueError(f"exit status must be an integer from 0 to 255, got {action}")
         return ("success" if code == 0 else "fail"), code
+    if any(ch.isdigit() for ch in action):
+        raise ValueError(f"exit status must be an integer from 0 to 255, got {action[:40]}")
     raise ValueError(f"unknown ping action '{action[:40]}': use start, fail, log or 0-255")
 
 

@@ -132,3 +132,60 @@ def test_channel_config_not_shared_across_projects(api):
     resp = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1,
                                           "channels": [ch.pk]}, format="json")
     assert resp.status_code == 400 and "channels" in resp.json()
+
+
+def test_api_edge_cases_are_4xx_not_500(api, make_monitor):
+    m = make_monitor()
+    assert api.get("/api/v1/nope/").json() == {"detail": "Not found."}
+    assert api.get("/api/v1/monitors/1.5/").status_code == 404
+    assert api.get(f"/api/v1/monitors/{2**63}/runs/").status_code == 404
+    assert api.get(f"/api/v1/incidents/?monitor={2**63}").json() == {
+        "monitor": ["must be a monitor id"]}
+    assert api.get("/api/v1/incidents/?open=maybe").json() == {"open": ["must be true or false"]}
+    for bad in ("0", "-1", "abc", "1001"):
+        resp = api.get(f"/api/v1/monitors/{m.pk}/pings/?limit={bad}")
+        assert resp.json() == {"limit": ["must be an integer from 1 to 1000"]}
+    deep = api.post("/api/v1/monitors/", "[" * 100000, content_type="application/json")
+    assert deep.status_code == 400 and "nested too deeply" in deep.json()["detail"]
+    wrong_type = api.post("/api/v1/monitors/", "name=x", content_type="text/plain")
+    assert wrong_type.status_code == 415
+
+
+def test_monitor_field_rules(api):
+    resp = api.post("/api/v1/monitors/", {"name": "Disk Check", "slug": "", "period": 60,
+                                          "grace": 5, "schedule": "ignored"}, format="json")
+    assert (resp.json()["slug"], resp.json()["schedule"]) == ("disk-check", "")
+    mid = resp.json()["id"]
+    cron = api.patch(f"/api/v1/monitors/{mid}/", {"kind": "cron", "schedule": "*/5 * * * *"},
+                     format="json").json()
+    assert (cron["kind"], cron["schedule"], cron["period"]) == ("cron", "*/5 * * * *", None)
+    bad = api.patch(f"/api/v1/monitors/{mid}/", {"max_runtime": 10, "min_runtime": 100},
+                    format="json")
+    assert bad.json() == {"min_runtime": ["must be less than max_runtime"]}
+    many = api.patch(f"/api/v1/monitors/{mid}/", {"tags": ["t"] * 51}, format="json")
+    assert many.status_code == 400 and "tags" in many.json()
+
+
+def test_channel_detail_get_patch_delete(api, project):
+    ch = api.post("/api/v1/channels/", {"kind": "slack", "config": {"url": "https://x.test/h"}},
+                  format="json").json()
+    url = f"/api/v1/channels/{ch['id']}/"
+    assert api.get(url).json()["config"] == {"url": "https://x.test/h"}
+    renamed = api.patch(url, {"name": "ops", "config": {"url": "https://y.test/h"}},
+                        format="json").json()
+    assert (renamed["name"], renamed["config"]) == ("ops", {"url": "https://y.test/h"})
+    assert api.patch(url, {"kind": "webhook"}, format="json").json() == {
+        "kind": ["cannot be changed"]}
+    assert api.patch(url, {"config": {}}, format="json").status_code == 400
+    assert api.delete(url).status_code == 204
+    assert api.get(url).status_code == 404
+    other = Channel.objects.create(project=Project.objects.create(name="o"), kind="slack",
+                                   config={"url": "https://z.test"})
+    assert api.get(f"/api/v1/channels/{other.pk}/").status_code == 404
+
+
+def test_delete_monitor_with_incident_and_runs(api, make_monitor):
+    m = make_monitor()
+    ingest(m.pk, PingInput("fail"), T0)
+    assert api.delete(f"/api/v1/monitors/{m.pk}/").status_code == 204
+    assert not Monitor.objects.exists()

@@ -431,3 +431,53 @@ def test_broker_dispatch_enqueues_tasks(
         dispatch([a.pk, b.pk])
 
     assert queued == [a.pk, b.pk]
+
+
+def test_eager_retry_waits_on_a_timer_not_a_pool_thread(make_delivery, mock_http, settings,
+                                                       monkeypatch):
+    settings.CRONRADAR_DELIVERY_INLINE = False
+    settings.CRONRADAR_DELIVERY_BACKOFF = 2.0
+    timers = []
+
+    class FakeTimer:
+        def __init__(self, delay, fn, args):
+            timers.append((delay, fn, args))
+            self.daemon = False
+
+        def start(self):
+            pass
+
+    monkeypatch.setattr(tasks.threading, "Timer", FakeTimer)
+    route = mock_http.post(HOOK).mock(return_value=httpx.Response(503))
+    d = make_delivery()
+
+    deliver.apply(args=[d.pk])  # returns after one attempt
+
+    assert route.call_count == 1
+    assert timers == [(2.0, tasks._submit, [d.pk])]
+    d.refresh_from_db()
+    assert (d.status, d.attempts) == ("pending", 1)
+
+
+def test_redispatch_stale_finds_lost_deliveries(make_delivery, monkeypatch):
+    sent = []
+    monkeypatch.setattr(tasks, "_enqueue", sent.append)
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    fresh, lost, retrying, crashed, busy, done = (make_delivery() for _ in range(6))
+    Delivery.objects.filter(pk=fresh.pk).update(created_at=now - timedelta(seconds=30))
+    Delivery.objects.filter(pk__in=[lost.pk, retrying.pk, crashed.pk, busy.pk, done.pk]).update(
+        created_at=now - timedelta(hours=1))
+    DeliveryAttempt.objects.create(delivery=retrying, number=1, at=now - timedelta(seconds=100))
+    Delivery.objects.filter(pk=crashed.pk).update(status="sending",
+                                                  claimed_at=now - timedelta(minutes=5))
+    Delivery.objects.filter(pk=busy.pk).update(status="sending",
+                                               claimed_at=now - timedelta(seconds=3))
+    Delivery.objects.filter(pk=done.pk).update(status="delivered")
+
+    assert tasks.redispatch_stale(now) == 2
+    assert sorted(sent) == sorted([lost.pk, crashed.pk])
+    assert Delivery.objects.get(pk=crashed.pk).status == "pending"
+    assert Delivery.objects.get(pk=busy.pk).status == "sending"
+    sent.clear()
+    assert tasks.redispatch_stale(now, everything=True) == 4
+    assert sorted(sent) == sorted([fresh.pk, lost.pk, retrying.pk, crashed.pk])

@@ -180,3 +180,11 @@ def test_late_cron_start_takes_over_missed_slot(make_monitor):
     assert (run.outcome, run.started_at) == ("running", T0 + s(400))
     ingest(m.pk, PingInput("success"), T0 + s(410))
     assert Incident.objects.get(monitor=m).resolved_at == T0 + s(410)
+
+
+@pytest.mark.parametrize("action", ["９", "٣", "1٣"])
+def test_non_ascii_digits_are_not_exit_statuses(client, make_monitor, action):
+    m = make_monitor()
+    resp = client.get(f"/ping/{m.uuid}/{action}")
+    assert resp.status_code == 400 and b"exit status must be an integer" in resp.content
+    assert not Ping.objects.exists()
