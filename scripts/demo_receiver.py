@@ -24,4 +24,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
-    HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    port = int(sys.argv[1])
+    try:
+        server = HTTPServer(("127.0.0.1", port), Handler)
+    except OSError as exc:
+        sys.exit(f"demo_receiver: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
+    server.serve_forever()

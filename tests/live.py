@@ -41,6 +41,7 @@ class Receiver:
 
     status: int = 200
     delay: float = 0.0
+    port: int = 0
     requests: list[Received] = field(default_factory=list)
 
     def __post_init__(self):
@@ -59,7 +60,7 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 

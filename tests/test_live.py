@@ -99,3 +99,29 @@ def test_1000_concurrent_pings_all_stored(service):
     pings = service.api.get(f"/monitors/{m['id']}/pings/?limit=1000").json()
     assert len(pings) == 1000
     assert sorted(p["body"] for p in pings) == sorted(f"ping {i}" for i in range(1000))
+
+
+def test_delivery_waiting_to_retry_survives_a_restart(tmp_path):
+    from tests.live import free_port
+
+    port = free_port()  # nothing listens here yet: the first attempt fails
+    first = Service(tmp_path, extra_env={"CRONRADAR_DELIVERY_BACKOFF": "30"})
+    try:
+        first.api.post("/channels/", json={"kind": "webhook",
+                                           "config": {"url": f"http://127.0.0.1:{port}/h"}})
+        m = first.api.post("/monitors/", json={"name": "r", "period": 60, "grace": 5}).json()
+        httpx.get(m["ping_url"] + "/fail")
+        deadline = time.time() + 10
+        while "attempt 1" not in first.output() and time.time() < deadline:
+            time.sleep(0.1)
+        assert "attempt 1" in first.output()
+    finally:
+        first.stop()  # its 30 s retry timer dies with it
+    receiver = Receiver(port=port)
+    second = Service(tmp_path)
+    try:
+        got = receiver.wait_for(lambda r: True, timeout=10)
+        assert got.json()["incident"]["cause"] == "failed"
+    finally:
+        second.stop()
+        receiver.close()

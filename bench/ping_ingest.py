@@ -1,0 +1,88 @@
+"""Benchmark: queries and time per ingested ping (``monitors.pings.ingest``).
+
+Creates a monitor in a scratch SQLite file database (WAL, ``BEGIN IMMEDIATE``:
+the embedded default's settings) and times N ``ingest`` calls for each ping
+pattern, counting queries with ``CaptureQueriesContext`` (BEGIN and SAVEPOINT
+statements included; the COMMIT is not a query Django logs). Pings are spaced a
+minute apart on an interval monitor with a 60 s period, so every ping is on time.
+
+Run: `.venv/bin/python bench/ping_ingest.py [N]` (default N=1000; results in
+bench/README.md). With ``BENCH_DATABASE_URL=postgres://...`` it runs against that
+(scratch!) PostgreSQL database instead: it migrates it and writes to it.
+"""
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.pop("DATABASE_URL", None)
+if os.environ.get("BENCH_DATABASE_URL"):
+    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
+os.environ["CRONRADAR_DATA_DIR"] = tempfile.mkdtemp()
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+
+import django  # noqa: E402
+
+django.setup()
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from monitors.models import Monitor, Project  # noqa: E402
+from monitors.pings import PingInput, ingest  # noqa: E402
+
+call_command("migrate", verbosity=0)
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+project, _ = Project.objects.get_or_create(name="bench-pings")
+
+
+def new_monitor(name: str) -> Monitor:
+    Monitor.objects.filter(project=project, slug=name).delete()
+    return Monitor.objects.create(
+        project=project, name=name, slug=name, period=MINUTE, grace=timedelta(seconds=30),
+        max_runtime=timedelta(minutes=10), next_slot_at=T0, next_evaluation_at=T0 + MINUTE)
+
+
+def run(pattern: str, pings_of) -> None:
+    """Ingest, for each minute i < N / pings per minute, ``pings_of(i)``: a list of
+    (label, PingInput, seconds into the minute); prints one line per label."""
+    m = new_monitor(pattern.split()[0])
+    per_minute = len(pings_of(0))
+    stats: dict[str, tuple[list[int], list[float]]] = {}
+    for i in range(N // per_minute):
+        for label, ping, secs in pings_of(i):
+            connection.queries_log.clear()  # it is capped at 9,000 queries
+            with CaptureQueriesContext(connection) as ctx:
+                t = time.perf_counter()
+                ingest(m.pk, ping, T0 + i * MINUTE + timedelta(seconds=secs))
+                elapsed = time.perf_counter() - t
+            queries, times = stats.setdefault(label, ([], []))
+            queries.append(len(ctx.captured_queries))
+            times.append(elapsed)
+    for label, (queries, times) in stats.items():
+        print(f"{pattern + ': ' + label:<40} {len(times):>6} {statistics.mean(queries):>8.1f} "
+              f"{statistics.mean(times) * 1000:>8.2f} {statistics.median(times) * 1000:>9.2f}")
+
+
+def start_then(end: str, rid: bool):
+    def pings(i):
+        r = uuid.uuid4() if rid else None
+        with_rid = " rid" if rid else " no rid"
+        return [("start" + with_rid, PingInput("start", rid=r), 0),
+                (end + with_rid, PingInput(end, rid=r), 20)]
+    return pings
+
+
+print(f"database: {connection.vendor}, N={N} pings per pattern")
+print(f"{'pattern: ping':<40} {'pings':>6} {'queries':>8} {'mean ms':>8} {'median ms':>9}")
+run("heartbeat", lambda i: [("success", PingInput("success"), 0)])
+run("paired", start_then("success", rid=True))
+run("unpaired", start_then("success", rid=False))
+run("failing", lambda i: [("fail", PingInput("fail"), 0)])

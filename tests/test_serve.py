@@ -1,0 +1,85 @@
+"""`manage.py serve` argument checks, bind failures and the ping base URL.
+
+None of these start serving: a bad port is rejected before binding, and the busy
+port test holds the port itself, so the command fails at bind time."""
+import socket
+import subprocess
+import sys
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from monitors.management.commands.serve import base_url
+from tests.live import ROOT
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "99999", "-1"])
+def test_port_out_of_range_is_an_argument_error(port):
+    out = StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command("serve", "--port", port, stdout=out)
+    assert str(exc.value) == f"Error: argument --port: port must be 1-65535, got {port}"
+    assert out.getvalue() == ""
+
+
+def test_port_not_a_number_is_an_argument_error():
+    with pytest.raises(CommandError, match=r"^Error: argument --port: not a port number: 'http'$"):
+        call_command("serve", "--port", "http")
+
+
+def test_port_out_of_range_via_keyword_is_rejected_too():
+    # call_command(port=...) bypasses argparse's type=; handle() checks again.
+    with pytest.raises(CommandError, match=r"^port must be 1-65535, got 70000$"):
+        call_command("serve", port=70000)
+
+
+def test_port_out_of_range_on_the_command_line_exits_2_with_usage():
+    proc = subprocess.run([sys.executable, "manage.py", "serve", "--port", "99999"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("usage: manage.py serve")
+    assert proc.stderr.endswith(
+        "manage.py serve: error: argument --port: port must be 1-65535, got 99999\n")
+
+
+@pytest.fixture
+def busy_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_busy_port_is_a_clean_command_error_before_listening(busy_port, settings, monkeypatch):
+    monkeypatch.delenv("CRONRADAR_BASE_URL", raising=False)
+    settings.CRONRADAR_BASE_URL = "http://default.invalid"  # an override, undone afterwards
+    out = StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command("serve", "--port", str(busy_port), "--no-evaluator", stdout=out)
+    assert str(exc.value) == f"port {busy_port} on 127.0.0.1 is already in use"
+    assert out.getvalue() == ""  # nothing claims to be listening
+    # without CRONRADAR_BASE_URL in the environment, ping URLs follow --host/--port
+    ping_base = settings.CRONRADAR_BASE_URL
+    assert ping_base == f"http://127.0.0.1:{busy_port}"
+
+
+def test_base_url_from_environment_is_kept(busy_port, settings, monkeypatch):
+    monkeypatch.setenv("CRONRADAR_BASE_URL", "https://cron.example.com")
+    settings.CRONRADAR_BASE_URL = "https://cron.example.com"
+    with pytest.raises(CommandError):
+        call_command("serve", "--port", str(busy_port), "--no-evaluator", stdout=StringIO())
+    assert settings.CRONRADAR_BASE_URL == "https://cron.example.com"
+
+
+@pytest.mark.parametrize("host,port,url", [
+    ("0.0.0.0", 9101, "http://127.0.0.1:9101"),
+    ("", 9101, "http://127.0.0.1:9101"),
+    ("127.0.0.1", 8000, "http://127.0.0.1:8000"),
+    ("::1", 9101, "http://[::1]:9101"),
+    ("::", 9101, "http://[::1]:9101"),
+    ("cron.internal", 65535, "http://cron.internal:65535"),
+])
+def test_base_url(host, port, url):
+    assert base_url(host, port) == url
