@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "monitors",
     "alerts",
 ]
@@ -97,6 +98,14 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["monitors.auth.JSONParser"],
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "CronRadar API",
+    "DESCRIPTION": "Monitors, runs, pings, channels and incidents. Durations are whole "
+                   "seconds. Authenticate with `Authorization: Bearer <project API key>`.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
 }
 
 # --- Celery -----------------------------------------------------------------

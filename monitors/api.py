@@ -11,7 +11,10 @@ from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.utils.text import slugify
-from rest_framework import generics, serializers, viewsets
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework import generics, permissions, serializers, viewsets
 
 from alerts.integrations import KINDS
 from alerts.models import Channel, Incident, IncidentEvent
@@ -233,6 +236,11 @@ class PingSerializer(serializers.ModelSerializer):
         return bytes(p.body).decode("utf-8", errors="replace")
 
 
+LIMIT = OpenApiParameter("limit", int, description=f"at most this many, 1-{MAX_LIMIT} "
+                         "(default 100)")
+
+
+@extend_schema_view(get=extend_schema(parameters=[LIMIT]))
 class _MonitorChildList(generics.ListAPIView):
     pagination_class = None
 
@@ -314,6 +322,11 @@ class IncidentSerializer(serializers.ModelSerializer):
                   "resolution", "missed_count", "failure_count", "events"]
 
 
+@extend_schema_view(get=extend_schema(parameters=[
+    LIMIT,
+    OpenApiParameter("open", bool, description="only open (true) or resolved (false)"),
+    OpenApiParameter("monitor", int, description="only this monitor's incidents"),
+]))
 class IncidentList(generics.ListAPIView):
     """``GET /api/v1/incidents/``: newest first; ``?monitor=<id>``, ``?open=true``, ``?limit=``."""
 
@@ -332,3 +345,21 @@ class IncidentList(generics.ListAPIView):
         if is_open is not None:
             qs = qs.filter(resolved_at__isnull=is_open)
         return qs.prefetch_related("events").order_by("-opened_at", "-pk")[:_limit(self.request)]
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    """Describes :class:`monitors.auth.ApiKeyAuthentication` in the OpenAPI schema."""
+
+    target_class = "monitors.auth.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer",
+                "description": "Project API key (also accepted as `X-Api-Key`)."}
+
+
+class Schema(SpectacularAPIView):
+    """``GET /api/v1/schema/``: the OpenAPI 3 schema (YAML; ``?format=json`` for JSON)."""
+
+    authentication_classes = []
+    permission_classes = [permissions.AllowAny]

@@ -12,5 +12,6 @@ urlpatterns = [
     path("channels/", api.ChannelList.as_view(), name="channels"),
     path("channels/<int:pk>/", api.ChannelDetail.as_view(), name="channel"),
     path("incidents/", api.IncidentList.as_view(), name="incidents"),
+    path("schema/", api.Schema.as_view(), name="schema"),
     *router.urls,
 ]

@@ -189,3 +189,16 @@ def test_delete_monitor_with_incident_and_runs(api, make_monitor):
     ingest(m.pk, PingInput("fail"), T0)
     assert api.delete(f"/api/v1/monitors/{m.pk}/").status_code == 204
     assert not Monitor.objects.exists()
+
+
+def test_openapi_schema_is_public_and_lists_endpoints(client):
+    resp = client.get("/api/v1/schema/?format=json")
+    assert resp.status_code == 200
+    doc = resp.json()
+    assert sorted(doc["paths"]) == [
+        "/api/v1/channels/", "/api/v1/channels/{id}/", "/api/v1/incidents/",
+        "/api/v1/monitors/", "/api/v1/monitors/{id}/", "/api/v1/monitors/{id}/pings/",
+        "/api/v1/monitors/{id}/runs/"]
+    monitor = doc["components"]["schemas"]["Monitor"]["properties"]
+    assert monitor["grace"]["type"] == "integer"
+    assert doc["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
