@@ -19,7 +19,7 @@ from functools import partial
 
 from celery import shared_task
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connections, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -134,4 +134,4 @@ def _deliver_in_thread(delivery_id: int) -> None:
     except Exception:
         logger.exception("delivery %s crashed", delivery_id)
     finally:
-        close_old_connections()
+        connections.close_all()  # this pool thread's own connections
