@@ -83,9 +83,10 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
         else:
             if d.kind == Incident.Cause.MISSED:
                 incident.missed_count += d.count
+                incident.save(update_fields=["missed_count"])
             elif d.kind == Incident.Cause.FAILED:
                 incident.failure_count += 1
-            incident.save(update_fields=["missed_count", "failure_count"])
+                incident.save(update_fields=["failure_count"])
             ev = _event(incident, d.kind, d)
         events.append(ev)
     if notify:
@@ -103,8 +104,8 @@ def _event(incident: Incident, kind: str, d: Detection, **extra) -> IncidentEven
 
 
 def _notify(monitor, events: list[IncidentEvent]) -> None:
-    channels = list(monitor.channels.all())
-    deliveries = [Delivery(event=ev, channel=ch) for ev in events for ch in channels]
+    channel_ids = list(monitor.channels.values_list("pk", flat=True))
+    deliveries = [Delivery(event=ev, channel_id=ch) for ev in events for ch in channel_ids]
     if deliveries:
         created = Delivery.objects.bulk_create(deliveries)
         ids = [d.pk for d in created]

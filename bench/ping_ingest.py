@@ -2,13 +2,15 @@
 
 Creates a monitor in a scratch SQLite file database (WAL, ``BEGIN IMMEDIATE``:
 the embedded default's settings) and times N ``ingest`` calls for each ping
-pattern, counting queries with ``CaptureQueriesContext`` (BEGIN and SAVEPOINT
-statements included; the COMMIT is not a query Django logs). Pings are spaced a
-minute apart on an interval monitor with a 60 s period, so every ping is on time.
+pattern, counting statements with ``CaptureQueriesContext`` (BEGIN, SAVEPOINT,
+RELEASE SAVEPOINT and COMMIT included). Pings are spaced a minute apart on an
+interval monitor with a 60 s period, so every ping is on time.
 
 Run: `.venv/bin/python bench/ping_ingest.py [N]` (default N=1000; results in
 bench/README.md). With ``BENCH_DATABASE_URL=postgres://...`` it runs against that
-(scratch!) PostgreSQL database instead: it migrates it and writes to it.
+(scratch!) PostgreSQL database instead: it migrates it and writes to it. With
+``BENCH_DEADLINE_INDEX=1`` it first adds the partial index on runs with an
+unchecked deadline proposed in bench/README.md (not in the models yet).
 """
 import os
 import statistics
@@ -37,6 +39,14 @@ from monitors.models import Monitor, Project, Run  # noqa: E402
 from monitors.pings import PingInput, ingest  # noqa: E402
 
 call_command("migrate", verbosity=0)
+if os.environ.get("BENCH_DEADLINE_INDEX"):  # what-if: the index proposed in bench/README.md
+    from django.db import models
+    from django.db.models import Q
+
+    with connection.schema_editor() as editor:
+        editor.add_index(Run, models.Index(
+            fields=["monitor"], condition=Q(deadline_at__isnull=False, deadline_checked=False),
+            name="run_deadline_unchecked"))
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -61,6 +71,9 @@ def run(pattern: str, pings_of, history: int = 0) -> None:
         Run(monitor=m, slot_at=T0 - i * MINUTE, started_at=T0 - i * MINUTE,
             ended_at=T0 - i * MINUTE, outcome=Run.Outcome.SUCCEEDED)
         for i in range(history, 0, -1)], batch_size=5000)
+    if history and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # as autovacuum would, before planning
+            cursor.execute("ANALYZE monitors_run")
     per_minute = len(pings_of(0))
     stats: dict[str, tuple[list[int], list[float]]] = {}
     for i in range(N // per_minute):

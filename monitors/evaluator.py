@@ -97,10 +97,14 @@ def evaluate_monitor(monitor_id: int, now: datetime) -> Decision | None:
         if monitor is None:
             return None  # handled by another evaluator, or no longer due
         runs = pending_runs(monitor)
-        done = set(Run.objects.filter(
-            monitor=monitor, outcome=Run.Outcome.SUCCEEDED,
-            slot_at__in=[r.slot_at for r in runs if r.deadline_at],
-        ).values_list("slot_at", flat=True))
+        # decide() only asks about the slots of runs whose deadline has come
+        deadline_slots = [r.slot_at for r in runs
+                          if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
+        done = set()
+        if deadline_slots:
+            done = set(Run.objects.filter(
+                monitor=monitor, outcome=Run.Outcome.SUCCEEDED, slot_at__in=deadline_slots,
+            ).values_list("slot_at", flat=True))
         d = decide(monitor, runs, done, now)
         if d.stuck_runs:
             Run.objects.filter(pk__in=d.stuck_runs).update(outcome=Run.Outcome.STUCK)
@@ -110,8 +114,13 @@ def evaluate_monitor(monitor_id: int, now: datetime) -> Decision | None:
             Run.objects.bulk_create([
                 Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.MISSED)
                 for s in d.missed_slots])
+        for run in runs:  # the same updates in memory (new missed rows are never pending)
+            if run.pk in d.stuck_runs:
+                run.outcome = Run.Outcome.STUCK
+            if run.pk in d.deadline_runs:
+                run.deadline_checked = True
         monitor.next_slot_at = d.next_slot_at
-        monitor.next_evaluation_at = slots.next_evaluation(monitor, pending_runs(monitor))
+        monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
         monitor.save(update_fields=["next_slot_at", "next_evaluation_at"])
         incidents.apply(monitor, d.detections)
         return d

@@ -23,6 +23,7 @@ from datetime import datetime
 from uuid import UUID
 
 from django.db import transaction
+from django.db.models import Q
 
 from alerts import incidents
 from alerts.incidents import Detection
@@ -86,33 +87,52 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None
     if ping.kind == Ping.Kind.LOG:
         run = Run.objects.filter(monitor=monitor, rid=ping.rid).first() if ping.rid else None
         return run, False
+    # One query for every run this ping can close, replace or count as open, plus
+    # the ones next_evaluation needs; they are updated in memory as they are written.
+    runs = pending_runs(monitor, rid=ping.rid)
     if ping.kind == Ping.Kind.START:
-        run, duplicate = _start(monitor, ping, now, detections)
+        run, duplicate = _start(monitor, ping, now, runs, detections)
     else:
-        run, duplicate = _end(monitor, ping, now, detections)
+        run, duplicate = _end(monitor, ping, now, runs, detections)
     if not duplicate:
         monitor.last_ping_at = now
-        monitor.next_evaluation_at = slots.next_evaluation(monitor, pending_runs(monitor))
+        runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
+        monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
         monitor.save(update_fields=["last_ping_at", "last_start_at", "next_slot_at",
                                     "next_evaluation_at"])
         incidents.apply(monitor, detections)
     return run, duplicate
 
 
-def pending_runs(monitor: Monitor):
-    """Runs the evaluator still has to watch: open ones and unchecked deadlines."""
-    return list(
-        Run.objects.filter(monitor=monitor, outcome__in=OPEN)
-        | Run.objects.filter(monitor=monitor, deadline_at__isnull=False, deadline_checked=False)
-    )
+def pending_runs(monitor: Monitor, rid: UUID | None = None) -> list[Run]:
+    """Runs the evaluator still has to watch: open ones and unchecked deadlines.
+
+    With ``rid``, also the run with that id, whatever its state (the run a ping
+    names), so a ping needs one query for all of them. Ordered by ``pk``.
+    """
+    watched = (Q(monitor=monitor, outcome__in=OPEN)
+               | Q(monitor=monitor, deadline_at__isnull=False, deadline_checked=False))
+    if rid is not None:
+        watched |= Q(monitor=monitor, rid=rid)
+    return list(Run.objects.filter(watched).order_by("pk"))
 
 
-def _start(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -> tuple[Run, bool]:
+def _open(runs: list[Run]) -> list[Run]:
+    return [r for r in runs if r.outcome in OPEN and r.ended_at is None]
+
+
+def _with_rid(runs: list[Run], rid: UUID) -> Run | None:
+    return next((r for r in runs if r.rid == rid), None)
+
+
+def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
+           detections: list) -> tuple[Run, bool]:
+    """``runs``: from :func:`pending_runs` with the ping's rid."""
     if ping.rid:
-        existing = Run.objects.filter(monitor=monitor, rid=ping.rid).first()
+        existing = _with_rid(runs, ping.rid)
         if existing is not None:
             return existing, True
-    open_runs = list(Run.objects.filter(monitor=monitor, outcome__in=OPEN, ended_at__isnull=True))
+    open_runs = _open(runs)
     if open_runs and monitor.concurrency == Monitor.Concurrency.FORBID:
         detections.append(Detection(
             "overlap", now,
@@ -123,6 +143,8 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -
     elif open_runs and monitor.concurrency == Monitor.Concurrency.REPLACE:
         Run.objects.filter(pk__in=[r.pk for r in open_runs]).update(
             outcome=Run.Outcome.REPLACED, ended_at=now)
+        for r in open_runs:
+            r.outcome, r.ended_at = Run.Outcome.REPLACED, now
     run = _new_run(monitor, ping.rid, now, started=True)
     run.started_at = now
     run.outcome = Run.Outcome.RUNNING
@@ -132,15 +154,16 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -
     return run, False
 
 
-def _end(monitor: Monitor, ping: PingInput, now: datetime, detections: list) -> tuple[Run, bool]:
-    run = None
+def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
+         detections: list) -> tuple[Run, bool]:
+    """``runs``: from :func:`pending_runs` with the ping's rid."""
     if ping.rid:
-        run = Run.objects.filter(monitor=monitor, rid=ping.rid).first()
+        run = _with_rid(runs, ping.rid)
         if run is not None and run.ended_at is not None:
             return run, True
-    else:
-        run = (Run.objects.filter(monitor=monitor, outcome__in=OPEN, ended_at__isnull=True)
-               .order_by("-started_at", "-pk").first())
+    else:  # the most recently started open run (one without started_at counts as oldest)
+        run = max(_open(runs), key=lambda r: (r.started_at is not None, r.started_at, r.pk),
+                  default=None)
     if run is None:
         run = _new_run(monitor, ping.rid, now, started=False)
     failed = ping.kind == Ping.Kind.FAIL or (ping.exit_status not in (None, 0))

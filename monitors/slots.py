@@ -96,6 +96,8 @@ def next_evaluation(monitor, open_runs) -> datetime | None:
 
     ``open_runs``: runs still running or waiting for their deadline check, each
     with ``timeout_at`` / ``deadline_at`` / ``outcome`` / ``deadline_checked``.
+    Other runs may be included: only a ``running`` run's timeout and an unchecked
+    deadline count (callers pass the runs they just updated in memory).
     None means nothing can happen without a ping (paused, or new and idle).
     """
     if monitor.paused:

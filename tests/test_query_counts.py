@@ -1,0 +1,141 @@
+"""Query counts of the hot paths: ping ingest and evaluating a due monitor.
+
+Pinned exactly so a regression (an extra query per ping or per monitor) shows up
+here; if a change makes a path cheaper, lower the number. Inside a test the
+outer ``transaction.atomic`` is a SAVEPOINT / RELEASE pair instead of BEGIN /
+COMMIT, so the counts equal the production ones (bench/README.md). Each count
+lists its statements.
+"""
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from alerts.models import Channel, Delivery, Incident
+from monitors import evaluator, slots
+from monitors.models import Run
+from monitors.pings import PingInput, ingest, pending_runs
+from tests.conftest import T0
+
+pytestmark = pytest.mark.django_db
+
+
+def s(n):
+    return timedelta(seconds=n)
+
+
+@pytest.fixture
+def monitor(make_monitor):
+    """An interval monitor (3 s period) that has pinged once at T0: its next slot is T0+3s."""
+    m = make_monitor(max_runtime=s(60))
+    ingest(m.pk, PingInput("success"), T0)
+    return m
+
+
+def test_start_ping_with_rid(monitor, django_assert_num_queries):
+    # transaction, lock monitor, savepoint, runs (pending + rid), missed row for
+    # the slot?, insert run, update monitor, release, insert ping, end transaction
+    with django_assert_num_queries(10):
+        ingest(monitor.pk, PingInput("start", rid=uuid.uuid4()), T0 + s(3))
+    assert Run.objects.filter(monitor=monitor, outcome="running").count() == 1
+
+
+def test_end_ping_with_rid(monitor, django_assert_num_queries):
+    rid = uuid.uuid4()
+    ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(3))
+    # transaction, lock monitor, savepoint, runs (pending + rid), update run,
+    # update monitor, open incident?, release, insert ping, end transaction
+    with django_assert_num_queries(10):
+        ingest(monitor.pk, PingInput("success", rid=rid), T0 + s(4))
+    assert Run.objects.get(monitor=monitor, rid=rid).outcome == "succeeded"
+
+
+def test_end_ping_without_rid_closes_open_run(monitor, django_assert_num_queries):
+    ingest(monitor.pk, PingInput("start"), T0 + s(3))
+    # as with a rid: the open run comes with the pending runs
+    with django_assert_num_queries(10):
+        ingest(monitor.pk, PingInput("success"), T0 + s(4))
+    assert Run.objects.get(monitor=monitor, slot_at=T0 + s(3)).outcome == "succeeded"
+
+
+def test_end_ping_without_start(monitor, django_assert_num_queries):
+    # a heartbeat: no open run, so a new one (+1: its slot may have a missed row)
+    with django_assert_num_queries(11):
+        ingest(monitor.pk, PingInput("success"), T0 + s(3))
+    assert Run.objects.filter(monitor=monitor, outcome="succeeded").count() == 2
+
+
+def test_fail_ping_while_incident_open(monitor, django_assert_num_queries):
+    ingest(monitor.pk, PingInput("fail"), T0 + s(3))
+    # a new run (11, as above) + update incident count, insert timeline event
+    with django_assert_num_queries(13):
+        ingest(monitor.pk, PingInput("fail"), T0 + s(6))
+    assert Incident.objects.get(monitor=monitor).failure_count == 2
+
+
+def test_duplicate_start_ping(monitor, django_assert_num_queries):
+    rid = uuid.uuid4()
+    ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(3))
+    # transaction, lock, savepoint, runs (pending + rid), release, insert ping, end
+    with django_assert_num_queries(7):
+        ping = ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(4))
+    assert ping.duplicate
+
+
+def test_evaluating_a_missed_monitor(project, monitor, django_assert_num_queries):
+    monitor.channels.add(Channel.objects.create(project=project, kind="webhook",
+                                                config={"url": "http://example.invalid"}))
+    # transaction, lock monitor, pending runs, insert missed run, update monitor,
+    # open incident?, insert incident, insert "opened" event, channels, insert
+    # deliveries, end transaction (the deliveries are sent after commit)
+    with django_assert_num_queries(11):
+        assert evaluator.evaluate_monitor(monitor.pk, T0 + s(4)) is not None
+    assert Run.objects.get(monitor=monitor, outcome="missed").slot_at == T0 + s(3)
+    assert Delivery.objects.filter(event__incident__monitor=monitor).count() == 1
+
+
+def test_evaluating_a_monitor_missed_again(monitor, django_assert_num_queries):
+    evaluator.evaluate_monitor(monitor.pk, T0 + s(4))
+    # the incident is already open: update its count and append an event
+    with django_assert_num_queries(9):
+        evaluator.evaluate_monitor(monitor.pk, T0 + s(7))
+    assert Incident.objects.get(monitor=monitor).missed_count == 2
+
+
+def test_evaluating_a_stuck_run(make_monitor, django_assert_num_queries):
+    m = make_monitor(period=s(3600), grace=s(60), max_runtime=s(10))
+    ingest(m.pk, PingInput("start"), T0)
+    # transaction, lock monitor, pending runs, mark stuck, update monitor, open
+    # incident?, insert incident, insert "opened" event, channels (none), end
+    with django_assert_num_queries(10):
+        d = evaluator.evaluate_monitor(m.pk, T0 + s(10))
+    assert len(d.stuck_runs) == 1 and not d.missed_slots
+    assert Run.objects.get(monitor=m).outcome == "stuck"
+
+
+def test_evaluating_a_monitor_that_is_no_longer_due(monitor, django_assert_num_queries):
+    # transaction, lock (finds nothing due), end
+    with django_assert_num_queries(3):
+        assert evaluator.evaluate_monitor(monitor.pk, T0 + s(3)) is None
+
+
+@pytest.mark.parametrize("concurrency", ["allow", "forbid", "replace"])
+def test_next_evaluation_from_memory_equals_a_fresh_read(make_monitor, concurrency):
+    """Ingest and the evaluator compute next_evaluation_at from the runs they updated
+    in memory instead of reading the pending runs again: it must be the same."""
+    m = make_monitor(kind="cron", schedule="* * * * *", grace=s(10), max_runtime=s(30),
+                     deadline=s(45), concurrency=concurrency, created=T0 - s(1))
+    rid = uuid.uuid4()
+    steps = [
+        ("start", rid, 60), ("start", None, 70), ("success", rid, 80), ("tick", None, 110),
+        ("success", None, 125), ("start", None, 185), ("tick", None, 216), ("tick", None, 231),
+        ("fail", None, 240), ("start", rid, 250), ("success", None, 300), ("tick", None, 500),
+        ("start", None, 545), ("success", None, 546), ("log", None, 550), ("tick", None, 700),
+    ]
+    for kind, r, at in steps:
+        if kind == "tick":
+            evaluator.tick(T0 + s(at))
+        else:
+            ingest(m.pk, PingInput(kind, rid=r), T0 + s(at))
+        m.refresh_from_db()
+        assert m.next_evaluation_at == slots.next_evaluation(m, pending_runs(m)), (kind, at)
