@@ -23,7 +23,7 @@ from datetime import datetime
 
 import httpx
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from alerts.integrations import KINDS, OutgoingRequest
@@ -97,14 +97,21 @@ def attempt(delivery: Delivery, *, client: httpx.Client | None = None,
     else:
         status = Delivery.Status.FAILED
     error = error[:ERROR_MAX]
-    with transaction.atomic():
-        DeliveryAttempt.objects.create(delivery=delivery, number=number, at=at,
-                                       status_code=status_code, error=error,
-                                       duration_ms=duration_ms)
-        delivery.status = status
-        delivery.attempts = number
-        delivery.last_error = error
-        delivery.save(update_fields=["status", "attempts", "last_error", "delivered_at"])
+    try:
+        with transaction.atomic():
+            DeliveryAttempt.objects.create(delivery=delivery, number=number, at=at,
+                                           status_code=status_code, error=error,
+                                           duration_ms=duration_ms)
+            delivery.status = status
+            delivery.attempts = number
+            delivery.last_error = error
+            delivery.save(update_fields=["status", "attempts", "last_error", "delivered_at"])
+    except DatabaseError:
+        if Delivery.objects.filter(pk=delivery.pk).exists():
+            raise
+        # Its monitor (and so the delivery) was deleted while the request was out.
+        logger.info("delivery %s was deleted while being sent", delivery.pk)
+        return AttemptResult(claimed=True, status=Delivery.Status.FAILED, attempts=number)
     log = logger.info if status != Delivery.Status.FAILED else logger.warning
     log("delivery %s attempt %s to channel %s: %s %s", delivery.pk, number,
         delivery.channel_id, status, error or status_code)

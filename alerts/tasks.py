@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from functools import partial
@@ -29,8 +30,14 @@ from alerts.models import Delivery
 logger = logging.getLogger(__name__)
 
 # Embedded mode only: where eager deliveries run, off the request/evaluator thread.
-# Each attempt holds a thread for at most CRONRADAR_DELIVERY_TIMEOUT seconds.
+# Each attempt holds a thread for at most CRONRADAR_DELIVERY_TIMEOUT seconds, and
+# one channel may hold at most PER_CHANNEL of them: a channel's further
+# deliveries wait in its own line, so a slow channel cannot take every thread.
 _executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="cronradar-delivery")
+PER_CHANNEL = 4
+_lock = threading.Lock()
+_busy: dict[int, int] = {}  # channel id -> attempts in flight
+_waiting: dict[int, deque[int]] = {}  # channel id -> delivery ids waiting for a slot
 
 
 # The attempt budget is CRONRADAR_DELIVERY_MAX_ATTEMPTS, enforced by ``attempt``
@@ -127,11 +134,40 @@ def _submit(delivery_id: int) -> None:
 
 
 def _deliver_in_thread(delivery_id: int) -> None:
-    """Pool job: run ``deliver`` eagerly with this thread's own DB connection."""
+    """Pool job: run ``deliver`` eagerly with this thread's own DB connection, unless
+    the delivery's channel already has ``PER_CHANNEL`` attempts in flight; then it
+    waits in the channel's line and the thread is free at once."""
     close_old_connections()
+    channel_id = None
     try:
+        channel_id = (Delivery.objects.filter(pk=delivery_id)
+                      .values_list("channel_id", flat=True).first())
+        if channel_id is None:
+            return
+        with _lock:
+            if _busy.get(channel_id, 0) >= PER_CHANNEL:
+                _waiting.setdefault(channel_id, deque()).append(delivery_id)
+                channel_id = None  # not ours to release
+                return
+            _busy[channel_id] = _busy.get(channel_id, 0) + 1
         deliver.apply(args=[delivery_id])
     except Exception:
         logger.exception("delivery %s crashed", delivery_id)
     finally:
         connections.close_all()  # this pool thread's own connections
+        if channel_id is not None:
+            _release(channel_id)
+
+
+def _release(channel_id: int) -> None:
+    """Free a channel slot and start the next delivery waiting for that channel."""
+    with _lock:
+        _busy[channel_id] -= 1
+        line = _waiting.get(channel_id)
+        following = line.popleft() if line else None
+        if not line:
+            _waiting.pop(channel_id, None)
+        if not _busy[channel_id]:
+            del _busy[channel_id]
+    if following is not None:
+        _submit(following)

@@ -76,6 +76,9 @@ else:
                 "transaction_mode": "IMMEDIATE",
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
+            # Tests use a file too (not shared-cache memory, which has table
+            # locks and no busy timeout), so threads see production behaviour.
+            "TEST": {"NAME": DATA_DIR / "test-cronradar.sqlite3"},
         }
     }
     DATA_DIR.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ client, and task-level tests run under ``respx`` (unmocked requests raise).
 import json
 import socket
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -481,3 +482,56 @@ def test_redispatch_stale_finds_lost_deliveries(make_delivery, monkeypatch):
     sent.clear()
     assert tasks.redispatch_stale(now, everything=True) == 4
     assert sorted(sent) == sorted([fresh.pk, lost.pk, retrying.pk, crashed.pk])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_channel_holds_at_most_per_channel_threads(make_delivery, mock_http, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.CRONRADAR_DELIVERY_INLINE = False
+    release = threading.Event()
+    slow_started, fast_sent = [], threading.Event()
+
+    def slow(request):
+        slow_started.append(request)
+        release.wait(10)
+        return httpx.Response(200)
+
+    def fast(request):
+        fast_sent.set()
+        return httpx.Response(200)
+
+    mock_http.post(HOOK).mock(side_effect=slow)
+    mock_http.post(OTHER).mock(side_effect=fast)
+    slow_ones = [make_delivery()]
+    slow_channel = slow_ones[0].channel
+    slow_ones += [Delivery.objects.create(event=IncidentEvent.objects.create(
+        incident=slow_ones[0].event.incident, kind="opened", at=slow_ones[0].event.at),
+        channel=slow_channel) for _ in range(11)]
+    for d in slow_ones:
+        tasks._submit(d.pk)
+    deadline = time.time() + 5
+    while len(slow_started) < tasks.PER_CHANNEL and time.time() < deadline:
+        time.sleep(0.01)
+    tasks._submit(make_delivery(url=OTHER).pk)
+    try:
+        assert fast_sent.wait(5)  # 12 slow deliveries did not take all 16 threads
+        assert len(slow_started) == tasks.PER_CHANNEL
+    finally:
+        release.set()
+    deadline = time.time() + 10
+    while Delivery.objects.filter(status="delivered").count() < 13 and time.time() < deadline:
+        time.sleep(0.05)
+    assert Delivery.objects.filter(status="delivered").count() == 13  # the line drained
+    assert tasks._busy == {} and tasks._waiting == {}
+
+
+def test_delivery_deleted_while_being_sent(make_delivery):
+    d = make_delivery()
+
+    def answer(request):
+        Delivery.objects.filter(pk=d.pk).delete()  # the monitor was deleted meanwhile
+        return httpx.Response(200)
+
+    result = attempt(d, client=httpx.Client(transport=httpx.MockTransport(answer)))
+    assert (result.claimed, result.status, result.retry) == (True, "failed", False)
+    assert not DeliveryAttempt.objects.exists()

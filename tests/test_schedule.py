@@ -32,8 +32,17 @@ from monitors.schedule import (
 )
 
 UTC = UTC
-CASES_PATH = Path(__file__).resolve().parents[2] / "shared" / "cases" / "cron_cases.json"
+# The cases file lives in ../shared/cases/ beside the repository; a copy is kept
+# in tests/data/ so a plain clone can run the suite. test_cases_copy_is_current
+# fails when the two differ.
+CASES_PATH = Path(__file__).resolve().parent / "data" / "cron_cases.json"
+SHARED_CASES_PATH = Path(__file__).resolve().parents[2] / "shared" / "cases" / "cron_cases.json"
 CASES = json.loads(CASES_PATH.read_text())["cases"]
+
+
+@pytest.mark.skipif(not SHARED_CASES_PATH.exists(), reason="no ../shared/ beside the repo")
+def test_cases_copy_is_current():
+    assert json.loads(SHARED_CASES_PATH.read_text()) == json.loads(CASES_PATH.read_text())
 
 
 def iso(s: str) -> datetime:

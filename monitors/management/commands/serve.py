@@ -107,8 +107,11 @@ class Command(BaseCommand):
         socket_map = {}
         try:  # bind first: a busy port fails here, before anything is printed
             server = create_server(application, map=socket_map, host=host, port=port,
-                                   threads=threads, connection_limit=2000, backlog=2048,
-                                   channel_timeout=60, ident="CronRadar")
+                                   threads=threads, connection_limit=1000, backlog=2048,
+                                   channel_timeout=60, ident="CronRadar",
+                                   # poll(), not select(): select() breaks (and waitress
+                                   # with it) once a file descriptor passes 1023.
+                                   asyncore_use_poll=True)
         except (OSError, ValueError) as exc:
             for dispatcher in list(socket_map.values()):
                 dispatcher.close()
