@@ -14,6 +14,7 @@ Outcomes of one attempt:
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import socket
@@ -72,7 +73,7 @@ def attempt(delivery: Delivery, *, client: httpx.Client | None = None,
     ``last_error`` and, on success, ``delivered_at``.
 
     client: the httpx client to send with (tests pass one with a mock transport);
-        default: a new client per call. The timeout is always
+        default: one shared, connection-pooling client. The timeout is always
         ``CRONRADAR_DELIVERY_TIMEOUT`` seconds.
     now: the attempt's ``at`` and ``delivered_at`` (aware); default: the current time.
     Never raises for a failed send; errors end up in the log row.
@@ -163,10 +164,17 @@ def _send(delivery: Delivery, client: httpx.Client | None) -> tuple[int | None, 
             return None, f"blocked: {exc}", False
         except OSError as exc:
             return None, f"dns error: {exc}", True
-    if client is None:
-        with httpx.Client() as own:
-            return _post(own, request)
-    return _post(client, request)
+    return _post(client or _shared_client(), request)
+
+
+@functools.cache
+def _shared_client() -> httpx.Client:
+    """One connection-pooling client per process (httpx clients are thread-safe).
+
+    A new client per attempt costs ~30 ms of CPU (TLS context), which slowed the
+    evaluator down when many alerts went out at once (bench/README.md).
+    """
+    return httpx.Client(limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
 
 
 def _post(client: httpx.Client, request: OutgoingRequest) -> tuple[int | None, str, bool]:

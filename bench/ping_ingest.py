@@ -8,9 +8,7 @@ interval monitor with a 60 s period, so every ping is on time.
 
 Run: `.venv/bin/python bench/ping_ingest.py [N]` (default N=1000; results in
 bench/README.md). With ``BENCH_DATABASE_URL=postgres://...`` it runs against that
-(scratch!) PostgreSQL database instead: it migrates it and writes to it. With
-``BENCH_DEADLINE_INDEX=1`` it first adds the partial index on runs with an
-unchecked deadline proposed in bench/README.md (not in the models yet).
+(scratch!) PostgreSQL database instead: it migrates it and writes to it.
 """
 import os
 import statistics
@@ -39,14 +37,6 @@ from monitors.models import Monitor, Project, Run  # noqa: E402
 from monitors.pings import PingInput, ingest  # noqa: E402
 
 call_command("migrate", verbosity=0)
-if os.environ.get("BENCH_DEADLINE_INDEX"):  # what-if: the index proposed in bench/README.md
-    from django.db import models
-    from django.db.models import Q
-
-    with connection.schema_editor() as editor:
-        editor.add_index(Run, models.Index(
-            fields=["monitor"], condition=Q(deadline_at__isnull=False, deadline_checked=False),
-            name="run_deadline_unchecked"))
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

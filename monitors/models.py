@@ -10,6 +10,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 
 def _ping_key() -> str:
@@ -141,7 +142,13 @@ class Run(models.Model):
     deadline_checked = models.BooleanField(default=False)
 
     class Meta:
-        indexes = [models.Index(fields=["monitor", "outcome"], name="run_monitor_outcome")]
+        indexes = [
+            models.Index(fields=["monitor", "outcome"], name="run_monitor_outcome"),
+            # pending_runs() reads runs whose deadline is not checked yet on every
+            # ping; without this it scans the monitor's whole history (bench/README.md).
+            models.Index(fields=["monitor"], name="run_deadline_unchecked",
+                         condition=Q(deadline_at__isnull=False, deadline_checked=False)),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["monitor", "rid"], name="run_rid_unique"),
         ]
