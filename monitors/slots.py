@@ -57,14 +57,14 @@ def slot_for(monitor, at: datetime, started: bool = True) -> datetime:
 def slot_after(monitor, slot: datetime, first_ping_at: datetime) -> datetime:
     """The slot expected after a run for ``slot`` whose first ping came at ``first_ping_at``."""
     if monitor.kind == "interval":
-        return first_ping_at + monitor.period
+        return schedule.next_interval(first_ping_at, monitor.period)
     return schedule.next_fire(monitor.schedule, monitor.timezone, slot, monitor.cron_semantics)
 
 
 def first_slot(monitor, now: datetime) -> datetime:
     """The first slot expected for a monitor (re)armed at ``now`` (creation, resume, edit)."""
     if monitor.kind == "interval":
-        return now + monitor.period
+        return schedule.next_interval(now, monitor.period)
     return schedule.next_fire(monitor.schedule, monitor.timezone, now, monitor.cron_semantics)
 
 
