@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 from django.db import transaction
@@ -32,6 +32,7 @@ from monitors.models import Monitor, Ping, Run
 
 OPEN = (Run.Outcome.RUNNING, Run.Outcome.STUCK)
 log = logging.getLogger(__name__)
+NEVER = datetime.min.replace(tzinfo=UTC)  # sorts a run without a start first
 
 
 @dataclass(frozen=True)
@@ -162,8 +163,7 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
         if run is not None and run.ended_at is not None:
             return run, True
     else:  # the most recently started open run (one without started_at counts as oldest)
-        run = max(_open(runs), key=lambda r: (r.started_at is not None, r.started_at, r.pk),
-                  default=None)
+        run = max(_open(runs), key=lambda r: (r.started_at or NEVER, r.pk), default=None)
     if run is None:
         run = _new_run(monitor, ping.rid, now, started=False)
     failed = ping.kind == Ping.Kind.FAIL or (ping.exit_status not in (None, 0))

@@ -31,7 +31,6 @@ from monitors.schedule import (
     validate_timezone,
 )
 
-UTC = UTC
 # The cases file lives in ../shared/cases/ beside the repository; a copy is kept
 # in tests/data/ so a plain clone can run the suite. test_cases_copy_is_current
 # fails when the two differ.
