@@ -153,7 +153,11 @@ def _send(delivery: Delivery, client: httpx.Client | None) -> tuple[int | None, 
     """Build and POST ``delivery``'s request: (status_code, error, retryable)."""
     channel = delivery.channel
     try:
-        request = KINDS[channel.kind].build_request(channel, delivery.event)
+        kind = KINDS[channel.kind]
+        if delivery.outage_id is not None:
+            request = kind.build_outage(channel, delivery.outage)
+        else:
+            request = kind.build_request(channel, delivery.event)
     except Exception as exc:  # any builder failure is a config/data problem: no retry
         logger.exception("delivery %s: cannot build the request", delivery.pk)
         return None, f"build error: {type(exc).__name__}: {exc}", False

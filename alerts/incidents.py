@@ -6,20 +6,33 @@ A *detection* is what the ping ingest or the evaluator found about one monitor
 incident:
 
 - a problem with no open incident opens one (event ``opened``), which notifies
-  every channel of the monitor;
-- a problem while an incident is open is appended to its timeline (counted,
-  not re-notified);
-- ``recovered`` resolves the open incident (event ``resolved``), which notifies.
+  the monitor's channels (:func:`targets`);
+- a problem while an incident is open is counted on the incident's timeline
+  event of that kind (not re-notified): a timeline has one event per kind, so it
+  stays bounded however long the incident lasts;
+- ``recovered`` resolves the open incident (event ``resolved``), which notifies
+  every channel that was notified of it (:func:`notified_channels`), whether or
+  not it still belongs to the monitor.
 
-Callers hold the monitor's row lock inside a transaction; deliveries are
-dispatched to Celery only after that transaction commits.
+:func:`resolve` closes an incident for another reason (the monitor was paused or
+deleted); :func:`channels_removed` sends a resolve to a notified channel that
+stops following the monitor, so no page is ever left open.
+
+Event times never go backwards within an incident: an event's time is the later
+of its detection's time and the incident's previous event (pings processed out
+of arrival order under the monitor's lock keep their own arrival times, but the
+timeline stays ordered). Callers hold the monitor's row lock inside a
+transaction; deliveries are dispatched only after that transaction commits.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from alerts.models import Delivery, Incident, IncidentEvent
+from django.db import transaction
+
+from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from alerts.tasks import dispatch
 
 PROBLEMS = {c.value for c in Incident.Cause}
@@ -45,27 +58,21 @@ class Detection:
 
 
 def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
-    """Fold ``detections`` into ``monitor``'s incident; returns the events written.
+    """Fold ``detections`` into ``monitor``'s incident; returns the events written
+    or updated.
 
-    Paused monitors produce no incidents or notifications (their pings and runs
-    are still stored by the caller).
+    The caller decides whether detections count (a paused monitor produces none).
+    Raises ValueError for an unknown detection kind.
     """
-    if monitor.paused or not detections:
+    if not detections:
         return []
-    incident = Incident.objects.filter(monitor=monitor, resolved_at__isnull=True).first()
+    incident = open_incident(monitor)
     events: list[IncidentEvent] = []
-    notify: list[IncidentEvent] = []
     for d in detections:
         if d.kind == RECOVERED:
-            if incident is None:
-                continue
-            incident.resolved_at = d.at
-            incident.resolution = d.message
-            incident.save(update_fields=["resolved_at", "resolution"])
-            ev = _event(incident, IncidentEvent.Kind.RESOLVED, d)
-            events.append(ev)
-            notify.append(ev)
-            incident = None
+            if incident is not None:
+                events.append(_resolve(incident, d.at, d.message, d.detail))
+                incident = None
             continue
         if d.kind not in PROBLEMS:
             raise ValueError(f"unknown detection kind {d.kind!r}")
@@ -75,40 +82,163 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
                 cause=d.kind,
                 summary=f"{monitor.name}: {d.message}"[:500],
                 opened_at=d.at,
+                last_event_at=d.at,
                 missed_count=d.count if d.kind == Incident.Cause.MISSED else 0,
                 failure_count=1 if d.kind == Incident.Cause.FAILED else 0,
             )
-            ev = _event(incident, IncidentEvent.Kind.OPENED, d, cause=d.kind)
-            notify.append(ev)
+            ev = _event(incident, IncidentEvent.Kind.OPENED, d.at, d, cause=d.kind)
+            _notify(ev, targets(monitor))
         else:
-            if d.kind == Incident.Cause.MISSED:
-                incident.missed_count += d.count
-                incident.save(update_fields=["missed_count"])
-            elif d.kind == Incident.Cause.FAILED:
-                incident.failure_count += 1
-                incident.save(update_fields=["failure_count"])
-            ev = _event(incident, d.kind, d)
+            ev = _repeat(incident, d)
         events.append(ev)
-    if notify:
-        _notify(monitor, notify)
     return events
 
 
-def _event(incident: Incident, kind: str, d: Detection, **extra) -> IncidentEvent:
+def open_incident(monitor) -> Incident | None:
+    """The monitor's open incident, if any."""
+    return Incident.objects.filter(monitor=monitor, resolved_at__isnull=True).first()
+
+
+def resolve(monitor, at: datetime, reason: str) -> IncidentEvent | None:
+    """Resolve ``monitor``'s open incident for ``reason`` ("monitor paused", "monitor
+    deleted"), notifying every channel that was notified; None when none is open."""
+    incident = open_incident(monitor)
+    if incident is None:
+        return None
+    return _resolve(incident, at, reason, {"reason": reason})
+
+
+def channels_removed(monitor, channel_ids: Iterable[int], at: datetime) -> list[IncidentEvent]:
+    """Channels ``channel_ids`` stopped following ``monitor`` at ``at``: each one that
+    was notified of its open incident gets a resolve now (event ``channel_removed``),
+    as the incident's own resolve will no longer reach it."""
+    incident = open_incident(monitor)
+    if incident is None:
+        return []
+    gone = set(channel_ids) & set(notified_channels(incident))
+    events = []
+    for channel in Channel.objects.filter(pk__in=gone).order_by("pk"):
+        at = _time(incident, at)
+        ev = IncidentEvent.objects.create(
+            incident=incident, kind=IncidentEvent.Kind.CHANNEL_REMOVED, at=at,
+            message=f"channel {channel} no longer follows this monitor and was sent a resolve",
+            detail={"channel": channel.pk})
+        incident.save(update_fields=["last_event_at"])
+        _notify(ev, [channel.pk])
+        events.append(ev)
+    return events
+
+
+def delete_channel(channel: Channel, at: datetime) -> None:
+    """Delete ``channel`` at ``at``: each open incident that notified it sends it a
+    resolve first (:func:`channels_removed`). The row stays, invisible to the API,
+    until those deliveries are delivered or abandoned; the evaluator then removes it
+    (:func:`monitors.evaluator.purge_channels`)."""
+    from monitors.models import Monitor
+
+    with transaction.atomic():
+        Channel.objects.filter(pk=channel.pk).update(deleted_at=at)
+        affected = (Incident.objects.filter(resolved_at__isnull=True,
+                                            events__deliveries__channel=channel)
+                    .values_list("monitor_id", flat=True))
+        # monitor row locks in id order, as everywhere a transaction takes several
+        for monitor in Monitor.objects.select_for_update().filter(pk__in=affected).order_by("pk"):
+            channels_removed(monitor, [channel.pk], at)
+
+
+def targets(monitor) -> list[int]:
+    """Ids of the channels an incident of ``monitor`` opens on: every live channel of
+    its project with ``all_channels``, else the live channels it lists."""
+    if monitor.all_channels:
+        qs = Channel.objects.filter(project_id=monitor.project_id)
+    else:
+        qs = monitor.channels.all()
+    return list(qs.filter(deleted_at__isnull=True).values_list("pk", flat=True))
+
+
+def notified_channels(incident: Incident) -> list[int]:
+    """Ids of the channels holding ``incident`` open: sent its ``opened`` event (and
+    not abandoned), not yet sent a ``channel_removed`` resolve."""
+    sent = Delivery.objects.filter(event__incident=incident)
+    opened = set(sent.filter(event__kind=IncidentEvent.Kind.OPENED)
+                 .exclude(status=Delivery.Status.FAILED).values_list("channel_id", flat=True))
+    closed = set(sent.filter(event__kind=IncidentEvent.Kind.CHANNEL_REMOVED)
+                 .values_list("channel_id", flat=True))
+    return sorted(opened - closed)
+
+
+def notify_outage(impact) -> None:
+    """Send ``impact`` (a :class:`monitors.models.OutageImpact`: slots of one project
+    recorded ``unknown`` during an outage of CronRadar) to every live channel of its
+    project, as one ``outage.summary`` notification each."""
+    channels = Channel.objects.filter(project_id=impact.project_id, deleted_at__isnull=True)
+    _deliver([Delivery(outage=impact, channel=ch) for ch in channels.order_by("pk")],
+             Delivery.objects.filter(outage=impact))
+
+
+def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> IncidentEvent:
+    at = _time(incident, at)
+    incident.resolved_at = at
+    incident.resolution = message[:200]
+    incident.save(update_fields=["resolved_at", "resolution", "last_event_at"])
+    ev = IncidentEvent.objects.create(incident=incident, kind=IncidentEvent.Kind.RESOLVED,
+                                      at=at, message=message[:500], detail=detail)
+    _notify(ev, notified_channels(incident))
+    return ev
+
+
+def _repeat(incident: Incident, d: Detection) -> IncidentEvent:
+    """A problem seen again while ``incident`` is open: counted on its event of that
+    kind (created the first time), with the latest message and detail."""
+    at = _time(incident, d.at)
+    if d.kind == Incident.Cause.MISSED:
+        incident.missed_count += d.count
+    elif d.kind == Incident.Cause.FAILED:
+        incident.failure_count += 1
+    incident.save(update_fields=["missed_count", "failure_count", "last_event_at"])
+    ev = incident.events.filter(kind=d.kind).first()
+    if ev is None:
+        return _event(incident, d.kind, at, d)
+    ev.count += d.count
+    ev.last_at = at
+    ev.message = d.message[:500]
+    ev.detail = _detail(d)
+    ev.save(update_fields=["count", "last_at", "message", "detail"])
+    return ev
+
+
+def _time(incident: Incident, at: datetime) -> datetime:
+    """``at``, or the incident's latest event time if that is later; records it."""
+    if incident.last_event_at is not None and incident.last_event_at > at:
+        at = incident.last_event_at
+    incident.last_event_at = at
+    return at
+
+
+def _detail(d: Detection, **extra) -> dict:
     detail = {**d.detail, **extra}
     if d.kind == Incident.Cause.MISSED:
         detail.setdefault("missed_count", d.count)
-    return IncidentEvent.objects.create(
-        incident=incident, kind=kind, at=d.at, message=d.message[:500], detail=detail
-    )
+    return detail
 
 
-def _notify(monitor, events: list[IncidentEvent]) -> None:
-    channel_ids = list(monitor.channels.values_list("pk", flat=True))
-    deliveries = [Delivery(event=ev, channel_id=ch) for ev in events for ch in channel_ids]
-    if deliveries:
-        created = Delivery.objects.bulk_create(deliveries)
-        ids = [d.pk for d in created]
-        if any(i is None for i in ids):  # backends without RETURNING
-            ids = list(Delivery.objects.filter(event__in=events).values_list("pk", flat=True))
-        dispatch(ids)
+def _event(incident: Incident, kind: str, at: datetime, d: Detection, **extra) -> IncidentEvent:
+    return IncidentEvent.objects.create(incident=incident, kind=kind, at=at,
+                                        message=d.message[:500], detail=_detail(d, **extra),
+                                        count=d.count if kind == d.kind else 1)
+
+
+def _notify(event: IncidentEvent, channel_ids: Iterable[int]) -> None:
+    _deliver([Delivery(event=event, channel_id=ch) for ch in channel_ids],
+             Delivery.objects.filter(event=event))
+
+
+def _deliver(deliveries: list[Delivery], written) -> None:
+    """Insert ``deliveries`` and dispatch them at commit. ``written``: a queryset of
+    them, for backends whose bulk insert returns no ids."""
+    if not deliveries:
+        return
+    ids = [d.pk for d in Delivery.objects.bulk_create(deliveries)]
+    if any(i is None for i in ids):
+        ids = list(written.values_list("pk", flat=True))
+    dispatch(ids)

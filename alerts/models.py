@@ -29,6 +29,9 @@ class Channel(models.Model):
     name = models.CharField(max_length=200, blank=True, default="")
     config = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Deleted through the API: kept (and invisible) until the notifications that
+    # close its open pages are delivered or abandoned.
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return self.name or f"{self.kind} #{self.pk}"
@@ -39,7 +42,11 @@ class Channel(models.Model):
 
 
 class Incident(models.Model):
-    """A period during which a monitor is unhealthy. At most one open per monitor."""
+    """A period during which a monitor is unhealthy. At most one open per monitor.
+
+    ``last_event_at`` is the time of its latest timeline event: event times never
+    go backwards within an incident (see :func:`alerts.incidents.apply`).
+    """
 
     class Cause(models.TextChoices):
         MISSED = "missed"
@@ -57,8 +64,9 @@ class Incident(models.Model):
     opened_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolution = models.CharField(max_length=200, blank=True, default="")
-    missed_count = models.PositiveIntegerField(default=0)
-    failure_count = models.PositiveIntegerField(default=0)
+    missed_count = models.PositiveBigIntegerField(default=0)
+    failure_count = models.PositiveBigIntegerField(default=0)
+    last_event_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -75,7 +83,15 @@ class Incident(models.Model):
 
 
 class IncidentEvent(models.Model):
-    """One entry of an incident's timeline."""
+    """One entry of an incident's timeline.
+
+    A problem seen again while the incident is open is counted on the incident's
+    event of that kind (``count``, ``last_at``) instead of adding one, so a
+    timeline has at most one event per kind besides ``opened``/``resolved`` and
+    stays bounded however long the incident lasts. ``channel_removed``: a channel
+    that had been notified stopped following the monitor and was sent a resolve
+    (``detail.channel``).
+    """
 
     class Kind(models.TextChoices):
         OPENED = "opened"
@@ -86,10 +102,13 @@ class IncidentEvent(models.Model):
         OVERLAP = "overlap"
         TOO_FAST = "too_fast"
         RESOLVED = "resolved"
+        CHANNEL_REMOVED = "channel_removed"
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="events")
-    kind = models.CharField(max_length=10, choices=Kind.choices)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
     at = models.DateTimeField()
+    count = models.PositiveBigIntegerField(default=1)
+    last_at = models.DateTimeField(null=True, blank=True)
     message = models.CharField(max_length=500, blank=True, default="")
     detail = models.JSONField(default=dict, blank=True)
 
@@ -98,7 +117,9 @@ class IncidentEvent(models.Model):
 
 
 class Delivery(models.Model):
-    """One notification of one incident event to one channel."""
+    """One notification to one channel: of an incident event, or of an outage
+    summary (``outage``: a :class:`monitors.models.OutageImpact`). Exactly one
+    of ``event`` and ``outage`` is set."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -106,7 +127,10 @@ class Delivery(models.Model):
         DELIVERED = "delivered"
         FAILED = "failed"
 
-    event = models.ForeignKey(IncidentEvent, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.ForeignKey(IncidentEvent, on_delete=models.CASCADE, related_name="deliveries",
+                              null=True, blank=True)
+    outage = models.ForeignKey("monitors.OutageImpact", on_delete=models.CASCADE,
+                               related_name="deliveries", null=True, blank=True)
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
@@ -119,6 +143,9 @@ class Delivery(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["event", "channel"], name="one_delivery_per_channel"),
+            models.UniqueConstraint(fields=["outage", "channel"], name="one_outage_delivery"),
+            models.CheckConstraint(condition=Q(event__isnull=True) ^ Q(outage__isnull=True),
+                                   name="delivery_of_event_or_outage"),
         ]
 
 

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "cronradar.middleware.EdgeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -63,6 +64,9 @@ DATA_DIR = Path(env("CRONRADAR_DATA_DIR", default=str(BASE_DIR / "data")))
 if "DATABASE_URL" in env:
     DATABASES = {"default": env.db("DATABASE_URL")}
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    # A persistent connection broken by a database restart is replaced at the
+    # start of the next request instead of failing it.
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 else:
     DATABASES = {
         "default": {
@@ -152,6 +156,12 @@ CRONRADAR_BLOCK_PRIVATE_ADDRESSES = env.bool("CRONRADAR_BLOCK_PRIVATE_ADDRESSES"
 # Embedded (eager Celery) only: send notifications synchronously when the
 # transaction commits instead of on the background delivery threads (tests).
 CRONRADAR_DELIVERY_INLINE = env.bool("CRONRADAR_DELIVERY_INLINE", default=False)
+# CronRadar's own liveness (monitors.liveness): every web process and the evaluator
+# record that they are alive every CRONRADAR_LIVENESS_INTERVAL seconds (0: off);
+# a silence of the web tier longer than CRONRADAR_OUTAGE_THRESHOLD seconds is an
+# outage, and slots whose grace ended in it are recorded unknown, not missed.
+CRONRADAR_LIVENESS_INTERVAL = env.float("CRONRADAR_LIVENESS_INTERVAL", default=1.0)
+CRONRADAR_OUTAGE_THRESHOLD = env.float("CRONRADAR_OUTAGE_THRESHOLD", default=10.0)
 CRONRADAR_PAGERDUTY_EVENTS_URL = env(
     "CRONRADAR_PAGERDUTY_EVENTS_URL", default="https://events.pagerduty.com/v2/enqueue"
 )

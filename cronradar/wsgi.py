@@ -1,7 +1,18 @@
-"""WSGI entry point (gunicorn in production, waitress in `manage.py serve`)."""
+"""WSGI entry point (gunicorn in production, waitress in `manage.py serve`).
+
+Loading it starts this process's liveness heartbeat (monitors.liveness), so the
+evaluator can tell a job that did not ping from a CronRadar that could not
+receive the ping; a process forked after loading (gunicorn --preload) starts
+its own.
+"""
 import os
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
 application = get_wsgi_application()
+
+from monitors import liveness  # noqa: E402  (needs the settings loaded above)
+
+liveness.start_heartbeat(liveness.WEB)
+os.register_at_fork(after_in_child=lambda: liveness.start_heartbeat(liveness.WEB))

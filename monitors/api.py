@@ -4,18 +4,25 @@ Durations are whole seconds. Views are thin: validation lives in the
 serializers, schedule rules in :mod:`monitors.schedule`, state in
 :mod:`monitors.evaluator`.
 """
+import base64
+import codecs
 from datetime import timedelta
 
-from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.utils.text import slugify
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import generics, permissions, serializers, viewsets
 
+from alerts import incidents
 from alerts.integrations import KINDS
 from alerts.models import Channel, Incident, IncidentEvent
 from monitors import evaluator, schedule, slots
@@ -46,13 +53,15 @@ def _get(model, request, pk, **filters):
 class Seconds(serializers.IntegerField):
     """A duration: whole seconds at the API, ``timedelta`` in the model.
 
-    Accepts ``minimum`` .. 10 years; anything else is a 400 naming the field.
+    Accepts ``minimum`` .. 10 years; anything else is a 400 naming the field
+    (``hint`` is added to the message about the minimum).
     """
 
     MAXIMUM = 10 * 365 * 86400
 
-    def __init__(self, minimum: int = 0, **kw):
+    def __init__(self, minimum: int = 0, hint: str = "", **kw):
         self.minimum = minimum
+        self.hint = hint
         kw.setdefault("error_messages", {"invalid": "must be a whole number of seconds"})
         super().__init__(**kw)
 
@@ -64,23 +73,54 @@ class Seconds(serializers.IntegerField):
         if not self.minimum <= n <= self.MAXIMUM:
             unit = "second" if self.minimum == 1 else "seconds"
             raise serializers.ValidationError(
-                f"must be at least {self.minimum} {unit} and at most {self.MAXIMUM}")
+                f"must be at least {self.minimum} {unit} and at most {self.MAXIMUM}{self.hint}")
         return timedelta(seconds=n)
+
+
+@extend_schema_field({"oneOf": [{"type": "string", "enum": ["all"]},
+                                {"type": "array", "items": {"type": "integer"}}],
+                      "description": '"all" (the default): every channel of the project, '
+                                     "including channels added later; or a list of channel ids"})
+class ChannelsField(serializers.Field):
+    """A monitor's ``channels``: ``"all"`` or a list of ids of its project's channels."""
+
+    def __init__(self, **kw):
+        super().__init__(source="*", **kw)
+
+    def to_representation(self, monitor):
+        if monitor.all_channels:
+            return "all"
+        return sorted(c.pk for c in monitor.channels.all() if c.deleted_at is None)
+
+    def to_internal_value(self, data):
+        if data == "all":
+            return {"channels": "all"}
+        if not isinstance(data, list) or not all(
+                isinstance(i, int) and not isinstance(i, bool) for i in data):
+            raise serializers.ValidationError('must be "all" or a list of channel ids')
+        project = self.context["request"].user
+        known = set(Channel.objects.filter(project=project, deleted_at__isnull=True,
+                                           pk__in=[i for i in data if 0 < i <= MAX_PK])
+                    .values_list("pk", flat=True))
+        unknown = [i for i in data if i not in known]
+        if unknown:
+            raise serializers.ValidationError(f"no channel with id {unknown[0]} in this project")
+        return {"channels": sorted(set(data))}
 
 
 class MonitorSerializer(serializers.ModelSerializer):
     """Monitor JSON: section-1 field names, durations in seconds."""
 
     period = Seconds(minimum=1, required=False, allow_null=True)
-    grace = Seconds(minimum=0, required=False)
+    grace = Seconds(minimum=1, required=False,
+                    hint=" (grace must cover the job's start-up and network latency)")
     max_runtime = Seconds(minimum=1, required=False, allow_null=True)
     deadline = Seconds(minimum=1, required=False, allow_null=True)
     min_runtime = Seconds(minimum=1, required=False, allow_null=True)
     slug = serializers.SlugField(max_length=100, required=False, allow_blank=True)
     tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False,
                                  max_length=MAX_TAGS)
-    channels = serializers.PrimaryKeyRelatedField(many=True, required=False,
-                                                  queryset=Channel.objects.none())
+    channels = ChannelsField(required=False)
     ping_url = serializers.CharField(read_only=True)
     status = serializers.SerializerMethodField()
     next_expected_at = serializers.DateTimeField(source="next_slot_at", read_only=True)
@@ -92,11 +132,6 @@ class MonitorSerializer(serializers.ModelSerializer):
                   "tags", "channels", "paused", "ping_url", "status", "next_expected_at",
                   "last_ping_at", "created_at"]
         read_only_fields = ["id", "uuid", "last_ping_at", "created_at"]
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        project = self.context["request"].user
-        self.fields["channels"].child_relation.queryset = Channel.objects.filter(project=project)
 
     def get_status(self, m) -> str:
         running = getattr(m, "is_running", None)
@@ -142,7 +177,8 @@ class MonitorSerializer(serializers.ModelSerializer):
             if not attrs["slug"]:
                 errors["slug"] = ["required when the name gives no slug"]
         slug = attrs.get("slug")
-        if slug and Monitor.objects.filter(project=self.context["request"].user, slug=slug) \
+        if slug and Monitor.objects.filter(project=self.context["request"].user, slug=slug,
+                                           deleted_at__isnull=True) \
                 .exclude(pk=getattr(self.instance, "pk", None)).exists():
             errors["slug"] = [f"a monitor with slug '{slug}' already exists in this project"]
         if errors:
@@ -150,29 +186,17 @@ class MonitorSerializer(serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        channels = validated.pop("channels", None)
-        project = self.context["request"].user
-        monitor = Monitor(project=project, **validated)
+        channels = validated.pop("channels", "all")  # alert by default, on every channel
+        monitor = Monitor(project=self.context["request"].user, all_channels=channels == "all",
+                          **validated)
         evaluator.rearm(monitor, timezone.now())
         monitor.save()
-        # Omitted channels: notify every channel of the project (alert by default).
-        monitor.channels.set(Channel.objects.filter(project=project)
-                             if channels is None else channels)
+        if channels != "all":
+            monitor.channels.set(channels)
         return monitor
 
     def update(self, monitor, validated):
-        channels = validated.pop("channels", None)
-        rearm_fields = {"kind", "schedule", "timezone", "cron_semantics", "period", "grace",
-                        "max_runtime", "deadline", "paused"}
-        changed = any(getattr(monitor, k) != v for k, v in validated.items() if k in rearm_fields)
-        for k, v in validated.items():
-            setattr(monitor, k, v)
-        if changed:
-            evaluator.rearm(monitor, timezone.now())
-        monitor.save()
-        if channels is not None:
-            monitor.channels.set(channels)
-        return monitor
+        return evaluator.edit(monitor.pk, validated, timezone.now())
 
 
 class MonitorViewSet(viewsets.ModelViewSet):
@@ -185,16 +209,15 @@ class MonitorViewSet(viewsets.ModelViewSet):
         open_run = Run.objects.filter(monitor=OuterRef("pk"), outcome__in=("running", "stuck"),
                                       ended_at__isnull=True)
         open_incident = Incident.objects.filter(monitor=OuterRef("pk"), resolved_at__isnull=True)
-        return (Monitor.objects.filter(project=self.request.user)
+        return (Monitor.objects.filter(project=self.request.user, deleted_at__isnull=True)
                 .annotate(is_running=Exists(open_run), has_open_incident=Exists(open_incident))
                 .prefetch_related("channels").order_by("pk"))
 
     def perform_destroy(self, monitor):
-        # Take the monitor's row lock first, as ping ingest and the evaluator do,
-        # so no incident or run is being added while the cascade is collected.
-        with transaction.atomic():
-            Monitor.objects.select_for_update().filter(pk=monitor.pk).first()
-            monitor.delete()
+        try:
+            evaluator.delete(monitor.pk, timezone.now())
+        except Monitor.DoesNotExist:  # deleted by a concurrent request
+            raise Http404 from None
 
 
 def _limit(request) -> int:
@@ -225,15 +248,26 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class PingSerializer(serializers.ModelSerializer):
+    """A stored ping. ``body``: the stored bytes as UTF-8 text (invalid bytes
+    replaced; a character cut by truncation dropped); ``body_base64``: the exact
+    stored bytes."""
+
     body = serializers.SerializerMethodField()
+    body_base64 = serializers.SerializerMethodField()
 
     class Meta:
         model = Ping
         fields = ["id", "received_at", "kind", "exit_status", "rid", "run", "method",
-                  "remote_addr", "user_agent", "body", "body_size", "body_truncated", "duplicate"]
+                  "remote_addr", "user_agent", "body", "body_base64", "body_size",
+                  "body_truncated", "duplicate"]
 
     def get_body(self, p) -> str:
-        return bytes(p.body).decode("utf-8", errors="replace")
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        # final=False leaves out a trailing partial character: truncation cut it
+        return decoder.decode(bytes(p.body), final=not p.body_truncated)
+
+    def get_body_base64(self, p) -> str:
+        return base64.b64encode(bytes(p.body)).decode()
 
 
 LIMIT = OpenApiParameter("limit", int, description=f"at most this many, 1-{MAX_LIMIT} "
@@ -245,7 +279,8 @@ class _MonitorChildList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        monitor = _get(Monitor, self.request, self.kwargs["pk"], project=self.request.user)
+        monitor = _get(Monitor, self.request, self.kwargs["pk"], project=self.request.user,
+                       deleted_at__isnull=True)
         model = self.serializer_class.Meta.model
         return model.objects.filter(monitor=monitor).order_by("-pk")[:_limit(self.request)]
 
@@ -271,14 +306,17 @@ class ChannelSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at"]
 
     def validate(self, attrs):
+        previous = None
         if self.instance is not None:
             if attrs.get("kind", self.instance.kind) != self.instance.kind:
                 raise serializers.ValidationError({"kind": ["cannot be changed"]})
             attrs["kind"] = self.instance.kind
             if "config" not in attrs:
                 return attrs
+            previous = self.instance.config
         try:
-            attrs["config"] = KINDS[attrs["kind"]].validate_config(attrs.get("config") or {})
+            attrs["config"] = KINDS[attrs["kind"]].validate_config(attrs.get("config") or {},
+                                                                   previous)
         except ValueError as e:
             raise serializers.ValidationError({"config": [str(e)]}) from None
         return attrs
@@ -294,23 +332,34 @@ class ChannelList(generics.ListCreateAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        return Channel.objects.filter(project=self.request.user).order_by("pk")
+        return Channel.objects.filter(project=self.request.user,
+                                      deleted_at__isnull=True).order_by("pk")
 
 
 class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
-    """``GET/PATCH/DELETE /api/v1/channels/<id>/``; ``kind`` cannot change."""
+    """``GET/PATCH/DELETE /api/v1/channels/<id>/``; ``kind`` cannot change.
+
+    DELETE first sends a resolve for every open incident the channel was notified of.
+    """
 
     serializer_class = ChannelSerializer
     http_method_names = ["get", "patch", "delete", "head", "options"]
 
     def get_object(self):
-        return _get(Channel, self.request, self.kwargs["pk"], project=self.request.user)
+        return _get(Channel, self.request, self.kwargs["pk"], project=self.request.user,
+                    deleted_at__isnull=True)
+
+    def perform_destroy(self, channel):
+        incidents.delete_channel(channel, timezone.now())
 
 
 class IncidentEventSerializer(serializers.ModelSerializer):
+    """A timeline event; ``count`` times between ``at`` and ``last_at`` (a problem
+    seen again is counted on its event, so a timeline stays bounded)."""
+
     class Meta:
         model = IncidentEvent
-        fields = ["kind", "at", "message", "detail"]
+        fields = ["kind", "at", "last_at", "count", "message", "detail"]
 
 
 class IncidentSerializer(serializers.ModelSerializer):
@@ -334,7 +383,8 @@ class IncidentList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        qs = Incident.objects.filter(monitor__project=self.request.user)
+        qs = Incident.objects.filter(monitor__project=self.request.user,
+                                     monitor__deleted_at__isnull=True)
         params = self.request.query_params
         if "monitor" in params:
             raw = params["monitor"]

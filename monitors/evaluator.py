@@ -11,69 +11,97 @@ transactions are serialized (``BEGIN IMMEDIATE``). In both cases the
 ``next_evaluation_at <= now`` condition is re-checked under the lock, so a
 monitor already handled by the other evaluator is skipped and no detection (and
 so no notification) is produced twice.
+
+Slots whose grace ended while CronRadar's own ping endpoint was down are
+recorded ``unknown``, not ``missed`` (:mod:`monitors.liveness`); once such an
+outage has settled, each affected project is sent one ``outage.summary``.
+
+:func:`edit` is the only way a monitor's settings change: it judges the monitor
+under the old settings, then under the new ones, at the moment of the edit, so
+an edit never forgives a slot that was overdue under either. Deleted monitors
+are removed here once their last notifications are done (:func:`evaluate_monitor`).
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 
 from alerts import incidents
 from alerts.incidents import Detection
-from monitors import slots
-from monitors.models import Monitor, Run
+from alerts.models import Channel, Delivery
+from monitors import liveness, slots
+from monitors.liveness import Liveness
+from monitors.models import Monitor, Outage, OutageImpact, Run
 from monitors.pings import pending_runs
 
 log = logging.getLogger(__name__)
 BATCH = 500
+# Fields whose change moves the expected slots, and limits a run is judged by.
+SCHEDULE_FIELDS = frozenset({"kind", "schedule", "timezone", "cron_semantics", "period"})
+LIMIT_FIELDS = frozenset({"grace", "max_runtime", "deadline"})
+PURGE_RETRY = timedelta(seconds=5)  # a deleted monitor waiting for its deliveries
 
 
 @dataclass
 class Decision:
     """What one evaluation found: detections plus the state changes to write.
 
-    stuck_runs / deadline_runs: ids of runs to mark; missed_slots: slots to record
-    as ``missed`` runs; next_slot_at: the monitor's new expected slot.
+    stuck_runs / deadline_runs: ids of runs to mark; missed_slots / unknown_slots:
+    slots to record as ``missed`` / ``unknown`` runs (the most recent ones);
+    unknown_by_outage: unknown slots per outage start (exact counts);
+    next_slot_at: the monitor's new expected slot.
     """
 
     detections: list[Detection] = field(default_factory=list)
     stuck_runs: list[int] = field(default_factory=list)
     deadline_runs: list[int] = field(default_factory=list)
     missed_slots: list[datetime] = field(default_factory=list)
+    unknown_slots: list[datetime] = field(default_factory=list)
+    unknown_by_outage: dict[datetime, int] = field(default_factory=dict)
     next_slot_at: datetime | None = None
 
 
-def decide(monitor, runs, succeeded_slots: set, now: datetime) -> Decision:
+def decide(monitor, runs, succeeded_slots: set, now: datetime,
+           alive: Liveness | None = None) -> Decision:
     """Pure decision for one monitor at ``now``.
 
     monitor: has the fields of :class:`Monitor`; runs: its pending runs (see
     :func:`monitors.pings.pending_runs`); succeeded_slots: slots that already have a
-    succeeded run (a deadline is met when any run of the slot succeeded in time).
+    succeeded run (a deadline is met when any run of the slot succeeded in time);
+    alive: the web tier's liveness (default: always up). Slots whose grace ended
+    after ``alive.known_until`` wait for a later evaluation.
     """
     d = Decision(next_slot_at=monitor.next_slot_at)
     if monitor.paused:
         return d
     if monitor.last_ping_at is not None:
-        missed, count, following = slots.overdue_slots(monitor, now)
-        if count:
-            d.missed_slots = missed
-            d.next_slot_at = following
-            first = missed[0] if count == len(missed) else None
-            what = "1 expected run did not start" if count == 1 else (
-                f"{count} expected runs did not start")
-            d.detections.append(Detection(
-                "missed", now, f"{what} (grace {_secs(monitor.grace)})", count=count,
-                detail={"first_slot": (first or missed[0]).isoformat(),
-                        "last_slot": missed[-1].isoformat()}))
+        until = now if alive is None else min(now, alive.known_until)
+        overdue = slots.overdue(monitor, until, alive)
+        if overdue is not None:
+            d.missed_slots, d.unknown_slots = overdue.missed, overdue.unknown
+            d.unknown_by_outage = overdue.unknown_by_outage
+            d.next_slot_at = overdue.next_slot
+            count = overdue.missed_count
+            if count:
+                listed = overdue.missed or [monitor.next_slot_at]
+                what = "1 expected run did not start" if count == 1 else (
+                    f"{count} expected runs did not start")
+                d.detections.append(Detection(
+                    "missed", now, f"{what} (grace {_secs(monitor.grace)})", count=count,
+                    detail={"first_slot": listed[0].isoformat(),
+                            "last_slot": listed[-1].isoformat()}))
     for run in runs:
         if run.outcome == Run.Outcome.RUNNING and run.timeout_at and run.timeout_at <= now:
             d.stuck_runs.append(run.pk)
             d.detections.append(Detection(
                 "stuck", now,
                 f"run started at {run.started_at:%Y-%m-%d %H:%M:%S} UTC is still open after "
-                f"max_runtime {_secs(monitor.max_runtime)}",
+                f"max_runtime {_secs(run.timeout_at - run.started_at)}",
                 detail={"run": run.pk}))
         if run.deadline_at and not run.deadline_checked and run.deadline_at <= now:
             d.deadline_runs.append(run.pk)
@@ -81,14 +109,19 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime) -> Decision:
                 d.detections.append(Detection(
                     "deadline", now,
                     f"the run for {run.slot_at:%Y-%m-%d %H:%M:%S} UTC had not succeeded "
-                    f"{_secs(monitor.deadline)} after its scheduled time",
+                    f"{_secs(run.deadline_at - run.slot_at)} after its scheduled time",
                     detail={"run": run.pk, "slot": run.slot_at.isoformat()}))
                 succeeded_slots.add(run.slot_at)  # one deadline detection per slot
     return d
 
 
-def evaluate_monitor(monitor_id: int, now: datetime) -> Decision | None:
-    """Evaluate one monitor if it is still due; returns the applied decision or None."""
+def evaluate_monitor(monitor_id: int, now: datetime, alive: Liveness | None = None
+                     ) -> Decision | None:
+    """Evaluate one monitor if it is still due; returns the applied decision or None.
+
+    alive: the web tier's liveness (default: read from the database). A deleted
+    monitor is removed instead once no delivery of its incidents is pending.
+    """
     with transaction.atomic():
         qs = Monitor.objects.filter(pk=monitor_id, next_evaluation_at__lte=now)
         if connection.features.has_select_for_update_skip_locked:
@@ -96,52 +129,244 @@ def evaluate_monitor(monitor_id: int, now: datetime) -> Decision | None:
         monitor = qs.first()
         if monitor is None:
             return None  # handled by another evaluator, or no longer due
-        runs = pending_runs(monitor)
-        # decide() only asks about the slots of runs whose deadline has come
-        deadline_slots = [r.slot_at for r in runs
-                          if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
-        done = set()
-        if deadline_slots:
-            done = set(Run.objects.filter(
-                monitor=monitor, outcome=Run.Outcome.SUCCEEDED, slot_at__in=deadline_slots,
-            ).values_list("slot_at", flat=True))
-        d = decide(monitor, runs, done, now)
-        if d.stuck_runs:
-            Run.objects.filter(pk__in=d.stuck_runs).update(outcome=Run.Outcome.STUCK)
-        if d.deadline_runs:
-            Run.objects.filter(pk__in=d.deadline_runs).update(deadline_checked=True)
-        if d.missed_slots:
-            Run.objects.bulk_create([
-                Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.MISSED)
-                for s in d.missed_slots])
-        for run in runs:  # the same updates in memory (new missed rows are never pending)
-            if run.pk in d.stuck_runs:
-                run.outcome = Run.Outcome.STUCK
-            if run.pk in d.deadline_runs:
-                run.deadline_checked = True
-        monitor.next_slot_at = d.next_slot_at
-        monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
-        monitor.save(update_fields=["next_slot_at", "next_evaluation_at"])
-        incidents.apply(monitor, d.detections)
-        return d
+        if monitor.deleted_at is not None:
+            _purge(monitor, now)
+            return Decision()
+        return _evaluate(monitor, now, liveness.load(now) if alive is None else alive)
+
+
+def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
+    """Decide and apply for ``monitor`` (row locked by the caller) at ``now``."""
+    runs = pending_runs(monitor)
+    # decide() only asks about the slots of runs whose deadline has come
+    deadline_slots = [r.slot_at for r in runs
+                      if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
+    done = set()
+    if deadline_slots:
+        done = set(Run.objects.filter(
+            monitor=monitor, outcome=Run.Outcome.SUCCEEDED, slot_at__in=deadline_slots,
+        ).values_list("slot_at", flat=True))
+    d = decide(monitor, runs, done, now, alive)
+    if d.stuck_runs:
+        Run.objects.filter(pk__in=d.stuck_runs).update(outcome=Run.Outcome.STUCK)
+    if d.deadline_runs:
+        Run.objects.filter(pk__in=d.deadline_runs).update(deadline_checked=True)
+    written_off = ([Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.MISSED)
+                    for s in d.missed_slots]
+                   + [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.UNKNOWN)
+                      for s in d.unknown_slots])
+    if written_off:
+        Run.objects.bulk_create(sorted(written_off, key=lambda r: r.slot_at))
+    if d.unknown_by_outage:
+        _count_unknown(monitor.project_id, d.unknown_by_outage, alive)
+    for run in runs:  # the same updates in memory (new missed rows are never pending)
+        if run.pk in d.stuck_runs:
+            run.outcome = Run.Outcome.STUCK
+        if run.pk in d.deadline_runs:
+            run.deadline_checked = True
+    monitor.next_slot_at = d.next_slot_at
+    following = slots.next_evaluation(monitor, runs)
+    if following is not None and following <= now:
+        # a grace end after the web tier's last beat: look again after its next one
+        following = now + timedelta(seconds=max(settings.CRONRADAR_LIVENESS_INTERVAL, 0.1))
+    monitor.next_evaluation_at = following
+    monitor.save(update_fields=["next_slot_at", "next_evaluation_at"])
+    incidents.apply(monitor, d.detections)
+    return d
+
+
+def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
+    """Change a monitor's fields at ``now``, holding its row lock; returns it saved.
+
+    changes: field name -> new value (model values: ``timedelta`` durations), and
+    ``channels``: ``"all"`` or a list of channel ids of the monitor's project.
+    Raises ``Monitor.DoesNotExist`` for a missing or deleted monitor.
+
+    - Schedule or limit changes (``SCHEDULE_FIELDS``, ``LIMIT_FIELDS``): the monitor
+      is first judged under the old settings at ``now`` (whatever was already
+      overdue is reported), then under the new ones (a slot overdue by the new
+      grace is reported at once; one still within it is due at slot + new grace).
+      A new schedule keeps the pending slot where it has it too
+      (:func:`slots.slot_after_edit`). Open runs follow the new ``max_runtime``
+      and pending deadline checks the new ``deadline``.
+    - ``channels``: a channel that was notified of the open incident and no longer
+      follows the monitor is sent a resolve (:func:`incidents.channels_removed`).
+    - ``paused`` true: the open incident resolves ("monitor paused") and every
+      notified channel is told; the monitor raises nothing while paused.
+      ``paused`` false (resume): re-armed at ``now``; slots during the pause are
+      not held against it.
+    """
+    changes = dict(changes)
+    channels = changes.pop("channels", None)
+    with transaction.atomic():
+        monitor = Monitor.objects.select_for_update().get(pk=monitor_id, deleted_at__isnull=True)
+        changed = {k for k, v in changes.items() if getattr(monitor, k) != v}
+        judged = changed & (SCHEDULE_FIELDS | LIMIT_FIELDS | {"paused"})
+        alive = liveness.load(now)
+        if judged and not monitor.paused:
+            _evaluate(monitor, now, alive)
+        pending, old_kind, old_period = monitor.next_slot_at, monitor.kind, monitor.period
+        for name, value in changes.items():
+            setattr(monitor, name, value)
+        if "paused" in changed:
+            if monitor.paused:
+                incidents.resolve(monitor, now, "monitor paused")
+            else:
+                monitor.next_slot_at = slots.first_slot(monitor, now)
+        elif changed & SCHEDULE_FIELDS:
+            monitor.next_slot_at = slots.slot_after_edit(
+                monitor, pending, old_period if old_kind == Monitor.Kind.INTERVAL else None, now)
+        if changed & {"max_runtime", "deadline"}:
+            _apply_limits(monitor)
+        if judged and not monitor.paused:
+            _evaluate(monitor, now, alive)
+        else:
+            monitor.next_evaluation_at = slots.next_evaluation(monitor, pending_runs(monitor))
+        if channels is not None:
+            following = set(incidents.targets(monitor))
+            monitor.all_channels = channels == "all"
+            monitor.channels.set([] if monitor.all_channels else channels)
+            gone = following - set(incidents.targets(monitor))
+            incidents.channels_removed(monitor, gone, now)
+        monitor.save()
+        return monitor
+
+
+def _apply_limits(monitor: Monitor) -> None:
+    """Open runs follow the monitor's current ``max_runtime``; runs whose deadline is
+    not checked yet (and open runs, when a deadline is set) its current ``deadline``."""
+    for run in Run.objects.filter(monitor=monitor, outcome=Run.Outcome.RUNNING,
+                                  started_at__isnull=False):
+        run.timeout_at = run.started_at + monitor.max_runtime if monitor.max_runtime else None
+        run.save(update_fields=["timeout_at"])
+    waiting = Run.objects.filter(monitor=monitor, deadline_checked=False, slot_at__isnull=False,
+                                 deadline_at__isnull=False)
+    if monitor.deadline:
+        waiting = waiting | Run.objects.filter(
+            monitor=monitor, deadline_checked=False, slot_at__isnull=False,
+            outcome__in=(Run.Outcome.RUNNING, Run.Outcome.STUCK))
+    for run in waiting.distinct():
+        run.deadline_at = run.slot_at + monitor.deadline if monitor.deadline else None
+        run.save(update_fields=["deadline_at"])
+
+
+def delete(monitor_id: int, now: datetime) -> None:
+    """Delete a monitor at ``now`` (raises ``Monitor.DoesNotExist`` if already gone).
+
+    Its open incident resolves ("monitor deleted") and every notified channel is
+    sent the resolve; the monitor disappears from the API and its ping URLs at
+    once, and its rows are removed by the evaluator once those deliveries are
+    delivered or abandoned (:func:`evaluate_monitor`).
+    """
+    with transaction.atomic():
+        monitor = Monitor.objects.select_for_update().get(pk=monitor_id, deleted_at__isnull=True)
+        incidents.resolve(monitor, now, "monitor deleted")
+        monitor.deleted_at = now
+        monitor.next_evaluation_at = now
+        monitor.save(update_fields=["deleted_at", "next_evaluation_at"])
+
+
+def _purge(monitor: Monitor, now: datetime) -> None:
+    """Remove a deleted monitor unless a delivery of its incidents is still pending."""
+    waiting = Delivery.objects.filter(event__incident__monitor=monitor,
+                                      status__in=(Delivery.Status.PENDING, Delivery.Status.SENDING))
+    if waiting.exists():
+        monitor.next_evaluation_at = now + PURGE_RETRY
+        monitor.save(update_fields=["next_evaluation_at"])
+    else:
+        monitor.delete()
+
+
+def purge_channels() -> int:
+    """Remove deleted channels whose last deliveries are done; returns how many."""
+    removed = 0
+    for channel in Channel.objects.filter(deleted_at__isnull=False):
+        if not channel.deliveries.filter(
+                status__in=(Delivery.Status.PENDING, Delivery.Status.SENDING)).exists():
+            channel.delete()
+            removed += 1
+    return removed
+
+
+# --- outages of CronRadar itself -------------------------------------------------------
+
+def _count_unknown(project_id: int, by_outage: dict[datetime, int], alive: Liveness) -> None:
+    """Add unknown slots to the project's :class:`OutageImpact` of each outage."""
+    for window in alive.windows:
+        n = by_outage.get(window.outage_start)
+        if not n:
+            continue
+        outage, _ = Outage.objects.get_or_create(started_at=window.outage_start,
+                                                 defaults={"ended_at": window.outage_end})
+        impact = OutageImpact.objects.filter(outage=outage, project_id=project_id)
+        if impact.update(unknown_slots=F("unknown_slots") + n):
+            continue
+        try:
+            with transaction.atomic():
+                OutageImpact.objects.create(outage=outage, project_id=project_id,
+                                            unknown_slots=n)
+        except IntegrityError:  # created by another evaluator meanwhile
+            impact.update(unknown_slots=F("unknown_slots") + n)
+
+
+def summarize_outages(now: datetime, alive: Liveness) -> int:
+    """Send ``outage.summary`` to the projects of each outage that turned slots into
+    ``unknown`` and ended at least twice the threshold ago (every unknown slot of it
+    is counted by then); returns how many outages were summarized. Claimed with
+    compare-and-set, so sent once even with several evaluators."""
+    ends = {w.outage_start: w.outage_end for w in alive.windows}
+    settled = now - 2 * liveness.threshold()
+    sent = 0
+    for outage in Outage.objects.filter(summarized_at__isnull=True):
+        end = ends.get(outage.started_at, outage.ended_at)
+        if end != outage.ended_at:
+            Outage.objects.filter(pk=outage.pk).update(ended_at=end)
+        if end is None or end > settled:
+            continue
+        with transaction.atomic():
+            if not Outage.objects.filter(pk=outage.pk, summarized_at__isnull=True) \
+                    .update(summarized_at=now):
+                continue
+            for impact in outage.impacts.filter(unknown_slots__gt=0).order_by("pk"):
+                incidents.notify_outage(impact)
+        sent += 1
+    return sent
+
+
+# --- the tick ----------------------------------------------------------------------------
+
+_last_beat: list[datetime] = []
 
 
 def tick(now: datetime) -> int:
     """Evaluate every monitor due at ``now``; returns how many were evaluated.
 
-    One failing monitor (e.g. a schedule that cannot be computed) is logged and
-    skipped, never stopping the others.
+    Also records the evaluator's liveness, and when it has caught up (fewer than
+    ``BATCH`` monitors due) sends settled outage summaries and removes deleted
+    channels. One failing monitor (e.g. a schedule that cannot be computed) is
+    logged and skipped, never stopping the others.
     """
+    if liveness.enabled() and (not _last_beat or now - _last_beat[0] >= timedelta(
+            seconds=settings.CRONRADAR_LIVENESS_INTERVAL)):
+        liveness.beat(liveness.EVALUATOR, now)
+        _last_beat[:] = [now]
+    alive = liveness.load(now)
     # Hits the next_evaluation_at index: only due monitors are read.
     due = list(Monitor.objects.filter(next_evaluation_at__lte=now)
                .order_by("next_evaluation_at").values_list("pk", flat=True)[:BATCH])
     n = 0
     for pk in due:
         try:
-            if evaluate_monitor(pk, now) is not None:
+            if evaluate_monitor(pk, now, alive) is not None:
                 n += 1
         except Exception:
             log.exception("evaluating monitor %s failed", pk)
+    if len(due) < BATCH:
+        try:
+            summarize_outages(now, alive)
+            purge_channels()
+        except Exception:
+            log.exception("outage summaries / channel clean-up failed")
     return n
 
 
@@ -150,9 +375,8 @@ def _secs(td) -> str:
 
 
 def rearm(monitor: Monitor, now: datetime) -> None:
-    """Recompute a monitor's expected slot and next evaluation after it was created,
-    edited or resumed at ``now`` (the caller saves). Slots before ``now`` are not
-    held against it."""
+    """Arm a monitor being created at ``now`` (the caller saves): its first slot and
+    next evaluation. Slots before ``now`` are not held against it."""
     monitor.next_slot_at = slots.first_slot(monitor, now)
     monitor.next_evaluation_at = slots.next_evaluation(
         monitor, pending_runs(monitor) if monitor.pk else [])

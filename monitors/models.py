@@ -58,6 +58,12 @@ class Monitor(models.Model):
     Evaluator state: ``next_slot_at`` is the scheduled time of the next run that has
     not started yet; ``next_evaluation_at`` is the earliest moment the evaluator must
     look at this monitor again (indexed, so a tick costs O(monitors due)).
+
+    Channels: with ``all_channels`` the monitor notifies every channel of its
+    project as they are now (channels added later included); otherwise the
+    ``channels`` it lists. ``deleted_at``: deleted through the API; the row stays
+    (invisible to the API and the ping URLs) until the resolve notifications of its
+    last incident are delivered or abandoned, then the evaluator removes it.
     """
 
     class Kind(models.TextChoices):
@@ -93,7 +99,9 @@ class Monitor(models.Model):
         max_length=8, choices=Concurrency.choices, default=Concurrency.ALLOW
     )
     paused = models.BooleanField(default=False)
+    all_channels = models.BooleanField(default=True)
     channels = models.ManyToManyField("alerts.Channel", blank=True, related_name="monitors")
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     last_ping_at = models.DateTimeField(null=True, blank=True)
@@ -103,7 +111,9 @@ class Monitor(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["project", "slug"], name="monitor_slug_unique"),
+            # A deleted monitor waiting for its last notifications frees its slug.
+            models.UniqueConstraint(fields=["project", "slug"], name="monitor_slug_unique",
+                                    condition=Q(deleted_at__isnull=True)),
         ]
 
     def __str__(self) -> str:
@@ -129,6 +139,9 @@ class Run(models.Model):
         STUCK = "stuck"
         REPLACED = "replaced"
         MISSED = "missed"
+        # the slot's grace ended while CronRadar's ping endpoint was down: we
+        # cannot know whether the job ran (see monitors.liveness)
+        UNKNOWN = "unknown"
 
     monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="runs")
     rid = models.UUIDField(null=True, blank=True)
@@ -187,3 +200,48 @@ class Ping(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["monitor", "-received_at"], name="ping_monitor_time")]
+
+
+class LivenessSpan(models.Model):
+    """A stretch of time during which a CronRadar component was seen alive.
+
+    ``component`` is ``web`` (a process able to receive pings) or ``evaluator``.
+    Each live process extends the latest span every few seconds
+    (``CRONRADAR_LIVENESS_INTERVAL``); after a silence longer than
+    ``CRONRADAR_OUTAGE_THRESHOLD`` a new span starts, so the time between two
+    spans is an outage. See :mod:`monitors.liveness`.
+    """
+
+    component = models.CharField(max_length=16)
+    started_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["component", "-last_seen_at"], name="liveness_latest")]
+
+
+class Outage(models.Model):
+    """A gap in the web tier's liveness longer than ``CRONRADAR_OUTAGE_THRESHOLD``.
+
+    Slots whose grace ended in it (or within the threshold after it, while
+    clients retry) are recorded ``unknown`` instead of ``missed``;
+    ``summarized_at`` is set once each affected project was sent its
+    ``outage.summary``. ``ended_at`` is None while the outage goes on.
+    """
+
+    started_at = models.DateTimeField(unique=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    summarized_at = models.DateTimeField(null=True, blank=True)
+
+
+class OutageImpact(models.Model):
+    """How many slots of one project an outage turned into ``unknown`` runs."""
+
+    outage = models.ForeignKey(Outage, on_delete=models.CASCADE, related_name="impacts")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="outages")
+    unknown_slots = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["outage", "project"], name="one_impact_per_project"),
+        ]

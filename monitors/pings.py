@@ -60,13 +60,15 @@ class PingInput:
 def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
     """Store ``ping`` for monitor ``monitor_id`` at ``now`` and apply its effects.
 
-    Returns the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the
-    monitor was deleted meanwhile. Never drops a ping it returns: if applying its
+    ``now`` is the ping's arrival time: the ping, its run and the detections keep
+    it (incident events never go backwards, see :mod:`alerts.incidents`). Returns
+    the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the monitor was
+    deleted meanwhile. Never drops a ping it returns: if applying its
     effects fails (a bug, a schedule that cannot be computed), that part is rolled
     back and logged, and the ping is still stored.
     """
     with transaction.atomic():
-        monitor = Monitor.objects.select_for_update().get(pk=monitor_id)
+        monitor = Monitor.objects.select_for_update().get(pk=monitor_id, deleted_at__isnull=True)
         run, duplicate = None, False
         try:
             with transaction.atomic():  # savepoint: effects may fail, the ping may not
@@ -101,7 +103,8 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None
         monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
         monitor.save(update_fields=["last_ping_at", "last_start_at", "next_slot_at",
                                     "next_evaluation_at"])
-        incidents.apply(monitor, detections)
+        if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
+            incidents.apply(monitor, detections)
     return run, duplicate
 
 
@@ -146,7 +149,7 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
             outcome=Run.Outcome.REPLACED, ended_at=now)
         for r in open_runs:
             r.outcome, r.ended_at = Run.Outcome.REPLACED, now
-    run = _new_run(monitor, ping.rid, now, started=True)
+    run = _new_run(monitor, ping.rid, now)
     run.started_at = now
     run.outcome = Run.Outcome.RUNNING
     run.timeout_at = now + monitor.max_runtime if monitor.max_runtime else None
@@ -165,7 +168,7 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     else:  # the most recently started open run (one without started_at counts as oldest)
         run = max(_open(runs), key=lambda r: (r.started_at or NEVER, r.pk), default=None)
     if run is None:
-        run = _new_run(monitor, ping.rid, now, started=False)
+        run = _new_run(monitor, ping.rid, now)
     failed = ping.kind == Ping.Kind.FAIL or (ping.exit_status not in (None, 0))
     run.ended_at = now
     run.exit_status = ping.exit_status
@@ -186,14 +189,16 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     return run, False
 
 
-def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, started: bool) -> Run:
+def _new_run(monitor: Monitor, rid: UUID | None, now: datetime) -> Run:
     """An unsaved run for the slot ``now`` belongs to; advances the expected slot.
 
-    A run arriving for a slot already written off as missed takes over that
-    ``missed`` row, so the slot's history shows what really happened.
+    A run arriving for a slot already written off (``missed``, or ``unknown``
+    during an outage) takes over that row, so the slot's history shows what
+    really happened.
     """
-    slot = slots.slot_for(monitor, now, started)
-    run = (Run.objects.filter(monitor=monitor, slot_at=slot, outcome=Run.Outcome.MISSED)
+    slot = slots.slot_for(monitor, now)
+    run = (Run.objects.filter(monitor=monitor, slot_at=slot,
+                              outcome__in=(Run.Outcome.MISSED, Run.Outcome.UNKNOWN))
            .first()) or Run(monitor=monitor, slot_at=slot)
     run.rid = rid
     if monitor.deadline:

@@ -672,6 +672,100 @@ def fires_between(
     return out
 
 
+def last_fires(
+    expr: str,
+    tz: str,
+    after: datetime,
+    until: datetime,
+    semantics: str = DEBIAN,
+    limit: int = 100,
+) -> list[datetime]:
+    """The latest `limit` fire times t with after < t <= until, ascending.
+
+    Same rules and errors as fires_between; walks backwards from `until`, so
+    the cost depends on `limit`, not on how long the range is.
+    """
+    spec = _parse(expr, semantics)
+    zone = validate_timezone(tz)
+    after_utc = _aware_utc(after, "after")
+    until_utc = _aware_utc(until, "until")
+    out: list[datetime] = []
+    if limit <= 0 or until_utc <= after_utc:
+        return out
+    for inst in _iter_backward(spec, zone, until_utc):
+        if inst <= after_utc:
+            break
+        out.append(inst)
+        if len(out) >= limit:
+            break
+    out.reverse()
+    return out
+
+
+def count_fires(
+    expr: str, tz: str, after: datetime, until: datetime, semantics: str = DEBIAN
+) -> int:
+    """How many fire times t there are with after < t <= until: exact, never capped.
+
+    Same rules and errors as fires_between. Whole local days with no UTC offset
+    change are counted from the expression's sets (minutes x hours when the date
+    matches); only the two ends of the range and days with a DST change are
+    enumerated, so ten years of ``* * * * *`` costs about 3,650 day checks, not
+    5 million fire times.
+    """
+    spec = _parse(expr, semantics)
+    zone = validate_timezone(tz)
+    cursor = _aware_utc(after, "after")
+    until_utc = _aware_utc(until, "until")
+    if until_utc <= cursor:
+        return 0
+    per_day = len(spec.minutes) * len(spec.hours)
+    count = 0
+    day = cursor.astimezone(zone).date() + _DAY
+    last = until_utc.astimezone(zone).date() - _DAY
+    while day <= last:
+        bounds = _clean_day(zone, day)
+        if bounds is not None:
+            start, end = bounds  # fires in [start, end) are the day's wall times, 1:1
+            count += _count_enumerated(spec, zone, cursor, start - _MICRO)
+            if day.month in spec.months and _date_matches(spec, day):
+                count += per_day
+            cursor = end - _MICRO
+        day += _DAY
+    return count + _count_enumerated(spec, zone, cursor, until_utc)
+
+
+_MICRO = timedelta(microseconds=1)
+
+
+def _clean_day(zone: zoneinfo.ZoneInfo, day: date) -> tuple[datetime, datetime] | None:
+    """(first instant, first instant of the next day) of local date `day` when the
+    day is exactly 24 h long with one UTC offset throughout, else None."""
+    start, start_fold = _resolve(datetime(day.year, day.month, day.day), zone)
+    nxt = day + _DAY
+    end, end_fold = _resolve(datetime(nxt.year, nxt.month, nxt.day), zone)
+    if start != start_fold or end != end_fold or end - start != _DAY:
+        return None
+    offset = start.astimezone(zone).utcoffset()
+    for hours in (6, 12, 18):
+        if (start + timedelta(hours=hours)).astimezone(zone).utcoffset() != offset:
+            return None
+    return start, end
+
+
+def _count_enumerated(spec: _Spec, zone: zoneinfo.ZoneInfo, after: datetime,
+                      until: datetime) -> int:
+    """Fire times in (after, until] counted one by one (short ranges only)."""
+    if until <= after:
+        return 0
+    n = 0
+    for inst in _iter_forward(spec, zone, after):
+        if inst > until:
+            break
+        n += 1
+    return n
+
+
 def next_interval(last: datetime, period: timedelta) -> datetime:
     """Next expected time of a fixed-interval monitor: last + period.
 

@@ -9,32 +9,35 @@ clock passed in: no queries, no ``now()``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from monitors import schedule
 
-# A start ping this early before a cron slot belongs to that slot (clock skew
-# between the job's host and us, or a scheduler that fires a little early).
-# Capped at half the gap between slots. A run's first ping that is an *end*
-# ping came after the run's start, so it gets only END_EARLY_TOLERANCE: a job
-# that runs 50 s and pings only at the end of a `* * * * *` schedule belongs to
-# the minute it started in, not the next one.
+# A run whose first ping comes this early before a cron slot belongs to that slot
+# (clock skew between the job's host and us, or a scheduler that fires a little
+# early), when the slot before it is already accounted for. Capped at half the
+# gap between slots.
 EARLY_TOLERANCE = timedelta(seconds=60)
-END_EARLY_TOLERANCE = timedelta(seconds=1)
-# At most this many ``missed`` run rows are written per evaluation; the incident
-# still counts every missed slot, up to MAX_MISSED_COUNT per evaluation (a cron
-# monitor evaluated after a long outage would otherwise enumerate every slot).
-MAX_MISSED_RUN_ROWS = 100
-MAX_MISSED_COUNT = 10_000
+# At most this many ``missed`` / ``unknown`` run rows are written per evaluation;
+# the counts stay exact (a monitor evaluated after a long outage would otherwise
+# write a row per slot).
+MAX_RUN_ROWS = 100
+_MICRO = timedelta(microseconds=1)
 
 
-def slot_for(monitor, at: datetime, started: bool = True) -> datetime:
+def slot_for(monitor, at: datetime) -> datetime:
     """The slot (aware UTC) that a run whose first ping arrives ``at`` belongs to.
 
-    started: the first ping is a start ping (else an end ping: the run began earlier).
-    cron: the latest fire time at or before ``at``, or the next one when ``at`` is
-    at most ``EARLY_TOLERANCE`` (``END_EARLY_TOLERANCE`` for end pings; at most
-    half the slot gap) before it.
+    cron: the latest fire time at or before ``at`` while that slot is still open
+    for a first ping: the monitor expects it (``next_slot_at`` is not later) and
+    its grace has not run out. Otherwise (it already has a run, was written off,
+    or is past its grace) the next fire time when that is at most
+    ``EARLY_TOLERANCE`` (and at most half the slot gap) away: a host whose clock
+    runs up to 60 s fast is filed under the right slot whether its job pings at
+    the start or only at the end, while a 50 s job on ``* * * * *`` that pings
+    only when it ends (grace covering its run, as end-only jobs need) still
+    belongs to the minute it started in.
     interval: the expected time ``next_slot_at`` when it has come, else ``at``.
     """
     if monitor.kind == "interval":
@@ -42,14 +45,15 @@ def slot_for(monitor, at: datetime, started: bool = True) -> datetime:
             return monitor.next_slot_at
         return at
     expr, tz, sem = monitor.schedule, monitor.timezone, monitor.cron_semantics
-    nxt = schedule.next_fire(expr, tz, at - timedelta(microseconds=1), sem)
+    nxt = schedule.next_fire(expr, tz, at - _MICRO, sem)
     prev = schedule.previous_fire(expr, tz, at, sem)
     if prev is None:
         return nxt
     if prev == at:
         return prev
-    early = EARLY_TOLERANCE if started else END_EARLY_TOLERANCE
-    if nxt - at <= min(early, (nxt - prev) / 2):
+    expected = monitor.next_slot_at
+    still_open = (expected is None or expected <= prev) and at <= prev + monitor.grace
+    if not still_open and nxt - at <= min(EARLY_TOLERANCE, (nxt - prev) / 2):
         return nxt
     return prev
 
@@ -62,33 +66,99 @@ def slot_after(monitor, slot: datetime, first_ping_at: datetime) -> datetime:
 
 
 def first_slot(monitor, now: datetime) -> datetime:
-    """The first slot expected for a monitor (re)armed at ``now`` (creation, resume, edit)."""
+    """The first slot expected for a monitor (re)armed at ``now`` (creation, resume)."""
     if monitor.kind == "interval":
         return schedule.next_interval(now, monitor.period)
     return schedule.next_fire(monitor.schedule, monitor.timezone, now, monitor.cron_semantics)
 
 
-def overdue_slots(monitor, now: datetime) -> tuple[list[datetime], int, datetime]:
-    """Slots whose grace has run out with no run started, as of ``now``.
+def slot_after_edit(monitor, pending: datetime | None, old_period: timedelta | None,
+                    now: datetime) -> datetime:
+    """The slot a monitor expects after its schedule was edited at ``now``.
 
-    Returns ``(slots, count, next_slot)``: up to ``MAX_MISSED_RUN_ROWS`` of the most
-    recent missed slots, the total number missed (for cron capped at
-    ``MAX_MISSED_COUNT``), and the first slot whose grace has not yet run out.
-    ``count`` is 0 when nothing is overdue.
+    pending: ``next_slot_at`` before the edit (every earlier slot is accounted
+    for: a run, or written off); old_period: the period before the edit when the
+    monitor was an interval monitor, else None. ``monitor`` has the new fields.
+
+    interval -> interval: the new period counts from the same anchor as the old
+    one (the last run's first ping, or the last slot written off), as
+    Healthchecks does, so a run already later than the new period is due at once.
+    cron: the first fire time of the new schedule at or after the earlier of
+    ``pending`` and ``now``: a slot that was already due stays due (and is judged
+    with the new grace) when the new schedule has it too; fire times of the new
+    schedule before that were never expected and are not held against the job.
+    Anything else (a change of kind, a monitor never armed): as if armed at ``now``.
+    """
+    if monitor.kind == "interval":
+        if pending is not None and old_period is not None:
+            return pending - old_period + monitor.period
+        return first_slot(monitor, now)
+    start = now if pending is None else min(pending, now)
+    return schedule.next_fire(monitor.schedule, monitor.timezone, start - _MICRO,
+                              monitor.cron_semantics)
+
+
+@dataclass
+class Overdue:
+    """Slots whose grace has run out with no run started.
+
+    missed / unknown: the most recent of them (at most ``MAX_RUN_ROWS`` in all,
+    oldest first), split by whether CronRadar could have received their pings
+    (see :mod:`monitors.liveness`). missed_count: exact number of missed slots;
+    unknown_by_outage: exact number of unknown slots per outage start.
+    next_slot: the first slot whose grace has not run out yet.
+    """
+
+    missed: list[datetime]
+    missed_count: int
+    unknown: list[datetime]
+    unknown_by_outage: dict[datetime, int]
+    next_slot: datetime
+
+
+def overdue(monitor, until: datetime, liveness=None) -> Overdue | None:
+    """The slots from ``next_slot_at`` on whose grace ended at or before ``until``.
+
+    liveness: a :class:`monitors.liveness.Liveness` (default: always up). Returns
+    None when no slot is overdue. Counts are exact however many slots there are:
+    interval slots by arithmetic, cron ones with :func:`schedule.count_fires`.
     """
     first = monitor.next_slot_at
-    if first is None or now < first + monitor.grace:
-        return [], 0, first
-    horizon = now - monitor.grace  # slots at or before this are overdue
+    if first is None or until < first + monitor.grace:
+        return None
+    grace, horizon = monitor.grace, until - monitor.grace  # slots <= horizon are overdue
+    unknown_by_outage: dict[datetime, int] = {}
+    for w in (liveness.windows if liveness else ()):
+        lo = max(first, w.start - grace)
+        hi = horizon if w.end is None else min(horizon, w.end - grace)
+        n = _count(monitor, first, lo, hi)
+        if n:
+            unknown_by_outage[w.outage_start] = n
+    total = _count(monitor, first, first, horizon)
     if monitor.kind == "interval":
-        count = (horizon - first) // monitor.period + 1
-        slots = [first + i * monitor.period
-                 for i in range(max(0, count - MAX_MISSED_RUN_ROWS), count)]
-        return slots, count, first + count * monitor.period
-    expr, tz, sem = monitor.schedule, monitor.timezone, monitor.cron_semantics
-    later = schedule.fires_between(expr, tz, first, horizon, sem, limit=MAX_MISSED_COUNT - 1)
-    slots = [first, *later]
-    return slots[-MAX_MISSED_RUN_ROWS:], len(slots), schedule.next_fire(expr, tz, horizon, sem)
+        period = monitor.period
+        recent = [first + i * period for i in range(max(0, total - MAX_RUN_ROWS), total)]
+        following = first + total * period
+    else:
+        expr, tz, sem = monitor.schedule, monitor.timezone, monitor.cron_semantics
+        recent = schedule.last_fires(expr, tz, first - _MICRO, horizon, sem, MAX_RUN_ROWS)
+        following = schedule.next_fire(expr, tz, horizon, sem)
+    unknown = [s for s in recent if liveness and liveness.window_at(s + grace)]
+    missed = [s for s in recent if s not in unknown]
+    return Overdue(missed, total - sum(unknown_by_outage.values()), unknown,
+                   unknown_by_outage, following)
+
+
+def _count(monitor, first: datetime, lo: datetime, hi: datetime) -> int:
+    """How many of the monitor's slots from ``first`` on lie in [lo, hi]."""
+    if hi < lo:
+        return 0
+    if monitor.kind == "interval":
+        period = monitor.period
+        i0 = -((first - lo) // period)  # ceil((lo - first) / period)
+        return max(0, (hi - first) // period - max(i0, 0) + 1)
+    return schedule.count_fires(monitor.schedule, monitor.timezone, lo - _MICRO, hi,
+                                monitor.cron_semantics)
 
 
 def next_evaluation(monitor, open_runs) -> datetime | None:

@@ -37,13 +37,17 @@ def api(api_key):
 
 @pytest.fixture
 def make_monitor(project):
-    """make_monitor(**fields) -> Monitor, armed as the API would at ``created`` (default T0)."""
+    """make_monitor(**fields) -> Monitor, armed as the API would at ``created`` (default T0).
+
+    It notifies the ``channels`` given (none by default); pass ``all_channels=True``
+    to follow every channel of the project as the API's default does."""
     from monitors.evaluator import rearm
 
     def make(created=T0, channels=(), **fields):
         fields.setdefault("name", f"job-{Monitor.objects.count() + 1}")
         fields.setdefault("slug", fields["name"])
         fields.setdefault("grace", timedelta(seconds=1))
+        fields.setdefault("all_channels", False)
         if fields.get("kind", "interval") == "interval":
             fields.setdefault("period", timedelta(seconds=3))
         m = Monitor(project=project, **fields)

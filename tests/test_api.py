@@ -4,8 +4,10 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
-from alerts.models import Channel
+from alerts.models import Channel, Delivery
+from monitors import evaluator
 from monitors.models import ApiKey, Monitor, Project
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0
@@ -56,7 +58,8 @@ def test_create_cron_monitor_returns_contract_fields(api, project, settings):
     ({"kind": "cron", "schedule": "* * * *"}, "schedule", ""),
     ({"kind": "cron", "schedule": "0 7 * * *", "timezone": "Mars/Olympus"}, "timezone",
      "Mars/Olympus"),
-    ({"kind": "interval", "period": 60, "grace": -5}, "grace", "at least 0"),
+    ({"kind": "interval", "period": 60, "grace": -5}, "grace", "at least 1 second"),
+    ({"kind": "interval", "period": 60, "grace": 0}, "grace", "at least 1 second"),
     ({"kind": "interval", "period": 0}, "period", "at least 1"),
     ({"kind": "interval", "period": 60, "max_runtime": -1}, "max_runtime", "at least 1"),
     ({"kind": "interval"}, "period", "required"),
@@ -91,10 +94,16 @@ def test_patch_pause_delete_and_isolation(api, project):
     assert api.get(f"/api/v1/monitors/{foreign.pk}/").status_code == 404
     assert api.get(f"/api/v1/monitors/{foreign.pk}/runs/").status_code == 404
     assert api.delete(f"/api/v1/monitors/{mid}/").status_code == 204
+    assert api.get(f"/api/v1/monitors/{mid}/").status_code == 404
+    assert api.delete(f"/api/v1/monitors/{mid}/").status_code == 404
+    evaluator.tick(timezone.now())  # nothing left to notify: the rows go
     assert not Monitor.objects.filter(pk=mid).exists()
 
 
 def test_channels_default_and_explicit(api):
+    # The README's order: the monitor first, its channels later.
+    m1 = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1}, format="json")
+    assert m1.json()["channels"] == "all"  # omitted: follows the project's channels
     hook = api.post("/api/v1/channels/", {"kind": "webhook", "name": "hook",
                                           "config": {"url": "http://127.0.0.1:9/hook"}},
                     format="json")
@@ -102,11 +111,21 @@ def test_channels_default_and_explicit(api):
     assert len(hook.json()["config"]["secret"]) >= 32
     bad = api.post("/api/v1/channels/", {"kind": "webhook", "config": {}}, format="json")
     assert bad.status_code == 400 and "config" in bad.json()
-    m1 = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1}, format="json")
-    assert m1.json()["channels"] == [hook.json()["id"]]  # omitted: all project channels
+    # a channel added after the monitor is one of its channels: it gets the alert
+    ingest(m1.json()["id"], PingInput("fail"), T0)
+    assert list(Delivery.objects.values_list("channel_id", flat=True)) == [hook.json()["id"]]
     m2 = api.post("/api/v1/monitors/", {"name": "b", "period": 60, "grace": 1, "channels": []},
                   format="json")
     assert m2.json()["channels"] == []
+    url = f"/api/v1/monitors/{m2.json()['id']}/"
+    assert api.patch(url, {"channels": [hook.json()["id"]]},
+                     format="json").json()["channels"] == [hook.json()["id"]]
+    assert api.patch(url, {"channels": "all"}, format="json").json()["channels"] == "all"
+    for wrong, message in (("some", 'must be "all" or a list of channel ids'),
+                           ([True], 'must be "all" or a list of channel ids'),
+                           ([999], "no channel with id 999 in this project")):
+        resp = api.patch(url, {"channels": wrong}, format="json")
+        assert resp.json() == {"channels": [message]}
     assert [c["name"] for c in api.get("/api/v1/channels/").json()] == ["hook"]
 
 
@@ -182,13 +201,6 @@ def test_channel_detail_get_patch_delete(api, project):
     other = Channel.objects.create(project=Project.objects.create(name="o"), kind="slack",
                                    config={"url": "https://z.test"})
     assert api.get(f"/api/v1/channels/{other.pk}/").status_code == 404
-
-
-def test_delete_monitor_with_incident_and_runs(api, make_monitor):
-    m = make_monitor()
-    ingest(m.pk, PingInput("fail"), T0)
-    assert api.delete(f"/api/v1/monitors/{m.pk}/").status_code == 204
-    assert not Monitor.objects.exists()
 
 
 def test_openapi_schema_is_public_and_lists_endpoints(client):

@@ -193,11 +193,58 @@ def test_decide_is_pure(make_monitor):
     assert d.next_slot_at == T0 + s(12)
 
 
-def test_cron_slot_early_tolerance_for_start_and_end_pings(make_monitor):
-    m = make_monitor(kind="cron", schedule="* * * * *", grace=s(30), created=T0 - s(1))
-    ingest(m.pk, PingInput("start"), T0 + s(50))  # 10 s early for T0+1min: clock skew
-    ingest(m.pk, PingInput("success"), T0 + s(55))
-    ingest(m.pk, PingInput("success"), T0 + s(110))  # end-only, 50 s into its minute
-    ingest(m.pk, PingInput("success"), T0 + s(179.5))  # end-only, 0.5 s early
+def _run_hours(m, ping_times, until):
+    """Ingest end-only (or start+end) pings at the given times while an evaluator
+    ticks every 20 s up to ``until``."""
+    t, pings = T0 - s(3600), sorted(ping_times)
+    while t <= until:
+        while pings and pings[0][0] <= t:
+            at, kind = pings.pop(0)
+            ingest(m.pk, PingInput(kind), at)
+        evaluator.tick(t)
+        t += s(20)
+
+
+@pytest.mark.parametrize("early", [2, 30, 59])
+@pytest.mark.parametrize("kinds", [("success",), ("start", "success")])
+def test_a_host_with_a_fast_clock_never_alerts(make_monitor, early, kinds):
+    # 0 * * * *, grace 60; the job's host clock runs `early` seconds fast, so its
+    # pings come just before each hour (end-only, or start + end one second apart)
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(60), created=T0 - s(1800))
+    hours = [T0 + s(3600 * h) for h in range(5)]
+    pings = [(slot - s(early) + s(i), kind) for slot in hours for i, kind in enumerate(kinds)]
+    _run_hours(m, pings, T0 + s(4 * 3600 + 600))
+    assert not Incident.objects.exists()
+    assert list(Run.objects.order_by("slot_at").values_list("slot_at", "outcome")) == [
+        (slot, "succeeded") for slot in hours]
+
+
+def test_an_end_only_job_belongs_to_the_minute_it_started_in(make_monitor):
+    # * * * * *: a 50 s job that pings only when it ends (grace covers its run)
+    m = make_monitor(kind="cron", schedule="* * * * *", grace=s(60), created=T0 - s(1))
+    _run_hours(m, [(T0 + s(60 * i + 50), "success") for i in range(10)], T0 + s(600))
+    assert not Incident.objects.exists()
+    assert list(Run.objects.order_by("slot_at").values_list("slot_at", flat=True)) == [
+        T0 + s(60 * i) for i in range(10)]
+
+
+def test_cron_slot_for_late_and_early_first_pings(make_monitor):
+    m = make_monitor(kind="cron", schedule="* * * * *", grace=s(40), created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(35))  # late but within grace: its own slot
+    ingest(m.pk, PingInput("success"), T0 + s(36))
+    ingest(m.pk, PingInput("start"), T0 + s(90))  # T0+1min had no run: late again
+    ingest(m.pk, PingInput("start"), T0 + s(175))  # T0+2min past its grace: 5 s early
     assert list(Run.objects.order_by("pk").values_list("slot_at", flat=True)) == [
-        T0 + s(60), T0 + s(60), T0 + s(180)]
+        T0, T0 + s(60), T0 + s(180)]
+
+
+def test_missed_count_is_exact_however_many_slots(make_monitor):
+    m = make_monitor(kind="cron", schedule="* * * * *", grace=s(30), created=T0 - s(1))
+    ingest(m.pk, PingInput("success"), T0)
+    evaluator.tick(T0 + timedelta(days=20))  # the evaluator was away for 20 days
+    inc = Incident.objects.get(monitor=m)
+    # slots T0+1min .. T0+20d-1min (T0+20d is still within its grace)
+    assert inc.missed_count == 20 * 1440 - 1
+    assert Run.objects.filter(outcome="missed").count() == slots.MAX_RUN_ROWS
+    m.refresh_from_db()
+    assert m.next_slot_at == T0 + timedelta(days=20)

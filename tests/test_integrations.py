@@ -361,3 +361,90 @@ def test_pagerduty_validate_config():
         with pytest.raises(ValueError) as exc:
             pagerduty.validate_config(config)
         assert str(exc.value) == message
+
+
+# --- channel removed and outage summaries -----------------------------------------------
+
+@pytest.fixture
+def removed(incident, opened):
+    return IncidentEvent.objects.create(incident=incident, kind="channel_removed", at=RESOLVED,
+                                        detail={"channel": 1})
+
+
+@pytest.fixture
+def impact(project):
+    from monitors.models import Outage, OutageImpact
+
+    outage = Outage.objects.create(started_at=OPENED, ended_at=OPENED + timedelta(seconds=15),
+                                   summarized_at=RESOLVED)
+    return OutageImpact.objects.create(outage=outage, project=project, unknown_slots=6)
+
+
+def test_webhook_channel_removed(project, incident, removed):
+    req = webhook.build_request(channel(project, "webhook", url="https://x.test/", secret=SECRET),
+                                removed)
+    assert req.headers["X-CronRadar-Event"] == "incident.channel_removed"
+    assert json.loads(req.body) == webhook_document(removed, incident, "incident.channel_removed",
+                                                    "2025-01-01T12:03:00Z")
+
+
+def test_pagerduty_channel_removed_is_a_resolve(project, removed):
+    req = pagerduty.build_request(channel(project, "pagerduty", routing_key="R"), removed)
+    assert json.loads(req.body) == {"routing_key": "R", "event_action": "resolve",
+                                    "dedup_key": DEDUP}
+
+
+def test_slack_channel_removed(project, removed):
+    req = slack.build_request(channel(project, "slack", url="https://hooks.slack.test/x"), removed)
+    body = json.loads(req.body)
+    assert body["text"] == "CronRadar: this channel no longer follows Nightly backup"
+    assert body["blocks"][0]["text"]["text"] == (
+        ":information_source: No longer following: Nightly backup")
+
+
+OUTAGE_TEXT = ("CronRadar could not receive pings from 2025-01-01T12:00:05Z to "
+               "2025-01-01T12:00:20Z: 6 expected runs of project acme fell in that time and "
+               "are recorded as unknown, not missed.")
+
+
+def test_webhook_outage_summary(project, impact):
+    req = webhook.build_outage(channel(project, "webhook", url="https://x.test/", secret=SECRET),
+                               impact)
+    body = canonical({
+        "schema": "cronradar.outage.v1", "event": "outage.summary",
+        "event_id": f"outage-{impact.pk}", "occurred_at": "2025-01-01T12:03:00Z",
+        "outage": {"started_at": "2025-01-01T12:00:05Z", "ended_at": "2025-01-01T12:00:20Z",
+                   "unknown_slots": 6},
+        "project": "acme"})
+    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert req == OutgoingRequest(url="https://x.test/", body=body, headers={
+        **JSON_HEADERS, "X-CronRadar-Event": "outage.summary",
+        "X-CronRadar-Signature": f"sha256={signature}"})
+
+
+def test_pagerduty_outage_summary_is_a_change_event(project, impact):
+    req = pagerduty.build_outage(channel(project, "pagerduty", routing_key="R"), impact)
+    assert req == OutgoingRequest(
+        url="https://events.pagerduty.com/v2/change/enqueue",
+        body=canonical({"routing_key": "R", "payload": {
+            "summary": OUTAGE_TEXT, "source": "cronradar", "timestamp": "2025-01-01T12:03:00Z",
+            "custom_details": {"project": "acme", "outage_started_at": "2025-01-01T12:00:05Z",
+                               "outage_ended_at": "2025-01-01T12:00:20Z",
+                               "unknown_slots": 6}}}),
+        headers=JSON_HEADERS)
+
+
+def test_slack_outage_summary(project, impact):
+    req = slack.build_outage(channel(project, "slack", url="https://hooks.slack.test/x"), impact)
+    assert json.loads(req.body) == {
+        "text": f"CronRadar: {OUTAGE_TEXT}",
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "emoji": True,
+                                        "text": ":warning: CronRadar was unreachable"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": OUTAGE_TEXT}}]}
+
+
+def test_webhook_validate_config_keeps_the_stored_secret_on_a_change():
+    assert webhook.validate_config({"url": "https://new.test/"},
+                                   {"url": "https://old.test/", "secret": "kept"}) == {
+        "url": "https://new.test/", "secret": "kept"}

@@ -1,19 +1,25 @@
 """The production shape, on the PostgreSQL + Redis run of scripts/test:
-two evaluator processes on one database, and a real Celery worker on Redis."""
+two evaluator processes on one database, a real Celery worker on Redis, and the
+web tier through a PostgreSQL restart."""
+import concurrent.futures
+import contextlib
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 
+import httpx
 import pytest
 from django.db import connection
 from django.utils import timezone
 
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
-from monitors.models import Monitor
+from monitors.models import Monitor, Ping
 from monitors.pings import PingInput, ingest
-from tests.live import ROOT, Receiver
+from tests.live import ROOT, Receiver, free_port
 
 needs_pg = pytest.mark.skipif(not os.environ.get("DATABASE_URL"),
                               reason="needs PostgreSQL (DATABASE_URL), see scripts/test")
@@ -113,3 +119,92 @@ def test_celery_worker_on_redis_evaluates_and_delivers(project, receiver, settin
     finally:
         worker.terminate()
         worker.wait(30)
+
+
+class Proxy:
+    """A TCP proxy in front of PostgreSQL that the test can take down and bring back,
+    as a database restart looks to the web tier: connections cut, then refused."""
+
+    def __init__(self, upstream: tuple[str, int]):
+        self.upstream = upstream
+        self.port = free_port()
+        self.conns: list[socket.socket] = []
+        self.listener = None
+        self.up()
+
+    def up(self):
+        self.listener = socket.create_server(("127.0.0.1", self.port), reuse_port=True)
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def down(self):
+        with contextlib.suppress(OSError):  # wakes the accept() blocked on it (Linux)
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        for c in self.conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+            c.close()
+        self.conns.clear()
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            self.conns += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst):
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_RDWR)
+
+
+@needs_pg
+@pytest.mark.django_db(transaction=True)
+def test_a_database_restart_gives_503_then_no_failed_request(project, tmp_path):
+    """While PostgreSQL is unreachable pings get 503 + Retry-After; once it is back no
+    request fails (persistent connections are health-checked)."""
+    s = connection.settings_dict
+    proxy = Proxy((s["HOST"], int(s["PORT"])))
+    port = free_port()
+    env = _child_env(DATABASE_URL=f"postgres://{s['USER']}@127.0.0.1:{proxy.port}/{s['NAME']}",
+                     CRONRADAR_LIVENESS_INTERVAL="0", CRONRADAR_DATA_DIR=str(tmp_path))
+    env.pop("REDIS_URL", None)
+    m = Monitor.objects.create(project=project, name="db", slug="db",
+                               period=timedelta(seconds=60), grace=timedelta(seconds=5))
+    web = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-evaluator", "--port",
+                            str(port), "--threads", "4"], cwd=ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/ping/{m.uuid}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                assert httpx.get(url, timeout=5).status_code == 200
+                break
+            except httpx.TransportError:
+                assert time.time() < deadline and web.poll() is None
+                time.sleep(0.2)
+
+        def blast(n):
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                return list(pool.map(lambda _: httpx.get(url, timeout=30), range(n)))
+
+        assert {r.status_code for r in blast(40)} == {200}  # every thread has a connection
+        proxy.down()  # every thread's connection is cut; one thread hears of it now
+        during = httpx.get(url, timeout=30)
+        assert (during.status_code, during.headers["Retry-After"]) == (503, "5")
+        proxy.up()  # the other threads still hold their cut connections
+        assert [r.status_code for r in blast(40)] == [200] * 40
+        assert Ping.objects.filter(monitor=m).count() == 1 + 40 + 40  # every 200 is stored
+    finally:
+        web.terminate()
+        web.wait(30)
+        proxy.down()

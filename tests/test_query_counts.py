@@ -13,11 +13,16 @@ import pytest
 
 from alerts.models import Channel, Delivery, Incident
 from monitors import evaluator, slots
+from monitors.liveness import Liveness
 from monitors.models import Run
 from monitors.pings import PingInput, ingest, pending_runs
 from tests.conftest import T0
 
 pytestmark = pytest.mark.django_db
+
+
+# what a tick reads once for all the monitors it evaluates (here: always up)
+ALIVE = Liveness()
 
 
 def s(n):
@@ -67,8 +72,9 @@ def test_end_ping_without_start(monitor, django_assert_num_queries):
 
 def test_fail_ping_while_incident_open(monitor, django_assert_num_queries):
     ingest(monitor.pk, PingInput("fail"), T0 + s(3))
-    # a new run (11, as above) + update incident count, insert timeline event
-    with django_assert_num_queries(13):
+    # a new run (11, as above) + update incident count, its "failed" event?, insert
+    # that event (from then on: update it)
+    with django_assert_num_queries(14):
         ingest(monitor.pk, PingInput("fail"), T0 + s(6))
     assert Incident.objects.get(monitor=monitor).failure_count == 2
 
@@ -89,16 +95,16 @@ def test_evaluating_a_missed_monitor(project, monitor, django_assert_num_queries
     # open incident?, insert incident, insert "opened" event, channels, insert
     # deliveries, end transaction (the deliveries are sent after commit)
     with django_assert_num_queries(11):
-        assert evaluator.evaluate_monitor(monitor.pk, T0 + s(4)) is not None
+        assert evaluator.evaluate_monitor(monitor.pk, T0 + s(4), ALIVE) is not None
     assert Run.objects.get(monitor=monitor, outcome="missed").slot_at == T0 + s(3)
     assert Delivery.objects.filter(event__incident__monitor=monitor).count() == 1
 
 
 def test_evaluating_a_monitor_missed_again(monitor, django_assert_num_queries):
-    evaluator.evaluate_monitor(monitor.pk, T0 + s(4))
-    # the incident is already open: update its count and append an event
-    with django_assert_num_queries(9):
-        evaluator.evaluate_monitor(monitor.pk, T0 + s(7))
+    evaluator.evaluate_monitor(monitor.pk, T0 + s(4), ALIVE)
+    # the incident is already open: update its count, its "missed" event?, insert it
+    with django_assert_num_queries(10):
+        evaluator.evaluate_monitor(monitor.pk, T0 + s(7), ALIVE)
     assert Incident.objects.get(monitor=monitor).missed_count == 2
 
 
@@ -108,7 +114,7 @@ def test_evaluating_a_stuck_run(make_monitor, django_assert_num_queries):
     # transaction, lock monitor, pending runs, mark stuck, update monitor, open
     # incident?, insert incident, insert "opened" event, channels (none), end
     with django_assert_num_queries(10):
-        d = evaluator.evaluate_monitor(m.pk, T0 + s(10))
+        d = evaluator.evaluate_monitor(m.pk, T0 + s(10), ALIVE)
     assert len(d.stuck_runs) == 1 and not d.missed_slots
     assert Run.objects.get(monitor=m).outcome == "stuck"
 

@@ -23,7 +23,9 @@ from monitors.schedule import (
     KUBERNETES,
     SEMANTICS,
     ScheduleError,
+    count_fires,
     fires_between,
+    last_fires,
     next_fire,
     next_interval,
     previous_fire,
@@ -777,6 +779,35 @@ def test_next_and_previous_are_consistent(expr, zs, semantics):
         it.append(t)
     assert got == it
     assert got == sorted(set(got))
+
+
+@given(expr=cron_expr(), zs=zone_and_start(), semantics=st.sampled_from(SEMANTICS),
+       days=st.integers(0, 12), minutes=st.integers(0, 1440))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_count_and_last_fires_match_enumeration(expr, zs, semantics, days, minutes):
+    """count_fires (counts whole days from the expression's sets) and last_fires
+    (walks backwards) agree with enumerating every fire time across DST changes."""
+    zone_name, start = zs
+    try:
+        validate_cron(expr, zone_name, semantics)
+    except ScheduleError:
+        assume(False)
+    until = start + timedelta(days=days, minutes=minutes)
+    every = fires_between(expr, zone_name, start, until, semantics, limit=10**7)
+    assert count_fires(expr, zone_name, start, until, semantics) == len(every)
+    assert last_fires(expr, zone_name, start, until, semantics, limit=7) == every[-7:]
+
+
+def test_count_fires_is_exact_over_years():
+    start = datetime(2016, 1, 1, tzinfo=UTC)
+    end = datetime(2026, 1, 1, tzinfo=UTC)
+    assert count_fires("* * * * *", "Europe/Berlin", start, end) == 3653 * 1440
+    # Berlin, 30 2 * * * from January to May 2016 (152 days): the spring-forward
+    # day has no 02:30 under the real clock (kubernetes); Debian runs it at 03:00.
+    june = datetime(2016, 6, 1, tzinfo=UTC)
+    assert count_fires("30 2 * * *", "Europe/Berlin", start, june, KUBERNETES) == 151
+    assert count_fires("30 2 * * *", "Europe/Berlin", start, june, DEBIAN) == 152
+    assert count_fires("* * * * *", "UTC", end, start) == 0
 
 
 def test_transitions_helper_sanity():

@@ -1,15 +1,20 @@
 """Notification integrations: one module per ``Channel.kind``.
 
-Every kind module exposes the same two functions:
+Every kind module exposes the same three functions:
 
 - ``build_request(channel, event) -> OutgoingRequest``: the HTTP POST that
-  notifies ``channel`` of ``event`` (an ``IncidentEvent`` of kind ``opened`` or
-  ``resolved``; any other kind raises ``ValueError``). Pure: no I/O besides
-  reading the event's incident, monitor and project.
-- ``validate_config(config) -> dict``: checks a channel ``config`` submitted to
-  the API and returns the normalized dict to store. Raises
-  ``ValueError("<field>: <message>")`` on the first problem found (unknown
-  fields are rejected too).
+  notifies ``channel`` of ``event`` (an ``IncidentEvent`` of kind ``opened``,
+  ``resolved`` or ``channel_removed``, the last being a resolve for that one
+  channel; any other kind raises ``ValueError``). Pure: no I/O besides reading
+  the event's incident, monitor and project.
+- ``build_outage(channel, impact) -> OutgoingRequest``: the ``outage.summary``
+  notification of a :class:`monitors.models.OutageImpact` (slots of the
+  channel's project recorded ``unknown`` while CronRadar was unreachable).
+- ``validate_config(config, previous=None) -> dict``: checks a channel
+  ``config`` submitted to the API and returns the normalized dict to store;
+  ``previous`` is the stored config on a change (a secret left out is kept).
+  Raises ``ValueError("<field>: <message>")`` on the first problem found
+  (unknown fields are rejected too).
 
 :data:`KINDS` maps ``Channel.kind`` to its module.
 """
@@ -23,7 +28,7 @@ from urllib.parse import urlsplit
 
 USER_AGENT = "CronRadar/0.1"
 # Event kinds that produce notifications; the other kinds only extend a timeline.
-NOTIFY_EVENT_KINDS = frozenset({"opened", "resolved"})
+NOTIFY_EVENT_KINDS = frozenset({"opened", "resolved", "channel_removed"})
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,16 @@ def isoformat(value: datetime | None) -> str | None:
         return None
     text = value.astimezone(UTC).isoformat()
     return text.removesuffix("+00:00") + "Z"
+
+
+def outage_text(impact) -> str:
+    """One sentence describing an ``outage.summary`` for people."""
+    outage = impact.outage
+    n = impact.unknown_slots
+    runs = "1 expected run" if n == 1 else f"{n} expected runs"
+    return (f"CronRadar could not receive pings from {isoformat(outage.started_at)} to "
+            f"{isoformat(outage.ended_at)}: {runs} of project {impact.project.name} "
+            f"fell in that time and are recorded as unknown, not missed.")
 
 
 def check_notifiable(event) -> None:

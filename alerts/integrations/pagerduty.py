@@ -5,9 +5,12 @@ without ``events_url`` the request goes to ``settings.CRONRADAR_PAGERDUTY_EVENTS
 (read at send time, so changing the setting moves every such channel).
 
 An opened incident sends ``event_action: "trigger"`` with a full ``payload``; a
-resolved one sends ``event_action: "resolve"`` with only ``routing_key``,
-``event_action`` and ``dedup_key``. ``dedup_key`` is the incident's
-``dedup_key``, so PagerDuty folds every event of one incident into one alert.
+resolved one, and a channel removed from the monitor while the incident is open,
+send ``event_action: "resolve"`` with only ``routing_key``, ``event_action`` and
+``dedup_key``. ``dedup_key`` is the incident's ``dedup_key``, so PagerDuty folds
+every event of one incident into one alert. An outage summary is a Change Event
+(informational, never pages), sent to the events URL with its final ``/enqueue``
+replaced by ``/change/enqueue`` (developer docs, events-API-v2 "Send a Change Event").
 Severity is ``critical`` for missed/stuck/deadline/failed and ``warning`` for
 overlap/too_fast. PagerDuty answers 202 when it accepts an event, 400 for an
 invalid one and 429 when rate limiting.
@@ -23,6 +26,7 @@ from alerts.integrations import (
     check_notifiable,
     encode_json,
     isoformat,
+    outage_text,
     validate_url,
 )
 from alerts.models import Channel, Incident, IncidentEvent
@@ -71,7 +75,33 @@ def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
     )
 
 
-def validate_config(config: dict) -> dict:
+def build_outage(channel: Channel, impact) -> OutgoingRequest:
+    """The Change Event for an ``OutageImpact``: ``{"routing_key", "payload":
+    {"summary", "source", "timestamp", "custom_details"}}``."""
+    outage = impact.outage
+    events_url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
+    document = {
+        "routing_key": channel.config["routing_key"],
+        "payload": {
+            "summary": outage_text(impact)[:SUMMARY_MAX],
+            "source": "cronradar",
+            "timestamp": isoformat(outage.summarized_at),
+            "custom_details": {
+                "project": impact.project.name,
+                "outage_started_at": isoformat(outage.started_at),
+                "outage_ended_at": isoformat(outage.ended_at),
+                "unknown_slots": impact.unknown_slots,
+            },
+        },
+    }
+    return OutgoingRequest(
+        url=events_url.removesuffix("/enqueue") + "/change/enqueue",
+        body=encode_json(document),
+        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
+    )
+
+
+def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"routing_key", "events_url"?}`` -> the same keys, stripped.
 
     ``events_url`` is stored only when given. Raises ``ValueError("<field>: <message>")``.

@@ -2,7 +2,8 @@
 
 Channel config: ``{"url": "https://hooks.slack.com/services/..."}``.
 
-Request: ``POST <url>`` with a JSON message ``{"text": ..., "blocks": [...]}``:
+Request: ``POST <url>`` with a JSON message (one per opened, resolved or
+channel-removed incident event, and per outage summary) ``{"text": ..., "blocks": [...]}``:
 ``blocks`` is a Block Kit layout (a ``header`` block, a ``section`` with the
 summary, a ``section`` with ``fields`` for monitor, cause and times); ``text``
 is the plain fallback Slack shows in notifications and screen readers. Times
@@ -22,6 +23,7 @@ from alerts.integrations import (
     check_notifiable,
     encode_json,
     isoformat,
+    outage_text,
     validate_url,
 )
 from alerts.models import Channel, IncidentEvent
@@ -48,6 +50,11 @@ def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
         header = f":rotating_light: Incident opened: {monitor.name}"
         detail = incident.summary
         text = f"CronRadar: incident opened ({incident.cause}): {incident.summary}"
+    elif event.kind == "channel_removed":
+        header = f":information_source: No longer following: {monitor.name}"
+        detail = ("This channel was removed from the monitor while its incident is open; "
+                  "you will not hear more about this incident here.")
+        text = f"CronRadar: this channel no longer follows {monitor.name}"
     else:
         header = f":white_check_mark: Incident resolved: {monitor.name}"
         detail = event.message or "Resolved."
@@ -69,7 +76,25 @@ def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
     )
 
 
-def validate_config(config: dict) -> dict:
+def build_outage(channel: Channel, impact) -> OutgoingRequest:
+    """The incoming-webhook POST summarizing an ``OutageImpact``."""
+    text = outage_text(impact)
+    message = {
+        "text": _escape(f"CronRadar: {text}"),
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "emoji": True,
+                                        "text": ":warning: CronRadar was unreachable"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": _escape(text)}},
+        ],
+    }
+    return OutgoingRequest(
+        url=channel.config["url"],
+        body=encode_json(message),
+        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
+    )
+
+
+def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"url"}`` -> ``{"url"}``; the URL must be https (http only for loopback).
 
     Raises ``ValueError("<field>: <message>")``.

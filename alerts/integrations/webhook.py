@@ -6,7 +6,8 @@ Request: ``POST <url>`` with headers
 
 - ``Content-Type: application/json``
 - ``User-Agent: CronRadar/0.1``
-- ``X-CronRadar-Event: incident.opened`` | ``incident.resolved``
+- ``X-CronRadar-Event: incident.opened`` | ``incident.resolved`` |
+  ``incident.channel_removed`` | ``outage.summary``
 - ``X-CronRadar-Signature: sha256=<hex>``: HMAC-SHA256 of the raw request body
   bytes keyed with the channel secret (UTF-8). Verify it on the bytes you
   received, before parsing, with a constant-time comparison.
@@ -15,7 +16,7 @@ Body (schema ``cronradar.incident.v1``; compact JSON, keys sorted, UTF-8)::
 
     {
       "schema": "cronradar.incident.v1",
-      "event": "incident.opened",           // or "incident.resolved"
+      "event": "incident.opened",           // or "incident.resolved", "incident.channel_removed"
       "event_id": 42,                       // unique per event; retries repeat it
       "occurred_at": "2025-01-01T12:00:05Z",
       "incident": {
@@ -39,6 +40,20 @@ Body (schema ``cronradar.incident.v1``; compact JSON, keys sorted, UTF-8)::
       }
     }
 
+``incident.channel_removed``: this channel no longer follows the monitor while
+the incident is open; close whatever ``incident.opened`` made (the incident's
+own ``incident.resolved`` will not come here).
+
+``outage.summary`` (schema ``cronradar.outage.v1``): CronRadar's ping endpoint
+was unreachable; slots of the project whose grace ended then were recorded
+``unknown`` instead of alerting one by one::
+
+    {"schema": "cronradar.outage.v1", "event": "outage.summary",
+     "event_id": "outage-12",              // a string, unlike incident events
+     "occurred_at": "...",                 // when the summary was made
+     "outage": {"started_at": "...", "ended_at": "...", "unknown_slots": 7},
+     "project": "acme"}
+
 Timestamps are ISO-8601 UTC with a ``Z`` suffix. ``incident`` is the incident
 as it is when the request is built, so a late-delivered ``incident.opened`` may
 already carry ``resolved_at``. Fields may be added within ``v1``; removing or
@@ -61,6 +76,7 @@ from alerts.integrations import (
 from alerts.models import Channel, IncidentEvent
 
 SCHEMA = "cronradar.incident.v1"
+OUTAGE_SCHEMA = "cronradar.outage.v1"
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
@@ -98,6 +114,28 @@ def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
             "tags": monitor.tags,
         },
     })
+    return _signed(channel, name, body)
+
+
+def build_outage(channel: Channel, impact) -> OutgoingRequest:
+    """The signed ``outage.summary`` POST for an ``OutageImpact`` (module docstring)."""
+    outage = impact.outage
+    body = encode_json({
+        "schema": OUTAGE_SCHEMA,
+        "event": "outage.summary",
+        "event_id": f"outage-{impact.pk}",
+        "occurred_at": isoformat(outage.summarized_at),
+        "outage": {
+            "started_at": isoformat(outage.started_at),
+            "ended_at": isoformat(outage.ended_at),
+            "unknown_slots": impact.unknown_slots,
+        },
+        "project": impact.project.name,
+    })
+    return _signed(channel, "outage.summary", body)
+
+
+def _signed(channel: Channel, name: str, body: bytes) -> OutgoingRequest:
     return OutgoingRequest(
         url=channel.config["url"],
         body=body,
@@ -115,16 +153,17 @@ def sign(secret: str, body: bytes) -> str:
     return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def validate_config(config: dict) -> dict:
-    """``{"url", "secret"?}`` -> ``{"url", "secret"}``; a missing secret is generated.
+def validate_config(config: dict, previous: dict | None = None) -> dict:
+    """``{"url", "secret"?}`` -> ``{"url", "secret"}``.
 
-    Raises ``ValueError("<field>: <message>")``.
+    A missing secret is kept from ``previous`` (the stored config, on a change),
+    or generated for a new channel. Raises ``ValueError("<field>: <message>")``.
     """
     check_fields(config, {"url", "secret"})
     url = validate_url(config, "url")
     secret = config.get("secret")
     if secret is None:
-        secret = Channel.new_secret()
+        secret = (previous or {}).get("secret") or Channel.new_secret()
     elif not isinstance(secret, str) or not secret:
         raise ValueError("secret: must be a non-empty string")
     return {"url": url, "secret": secret}

@@ -2,14 +2,24 @@
 
 Binds the port, applies migrations, then runs the WSGI app under waitress
 (threaded) with the evaluator loop in a background thread ticking every
-CRONRADAR_TICK_SECONDS. Unless the CRONRADAR_BASE_URL environment variable is
+CRONRADAR_TICK_SECONDS, and the web liveness heartbeat (monitors.liveness).
+
+Waitress reads each request completely before a worker thread sees it, so slow
+clients never hold a thread; what they can hold is connections. One client
+address gets at most half of the connections the server accepts (more are
+closed at once), and a connection that sends nothing for
+IDLE_TIMEOUT seconds is closed, so a flood of half-sent requests from one host
+cannot block everyone else's pings (in production nginx buffers requests in
+front of gunicorn, see docker/compose.yaml). Unless the CRONRADAR_BASE_URL environment variable is
 set, ping URLs point at the address served (see :func:`base_url`).
 In production use gunicorn + ``celery worker`` + ``celery beat`` instead.
 """
 import argparse
 import contextlib
 import errno
+import logging
 import os
+import resource
 import threading
 import time
 
@@ -20,9 +30,50 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from alerts.tasks import redispatch_stale
-from monitors import evaluator
+from monitors import evaluator, liveness
 
 REDISPATCH_EVERY = 60.0  # seconds, as the Celery beat entry in settings
+CONNECTIONS = 4000  # at most, and never more than the open-file limit allows
+IDLE_TIMEOUT = 10  # seconds without a byte from a client with no request pending
+log = logging.getLogger(__name__)
+
+
+def connection_limit() -> int:
+    """Raise this process's open-file limit to its hard limit (at most 65536) and
+    return how many connections waitress may hold (``CONNECTIONS`` at most, 200
+    file descriptors kept for the database, logs and outgoing requests)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+    if soft == resource.RLIM_INFINITY:
+        return CONNECTIONS
+    return max(100, min(CONNECTIONS, soft - 200))
+
+
+class PerClientCap:
+    """Stands in for waitress's channel class: refuses a connection (closes it at
+    once) when its client address already holds ``limit`` connections."""
+
+    def __init__(self, channel_class, limit: int):
+        self.channel_class = channel_class
+        self.limit = limit
+        self.refused = 0
+
+    def __call__(self, server, conn, addr, adj, map=None):  # noqa: A002 (waitress' name)
+        host = addr[0] if isinstance(addr, tuple) else addr
+        held = sum(1 for ch in list(server.active_channels.values())
+                   if isinstance(ch.addr, tuple) and ch.addr[0] == host)
+        if held >= self.limit:
+            self.refused += 1
+            if self.refused in (1, 10, 100) or self.refused % 1000 == 0:
+                log.warning("refused connection from %s: it holds %d connections "
+                            "(%d refused so far)", host, held, self.refused)
+            conn.close()
+            return None
+        return self.channel_class(server, conn, addr, adj, map=map)
 
 
 def port_number(value: str) -> int:
@@ -55,13 +106,21 @@ def evaluator_loop(stop: threading.Event, interval: float) -> None:
     """Until ``stop``: :func:`monitors.evaluator.tick` every ``interval`` seconds, and
     what Celery beat would also run in production: re-sending lost deliveries
     (all pending ones at start-up, when no retry timer of an earlier process
-    survives, then stale ones every ``REDISPATCH_EVERY`` seconds)."""
+    survives, then stale ones every ``REDISPATCH_EVERY`` seconds).
+
+    The web server runs in this process, so each tick first records the web tier
+    alive: the tick then knows it was up until now and judges every grace end at
+    once (a separate web process is only known up to its last heartbeat).
+    """
     next_redispatch = 0.0
     everything = True
     while not stop.is_set():
         started = time.monotonic()
         try:
-            evaluator.tick(timezone.now())
+            now = timezone.now()
+            if liveness.enabled():
+                liveness.beat(liveness.WEB, now)
+            evaluator.tick(now)
             if started >= next_redispatch:
                 redispatch_stale(timezone.now(), everything=everything)
                 everything, next_redispatch = False, started + REDISPATCH_EVERY
@@ -93,9 +152,8 @@ class Command(BaseCommand):
                             help="serve HTTP only (when Celery beat runs the evaluator)")
 
     def handle(self, *args, host, port, threads, no_evaluator, **options):
+        from django.core.wsgi import get_wsgi_application
         from waitress import create_server
-
-        from cronradar.wsgi import application
 
         try:  # call_command(port=...) skips argparse's type check
             port = port_number(str(port))
@@ -105,13 +163,18 @@ class Command(BaseCommand):
             settings.CRONRADAR_BASE_URL = base_url(host, port)
 
         socket_map = {}
+        limit = connection_limit()
         try:  # bind first: a busy port fails here, before anything is printed
-            server = create_server(application, map=socket_map, host=host, port=port,
-                                   threads=threads, connection_limit=1000, backlog=2048,
-                                   channel_timeout=60, ident="CronRadar",
+            server = create_server(get_wsgi_application(), map=socket_map, host=host,
+                                   port=port, threads=threads,
+                                   connection_limit=limit, backlog=2048,
+                                   channel_timeout=IDLE_TIMEOUT, cleanup_interval=1,
+                                   ident="CronRadar",
                                    # poll(), not select(): select() breaks (and waitress
                                    # with it) once a file descriptor passes 1023.
                                    asyncore_use_poll=True)
+            for listener in [d for d in socket_map.values() if hasattr(d, "channel_class")]:
+                listener.channel_class = PerClientCap(listener.channel_class, limit // 2)
         except (OSError, ValueError) as exc:
             for dispatcher in list(socket_map.values()):
                 dispatcher.close()
@@ -123,6 +186,9 @@ class Command(BaseCommand):
         try:
             settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
             call_command("migrate", interactive=False, verbosity=0)
+            # The heartbeat keeps the web tier's liveness recorded even while a long
+            # tick runs; each tick also records it, so alerts are not held back.
+            liveness.start_heartbeat(liveness.WEB)
             if not no_evaluator:
                 interval = settings.CRONRADAR_TICK_SECONDS
                 threading.Thread(target=evaluator_loop, args=(stop, interval),

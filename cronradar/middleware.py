@@ -1,0 +1,69 @@
+"""Edge middleware: failures around a request become clear answers, never a 500.
+
+- A request body larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (outside ``/ping/``,
+  which stores the first ``CRONRADAR_PING_BODY_LIMIT`` bytes of any body) is
+  answered ``413`` before it is read.
+- While the database is unreachable (``OperationalError`` / ``InterfaceError``:
+  PostgreSQL restarting, SQLite locked for longer than its busy timeout) the
+  answer is ``503`` with ``Retry-After``, which ``curl --retry`` and most HTTP
+  clients retry. Nothing was stored then, so nothing acknowledged is lost.
+
+Answers are JSON ``{"detail": ...}`` under ``/api/`` and plain text elsewhere.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse, JsonResponse
+
+log = logging.getLogger(__name__)
+RETRY_AFTER = 5  # seconds
+
+
+def _answer(request, status: int, message: str) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message}, status=status)
+    return HttpResponse(message + "\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+class EdgeMiddleware:
+    """See the module docstring. Goes first in ``MIDDLEWARE``."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and not request.path.startswith("/ping/"):
+            try:
+                size = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                size = 0
+            if size > limit:
+                return self._too_large(request, limit)
+        try:
+            return self.get_response(request)
+        except (OperationalError, InterfaceError) as exc:  # raised outside a view
+            return self._unavailable(request, exc)
+
+    def process_exception(self, request, exc):
+        if isinstance(exc, RequestDataTooBig):
+            return self._too_large(request, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        if isinstance(exc, (OperationalError, InterfaceError)):
+            return self._unavailable(request, exc)
+        return None
+
+    @staticmethod
+    def _too_large(request, limit: int) -> HttpResponse:
+        return _answer(request, 413, f"request body too large: at most {limit} bytes")
+
+    @staticmethod
+    def _unavailable(request, exc) -> HttpResponse:
+        log.warning("database unavailable for %s %s: %s", request.method, request.path, exc)
+        resp = _answer(request, 503, "database unavailable, nothing was stored: "
+                                     f"retry in {RETRY_AFTER} seconds")
+        resp["Retry-After"] = str(RETRY_AFTER)
+        return resp

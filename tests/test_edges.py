@@ -1,0 +1,77 @@
+"""Input edges: oversized bodies, an unreachable database, ping bodies through the
+API, channel secrets on a change."""
+from datetime import timedelta
+
+import pytest
+from django.db import OperationalError
+
+from alerts.models import Channel
+from monitors import auth, views
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_api_body_over_the_limit_is_a_json_413(api, settings, make_monitor, client):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    resp = api.post("/api/v1/monitors/", {"name": "x" * 2000, "period": 60, "grace": 5},
+                    format="json")
+    assert (resp.status_code, resp.json()) == (
+        413, {"detail": "request body too large: at most 1000 bytes"})
+    m = make_monitor()  # a ping keeps its first CRONRADAR_PING_BODY_LIMIT bytes instead
+    assert client.post(f"/ping/{m.uuid}", b"y" * 5000,
+                       content_type="text/plain").status_code == 200
+
+
+def test_the_default_limit_answers_413_too(api):
+    resp = api.post("/api/v1/monitors/", b'{"name": "' + b"x" * 3_000_000 + b'"}',
+                    content_type="application/json")
+    assert resp.status_code == 413 and resp.json()["detail"].startswith("request body too large")
+
+
+def test_pings_answer_503_with_retry_after_while_the_database_is_down(client, make_monitor,
+                                                                       monkeypatch):
+    m = make_monitor()
+
+    def down(*args, **kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(views, "ingest", down)
+    resp = client.get(f"/ping/{m.uuid}")
+    assert (resp.status_code, resp["Retry-After"], resp.content) == (
+        503, "5", b"database unavailable, nothing was stored: retry in 5 seconds\n")
+
+
+def test_the_api_answers_503_while_the_database_is_down(api, monkeypatch):
+    def down(self, request):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(auth.ApiKeyAuthentication, "authenticate", down)
+    resp = api.get("/api/v1/monitors/")
+    assert (resp.status_code, resp["Retry-After"], resp.json()) == (
+        503, "5", {"detail": "database unavailable, nothing was stored: retry in 5 seconds"})
+
+
+def test_ping_bodies_as_text_and_as_exact_bytes(api, make_monitor):
+    m = make_monitor()
+    cut = "éé".encode() + "é".encode()[:1]  # truncation split the third character
+    ingest(m.pk, PingInput("success", body=cut, body_size=6), T0)
+    ingest(m.pk, PingInput("success", body=b"\xff\x00ok\xc3", body_size=5), T0 + timedelta(1))
+    binary, truncated = api.get(f"/api/v1/monitors/{m.pk}/pings/").json()
+    assert (truncated["body"], truncated["body_base64"], truncated["body_truncated"]) == (
+        "éé", "w6nDqcM=", True)
+    # not truncated: a trailing partial character is invalid, and replaced
+    assert (binary["body"], binary["body_base64"]) == ("\ufffd\x00ok\ufffd", "/wBva8M=")
+
+
+def test_changing_a_webhook_url_keeps_its_secret(api, project):
+    hook = api.post("/api/v1/channels/", {"kind": "webhook", "config": {
+        "url": "https://a.test/h"}}, format="json").json()
+    changed = api.patch(f"/api/v1/channels/{hook['id']}/", {"config": {"url": "https://b.test/h"}},
+                        format="json").json()
+    assert changed["config"] == {"url": "https://b.test/h", "secret": hook["config"]["secret"]}
+    assert Channel.objects.get().config["secret"] == hook["config"]["secret"]
+    rotated = api.patch(f"/api/v1/channels/{hook['id']}/", {"config": {
+        "url": "https://b.test/h", "secret": "new"}}, format="json").json()
+    assert rotated["config"]["secret"] == "new"
