@@ -33,6 +33,13 @@ class Channel(models.Model):
     # close its open pages are delivered or abandoned.
     deleted_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        indexes = [
+            # the evaluator's clean-up looks for deleted channels on every idle tick
+            models.Index(fields=["deleted_at"], name="channel_deleted",
+                         condition=Q(deleted_at__isnull=False)),
+        ]
+
     def __str__(self) -> str:
         return self.name or f"{self.kind} #{self.pk}"
 

@@ -145,6 +145,10 @@ CELERY_BEAT_SCHEDULE = {
 CRONRADAR_BASE_URL = env("CRONRADAR_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 # Bytes of a ping's POST body that are stored; the rest is dropped and marked truncated.
 CRONRADAR_PING_BODY_LIMIT = env.int("CRONRADAR_PING_BODY_LIMIT", default=100 * 1024)
+# Behind a reverse proxy that sets X-Forwarded-For (docker/compose.yaml's nginx), a
+# ping's client address is the last entry of that header. Only turn it on when
+# clients cannot reach the web server except through that proxy.
+CRONRADAR_TRUST_X_FORWARDED_FOR = env.bool("CRONRADAR_TRUST_X_FORWARDED_FOR", default=False)
 # Outgoing notifications (webhooks, Slack, PagerDuty).
 CRONRADAR_DELIVERY_TIMEOUT = env.float("CRONRADAR_DELIVERY_TIMEOUT", default=5.0)
 CRONRADAR_DELIVERY_MAX_ATTEMPTS = env.int("CRONRADAR_DELIVERY_MAX_ATTEMPTS", default=5)

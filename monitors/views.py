@@ -8,6 +8,7 @@ URL forms, each for GET, HEAD and POST::
 Responses are plain text: 200 ``OK``; 404 unknown monitor; 400 bad exit status,
 action or rid; 405 other methods. No session, CSRF or login.
 """
+import ipaddress
 from uuid import UUID
 
 from django.conf import settings
@@ -47,6 +48,21 @@ def _parse_action(action: str | None) -> tuple[str, int | None]:
     if any(ch.isdigit() for ch in action):
         raise ValueError(f"exit status must be an integer from 0 to 255, got {action[:40]}")
     raise ValueError(f"unknown ping action '{action[:40]}': use start, fail, log or 0-255")
+
+
+def _client_address(request) -> str | None:
+    """The pinging client's IP address: ``REMOTE_ADDR``, or behind a trusted proxy
+    (``CRONRADAR_TRUST_X_FORWARDED_FOR``) the last ``X-Forwarded-For`` entry, the
+    address that proxy saw. Anything that is not an IP address is ignored."""
+    candidates = [request.META.get("REMOTE_ADDR", "")]
+    if settings.CRONRADAR_TRUST_X_FORWARDED_FOR:
+        candidates.insert(0, request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1])
+    for value in candidates:
+        try:
+            return str(ipaddress.ip_address(value.strip()))
+        except ValueError:
+            continue
+    return None
 
 
 def _read_body(request) -> tuple[bytes, int]:
@@ -93,7 +109,7 @@ def ping(request, path: str):
     body, size = _read_body(request)
     ping_input = PingInput(
         kind=kind, exit_status=exit_status, rid=rid, method=request.method,
-        remote_addr=request.META.get("REMOTE_ADDR") or None,
+        remote_addr=_client_address(request),
         user_agent=request.META.get("HTTP_USER_AGENT", ""), body=body, body_size=size,
     )
     try:

@@ -80,8 +80,9 @@ class Receiver:
 class Service:
     """`python manage.py serve` in a subprocess on the embedded default (SQLite)."""
 
-    def __init__(self, data_dir: Path, tick: float = 0.2, extra_env: dict | None = None):
-        self.port = free_port()
+    def __init__(self, data_dir: Path, tick: float = 0.2, extra_env: dict | None = None,
+                 port: int | None = None):
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}

@@ -75,3 +75,17 @@ def test_changing_a_webhook_url_keeps_its_secret(api, project):
     rotated = api.patch(f"/api/v1/channels/{hook['id']}/", {"config": {
         "url": "https://b.test/h", "secret": "new"}}, format="json").json()
     assert rotated["config"]["secret"] == "new"
+
+
+@pytest.mark.parametrize("trust,forwarded,stored", [
+    (False, "203.0.113.9", "127.0.0.1"),
+    (True, "198.51.100.1, 203.0.113.9", "203.0.113.9"),  # the address nginx saw
+    (True, "not-an-address", "127.0.0.1"),
+    (True, "", "127.0.0.1"),
+])
+def test_client_address_behind_a_trusted_proxy(client, make_monitor, settings, trust, forwarded,
+                                               stored):
+    settings.CRONRADAR_TRUST_X_FORWARDED_FOR = trust
+    m = make_monitor()
+    assert client.get(f"/ping/{m.uuid}", HTTP_X_FORWARDED_FOR=forwarded).status_code == 200
+    assert m.pings.get().remote_addr == stored

@@ -7,11 +7,13 @@ Nothing leaves the process.
 """
 import json
 import random
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 import respx
+from django.db import connections
 from django.utils import timezone
 
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
@@ -323,3 +325,24 @@ def test_repeated_failures_are_counted_on_one_event(make_monitor):
     assert list(incident.events.values_list("kind", "count", "last_at")) == [
         ("opened", 1, None), ("failed", 49, T0 + s(49))]
     assert incident.events.get(kind="failed").detail["exit_status"] == 2
+
+
+@commits
+def test_200_parallel_pings_keep_every_timeline_ordered(make_monitor):
+    m = make_monitor(period=s(60), grace=s(5))
+
+    def ping(i):
+        try:  # the arrival time is taken before the monitor's lock, as the ping view does
+            ingest(m.pk, PingInput("fail" if i % 3 else "success"), timezone.now())
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(ping, range(200)))
+    assert Ping.objects.count() == 200
+    incidents = list(Incident.objects.all())
+    assert len(incidents) > 1
+    for incident in incidents:
+        times = list(incident.events.order_by("pk").values_list("at", flat=True))
+        assert times == sorted(times), incident.pk
+        assert incident.resolved_at is None or incident.resolved_at >= incident.opened_at

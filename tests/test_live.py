@@ -1,8 +1,12 @@
 """The whole path on a real running service: curl-style pings in, alerts out to a
 real local HTTP receiver. These start `manage.py serve` (embedded default)."""
 import asyncio
+import contextlib
 import hashlib
 import hmac
+import resource
+import socket
+import threading
 import time
 from datetime import datetime
 
@@ -125,3 +129,75 @@ def test_delivery_waiting_to_retry_survives_a_restart(tmp_path):
     finally:
         second.stop()
         receiver.close()
+
+
+def test_half_sent_requests_from_one_host_do_not_block_other_pings(service):
+    """1,100 connections from one host, each stalled 3 bytes into its body: other
+    clients' pings are answered at once, and the stalled ones are dropped after
+    serve's 10 s idle timeout."""
+    m = service.api.post("/monitors/", json={"name": "j", "period": 60, "grace": 5}).json()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    head = (f"POST /ping/{m['uuid']} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"
+            .encode())
+    slow = []
+    try:
+        for _ in range(1100):
+            sock = socket.socket()
+            sock.bind(("127.0.0.2", 0))  # another host, as far as the server can tell
+            sock.connect(("127.0.0.1", service.port))
+            sock.sendall(head)
+            slow.append(sock)
+        started = time.time()
+        assert httpx.get(m["ping_url"], timeout=5).status_code == 200
+        assert time.time() - started < 1.0
+        slow[0].settimeout(15)
+        assert slow[0].recv(100) == b""  # closed by the server, not answered
+        assert time.time() - started < 13
+    finally:
+        for sock in slow:
+            sock.close()
+    [ping] = service.api.get(f"/monitors/{m['id']}/pings/").json()
+    assert ping["remote_addr"] == "127.0.0.1"  # the half-sent ones stored nothing
+
+
+def test_cronradar_down_15s_is_one_outage_summary_not_an_alert_storm(tmp_path, receiver):
+    """Two 5 s monitors (grace 2) whose jobs keep pinging while the service is
+    stopped for 15 s: after the restart no monitor alerts; the project's channel
+    gets one outage.summary counting the slots that fell into the outage."""
+    first = Service(tmp_path)
+    _hook(first, receiver)
+    monitors = [first.api.post("/monitors/", json={"name": f"m{i}", "period": 5,
+                                                   "grace": 2}).json() for i in range(2)]
+    stop = threading.Event()
+
+    def job(url):  # a crontab line: ping every 5 s, whether or not anyone answers
+        while not stop.is_set():
+            with contextlib.suppress(httpx.HTTPError):
+                httpx.get(url, timeout=2)
+            stop.wait(5)
+
+    jobs = [threading.Thread(target=job, args=(m["ping_url"],), daemon=True) for m in monitors]
+    for t in jobs:
+        t.start()
+    time.sleep(2)
+    first.stop()
+    time.sleep(15)
+    second = Service(tmp_path, port=first.port)  # the jobs' ping URLs
+    try:
+        summary = receiver.wait_for(lambda r: r.json()["event"] == "outage.summary", timeout=40)
+        time.sleep(3)
+        runs = [second.api.get(f"/monitors/{m['id']}/runs/").json() for m in monitors]
+    finally:
+        stop.set()
+        second.stop()
+    assert [r.json()["event"] for r in receiver.requests] == ["outage.summary"], [
+        (r.at, r.json()) for r in receiver.requests]
+    outage = summary.json()["outage"]
+    assert outage["unknown_slots"] >= 4  # >= 2 slots of each monitor fell into it
+    down = (datetime.fromisoformat(outage["ended_at"])
+            - datetime.fromisoformat(outage["started_at"])).total_seconds()
+    assert 15 <= down < 25
+    for monitor_runs in runs:  # pings got through again: the slots after it succeeded
+        assert monitor_runs[0]["outcome"] == "succeeded"
+        assert {r["outcome"] for r in monitor_runs} == {"succeeded", "unknown"}

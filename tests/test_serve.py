@@ -2,6 +2,7 @@
 
 None of these start serving: a bad port is rejected before binding, and the busy
 port test holds the port itself, so the command fails at bind time."""
+import resource
 import socket
 import subprocess
 import sys
@@ -10,7 +11,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from monitors.management.commands.serve import base_url
+from monitors.management.commands.serve import (
+    CONNECTIONS,
+    PerClientCap,
+    base_url,
+    connection_limit,
+)
 from tests.live import ROOT
 
 
@@ -83,3 +89,34 @@ def test_base_url_from_environment_is_kept(busy_port, settings, monkeypatch):
 ])
 def test_base_url(host, port, url):
     assert base_url(host, port) == url
+
+
+def test_per_client_cap_refuses_a_host_holding_its_share():
+    class Conn:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    class Channel:
+        def __init__(self, addr):
+            self.addr = addr
+
+    made = []
+    cap = PerClientCap(lambda server, conn, addr, adj, map=None: made.append(addr) or addr, 2)
+    server = type("Server", (), {"active_channels": {
+        1: Channel(("10.0.0.1", 5000)), 2: Channel(("10.0.0.1", 5001)),
+        3: Channel(("10.0.0.2", 5000))}})()
+    refused = Conn()
+    assert cap(server, refused, ("10.0.0.1", 5002), None) is None and refused.closed
+    accepted = Conn()
+    assert cap(server, accepted, ("10.0.0.2", 5001), None) == ("10.0.0.2", 5001)
+    assert not accepted.closed and made == [("10.0.0.2", 5001)] and cap.refused == 1
+
+
+def test_connection_limit_fits_the_open_file_limit():
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = connection_limit()
+    soft_after, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert soft_after >= soft
+    assert limit == min(CONNECTIONS, soft_after - 200)

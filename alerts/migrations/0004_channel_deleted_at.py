@@ -15,4 +15,8 @@ class Migration(migrations.Migration):
             name='deleted_at',
             field=models.DateTimeField(blank=True, null=True),
         ),
+        migrations.AddIndex(
+            model_name='channel',
+            index=models.Index(condition=models.Q(('deleted_at__isnull', False)), fields=['deleted_at'], name='channel_deleted'),
+        ),
     ]
