@@ -1,40 +1,63 @@
-"""Send one notification delivery: claim, build, guard, POST, log, update.
+"""Notification delivery: the :class:`~alerts.models.Delivery` row is the schedule.
 
-:func:`attempt` makes one HTTP attempt of a :class:`~alerts.models.Delivery` and
-records it as a :class:`~alerts.models.DeliveryAttempt`. Scheduling the next
-attempt is the caller's job (``alerts.tasks.deliver``), using :func:`backoff`.
+Every delivery has an indexed ``next_attempt_at``. One engine sends them, whoever
+runs it (the ``serve`` loop, a Celery worker on beat's tick, a test):
 
-Outcomes of one attempt:
+1. :func:`claim_due` claims due rows with compare-and-set on their ``lease``, in
+   ``next_attempt_at`` order, under a per-channel cap of claims in flight
+   (``CRONRADAR_CHANNEL_CONCURRENCY``), and never a row while an earlier delivery
+   of the same incident to the same channel is still pending or being sent, so a
+   resolve never overtakes its trigger. A claim moves ``next_attempt_at`` to when
+   it expires (``claim_timeout()``): if the sender dies (a killed worker, a
+   restart, a flushed broker) the row is due again seconds later.
+2. :func:`send` makes one HTTP attempt of a claimed row, logs it as a
+   :class:`~alerts.models.DeliveryAttempt`, and writes the outcome only if it still
+   holds the claim:
 
-- 2xx: ``delivered``.
-- network error, timeout, DNS failure, 429, 5xx: retryable; ``pending`` again
-  until ``CRONRADAR_DELIVERY_MAX_ATTEMPTS`` attempts were made, then ``failed``.
-- any other status (3xx, 4xx), an unbuildable request (bad channel config, an
-  event kind that does not notify) or a blocked destination: ``failed`` at once.
+   - 2xx: ``delivered``.
+   - a network error, a timeout, a DNS failure, 429 or 5xx: ``pending`` again, due
+     after ``Retry-After`` (capped at ``CRONRADAR_DELIVERY_RETRY_AFTER_CAP``) or an
+     exponential backoff with jitter; once the delivery is older than
+     ``CRONRADAR_DELIVERY_MAX_AGE`` (or has made ``CRONRADAR_DELIVERY_MAX_ATTEMPTS``
+     attempts, when that is set) it is ``failed``: given up, and visible.
+   - any other answer (3xx, 4xx), a request that cannot be built or a blocked
+     destination: ``failed`` at once.
+
+Receivers get each notification at least once: a sender that dies after the
+request went out and before its outcome was written leaves the row claimed; it is
+sent again when the claim expires. Dedupe on ``event_id`` (webhooks) or rely on
+PagerDuty's ``dedup_key``.
+
+Each outcome also updates the channel's health (``last_error``, ``failing_since``).
 """
 from __future__ import annotations
 
+import email.utils
 import functools
 import ipaddress
 import logging
+import random
 import socket
 import time
+from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import httpx
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from alerts.integrations import KINDS, OutgoingRequest
-from alerts.models import Delivery, DeliveryAttempt
+from alerts.models import Channel, Delivery, DeliveryAttempt
 
 logger = logging.getLogger(__name__)
 
-BACKOFF_CAP = 300.0  # seconds
+BACKOFF_CAP = 600.0  # seconds between two attempts at most (without Retry-After)
 ERROR_MAX = 500  # DeliveryAttempt.error / Delivery.last_error length
 BODY_SNIPPET = 200  # bytes of a failed response's body kept in the error
+_CLAIM_LOCK = 7_311_001  # pg_advisory_xact_lock key: one claimer at a time
 
 
 class BlockedDestination(Exception):
@@ -42,90 +65,146 @@ class BlockedDestination(Exception):
 
 
 @dataclass(frozen=True)
-class AttemptResult:
-    """What one :func:`attempt` call did.
+class Claim:
+    """A claimed delivery: its id and the ``lease`` that proves the claim."""
 
-    claimed: False when the delivery was not ``pending`` (another worker holds it,
-        or it is finished); then nothing was sent or written and ``status`` is "".
-    status: the delivery's ``Delivery.Status`` value afterwards.
-    attempts: the delivery's attempt count afterwards.
+    delivery_id: int
+    lease: int
+
+
+def claim_timeout() -> timedelta:
+    """How long a claim holds: twice the HTTP timeout plus 2 s (12 s by default).
+
+    An attempt normally ends well within it; one that takes longer (a receiver
+    that trickles its answer) may see its row claimed and sent again, which the
+    at-least-once contract allows, and its own outcome is then discarded."""
+    return timedelta(seconds=2 * settings.CRONRADAR_DELIVERY_TIMEOUT + 2)
+
+
+def claim_due(now: datetime, limit: int) -> list[Claim]:
+    """Claim up to ``limit`` deliveries due at ``now``; returns their claims.
+
+    Due: ``pending`` or ``sending`` (an expired claim) with ``next_attempt_at <=
+    now``, and no earlier delivery of the same incident to the same channel still
+    pending or sending. A channel gets no more claims while it has
+    ``CRONRADAR_CHANNEL_CONCURRENCY`` unexpired ones. Claimers are serialized (an
+    advisory lock on PostgreSQL, the write lock on SQLite), so the cap holds with
+    any number of processes; each claim is a compare-and-set on ``lease`` too.
     """
+    if limit <= 0:
+        return []
+    cap = settings.CRONRADAR_CHANNEL_CONCURRENCY
+    earlier = Delivery.objects.filter(incident=OuterRef("incident"), channel=OuterRef("channel"),
+                                      pk__lt=OuterRef("pk"), status__in=Delivery.ACTIVE)
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CLAIM_LOCK])
+        # Hits the delivery_due index; the NOT EXISTS hits delivery_order.
+        due = list(Delivery.objects.filter(status__in=Delivery.ACTIVE, next_attempt_at__lte=now)
+                   .exclude(Exists(earlier)).order_by("next_attempt_at", "pk")
+                   .values_list("pk", "channel_id", "lease")[:limit * 4])
+        if not due:
+            return []
+        in_flight = Counter(Delivery.objects.filter(
+            status=Delivery.Status.SENDING, next_attempt_at__gt=now,
+            channel_id__in={ch for _, ch, _ in due}).values_list("channel_id", flat=True))
+        claims: list[Claim] = []
+        for pk, channel_id, lease in due:
+            if len(claims) >= limit:
+                break
+            if in_flight[channel_id] >= cap:
+                continue
+            if Delivery.objects.filter(pk=pk, lease=lease).update(
+                    status=Delivery.Status.SENDING, lease=lease + 1, claimed_at=now,
+                    next_attempt_at=now + claim_timeout()):
+                in_flight[channel_id] += 1
+                claims.append(Claim(pk, lease + 1))
+        return claims
 
-    claimed: bool
-    status: str
-    attempts: int
 
-    @property
-    def retry(self) -> bool:
-        """True when the delivery should be attempted again after :func:`backoff`."""
-        return self.status == Delivery.Status.PENDING
+def send(claim: Claim, *, client: httpx.Client | None = None, clock=timezone.now) -> str:
+    """Make the attempt ``claim`` was claimed for; returns the delivery's status after
+    it ("" when the claim was lost: the row was re-claimed or deleted meanwhile).
 
-
-def attempt(delivery: Delivery, *, client: httpx.Client | None = None,
-            now: datetime | None = None) -> AttemptResult:
-    """Make one HTTP attempt of ``delivery`` and record it.
-
-    The delivery is first claimed with a compare-and-set (``pending`` ->
-    ``sending``), so two workers never send it twice; an unclaimable delivery is
-    returned untouched with ``claimed=False``. Otherwise one ``DeliveryAttempt``
-    (number, at, status_code, error, duration_ms) is written and ``delivery``
-    (the object passed in, and its row) gets its new ``status``, ``attempts``,
-    ``last_error`` and, on success, ``delivered_at``.
-
-    client: the httpx client to send with (tests pass one with a mock transport);
-        default: one shared, connection-pooling client. The timeout is always
-        ``CRONRADAR_DELIVERY_TIMEOUT`` seconds.
-    now: the attempt's ``at`` and ``delivered_at`` (aware); default: the current time.
-    Never raises for a failed send; errors end up in the log row.
+    client: the httpx client (tests pass one with a mock transport; default: one
+    shared, connection-pooling client); clock: the current time, read before and
+    after the request (tests pass a controlled one). Never raises for a failed
+    send: errors end up in the attempt log, the row and the channel.
     """
-    at = now or timezone.now()
-    claimed = Delivery.objects.filter(
-        pk=delivery.pk, status=Delivery.Status.PENDING
-    ).update(status=Delivery.Status.SENDING, claimed_at=at)
-    if not claimed:
-        return AttemptResult(claimed=False, status="", attempts=delivery.attempts)
-    delivery.refresh_from_db()
-    number = delivery.attempts + 1
-    started = time.monotonic()
-    status_code, error, retryable = _send(delivery, client)
+    delivery = (Delivery.objects.select_related("channel").filter(
+        pk=claim.delivery_id, lease=claim.lease, status=Delivery.Status.SENDING).first())
+    if delivery is None:
+        return ""
+    started_at, started = clock(), time.monotonic()
+    status_code, error, retryable, retry_after = _send(delivery, client)
     duration_ms = round((time.monotonic() - started) * 1000)
-
+    now = clock()
+    number = delivery.attempts + 1
+    fields = {"attempts": number, "last_error": error[:ERROR_MAX]}
     if status_code is not None and 200 <= status_code < 300:
-        status = Delivery.Status.DELIVERED
-        delivery.delivered_at = at
-    elif retryable and number < settings.CRONRADAR_DELIVERY_MAX_ATTEMPTS:
-        status = Delivery.Status.PENDING
+        fields.update(status=Delivery.Status.DELIVERED, delivered_at=now, next_attempt_at=None)
+    elif retryable and not _exhausted(delivery, number, now):
+        fields.update(status=Delivery.Status.PENDING,
+                      next_attempt_at=now + timedelta(seconds=retry_delay(number, retry_after)))
     else:
-        status = Delivery.Status.FAILED
-    error = error[:ERROR_MAX]
-    try:
-        with transaction.atomic():
-            DeliveryAttempt.objects.create(delivery=delivery, number=number, at=at,
-                                           status_code=status_code, error=error,
-                                           duration_ms=duration_ms)
-            delivery.status = status
-            delivery.attempts = number
-            delivery.last_error = error
-            delivery.save(update_fields=["status", "attempts", "last_error", "delivered_at"])
-    except DatabaseError:
-        if Delivery.objects.filter(pk=delivery.pk).exists():
-            raise
-        # Its monitor (and so the delivery) was deleted while the request was out.
-        logger.info("delivery %s was deleted while being sent", delivery.pk)
-        return AttemptResult(claimed=True, status=Delivery.Status.FAILED, attempts=number)
-    log = logger.info if status != Delivery.Status.FAILED else logger.warning
+        if retryable:
+            fields["last_error"] = (f"gave up after {number} attempts over "
+                                    f"{_age(delivery, now)}: {error}")[:ERROR_MAX]
+        fields.update(status=Delivery.Status.FAILED, next_attempt_at=None)
+    with transaction.atomic():
+        if not Delivery.objects.filter(pk=delivery.pk).exists():
+            logger.info("delivery %s was deleted while being sent", delivery.pk)
+            return ""
+        DeliveryAttempt.objects.create(delivery=delivery, number=number, at=started_at,
+                                       status_code=status_code, error=error[:ERROR_MAX],
+                                       duration_ms=duration_ms)
+        if not Delivery.objects.filter(pk=delivery.pk, lease=claim.lease,
+                                       status=Delivery.Status.SENDING).update(**fields):
+            logger.warning("delivery %s: claim expired while sending; it will be sent again",
+                           delivery.pk)
+            return ""
+        _record_health(delivery.channel, fields["status"], error, now)
+    log = logger.warning if fields["status"] == Delivery.Status.FAILED else logger.info
     log("delivery %s attempt %s to channel %s: %s %s", delivery.pk, number,
-        delivery.channel_id, status, error or status_code)
-    return AttemptResult(claimed=True, status=status, attempts=number)
+        delivery.channel_id, fields["status"], error or status_code)
+    return fields["status"]
 
 
-def backoff(attempts: int) -> float:
-    """Seconds to wait after ``attempts`` (>= 1) failed attempts before the next one.
+def retry_delay(attempts: int, retry_after: float | None = None) -> float:
+    """Seconds before the next attempt after ``attempts`` (>= 1) failed ones.
 
-    ``CRONRADAR_DELIVERY_BACKOFF ** attempts``, capped at 300: with the default
-    base 2.0 that is 2, 4, 8, 16, ... seconds.
+    The receiver's ``Retry-After`` when it sent one, capped at
+    ``CRONRADAR_DELIVERY_RETRY_AFTER_CAP``; otherwise ``CRONRADAR_DELIVERY_BACKOFF
+    ** attempts`` capped at 600 s, with jitter: a random value between half of it
+    and all of it, so receivers that come back are not hit by every sender at once.
     """
-    return min(settings.CRONRADAR_DELIVERY_BACKOFF ** attempts, BACKOFF_CAP)
+    if retry_after is not None:
+        return max(0.0, min(retry_after, settings.CRONRADAR_DELIVERY_RETRY_AFTER_CAP))
+    base = min(settings.CRONRADAR_DELIVERY_BACKOFF ** attempts, BACKOFF_CAP)
+    return random.uniform(base / 2, base)
+
+
+def _exhausted(delivery: Delivery, attempts: int, now: datetime) -> bool:
+    """True once retrying stops: older than the max age, or out of attempts."""
+    limit = settings.CRONRADAR_DELIVERY_MAX_ATTEMPTS
+    too_old = now - delivery.created_at >= timedelta(seconds=settings.CRONRADAR_DELIVERY_MAX_AGE)
+    return too_old or bool(limit and attempts >= limit)
+
+
+def _age(delivery: Delivery, now: datetime) -> str:
+    seconds = int((now - delivery.created_at).total_seconds())
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds}s"
+
+
+def _record_health(channel: Channel, status: str, error: str, now: datetime) -> None:
+    """The channel's ``last_error`` and ``failing_since`` after one outcome."""
+    if status == Delivery.Status.DELIVERED:
+        Channel.objects.filter(pk=channel.pk).exclude(failing_since=None).update(
+            failing_since=None)
+    else:
+        Channel.objects.filter(pk=channel.pk).update(last_error=error[:ERROR_MAX])
+        Channel.objects.filter(pk=channel.pk, failing_since=None).update(failing_since=now)
 
 
 def check_destination(url: str) -> None:
@@ -149,8 +228,9 @@ def check_destination(url: str) -> None:
             raise BlockedDestination(f"{parsed.host} resolves to non-public address {address}")
 
 
-def _send(delivery: Delivery, client: httpx.Client | None) -> tuple[int | None, str, bool]:
-    """Build and POST ``delivery``'s request: (status_code, error, retryable)."""
+def _send(delivery: Delivery, client: httpx.Client | None
+          ) -> tuple[int | None, str, bool, float | None]:
+    """Build and POST ``delivery``'s request: (status_code, error, retryable, retry_after)."""
     channel = delivery.channel
     try:
         kind = KINDS[channel.kind]
@@ -160,14 +240,14 @@ def _send(delivery: Delivery, client: httpx.Client | None) -> tuple[int | None, 
             request = kind.build_request(channel, delivery.event)
     except Exception as exc:  # any builder failure is a config/data problem: no retry
         logger.exception("delivery %s: cannot build the request", delivery.pk)
-        return None, f"build error: {type(exc).__name__}: {exc}", False
+        return None, f"build error: {type(exc).__name__}: {exc}", False, None
     if settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES:
         try:
             check_destination(request.url)
         except (BlockedDestination, httpx.InvalidURL) as exc:
-            return None, f"blocked: {exc}", False
+            return None, f"blocked: {exc}", False, None
         except OSError as exc:
-            return None, f"dns error: {exc}", True
+            return None, f"dns error: {exc}", True, None
     return _post(client or _shared_client(), request)
 
 
@@ -178,10 +258,11 @@ def _shared_client() -> httpx.Client:
     A new client per attempt costs ~30 ms of CPU (TLS context), which slowed the
     evaluator down when many alerts went out at once (bench/README.md).
     """
-    return httpx.Client(limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
+    return httpx.Client(limits=httpx.Limits(max_connections=200, max_keepalive_connections=20))
 
 
-def _post(client: httpx.Client, request: OutgoingRequest) -> tuple[int | None, str, bool]:
+def _post(client: httpx.Client, request: OutgoingRequest
+          ) -> tuple[int | None, str, bool, float | None]:
     """POST ``request``; reads at most ``BODY_SNIPPET`` bytes of the response."""
     timeout = settings.CRONRADAR_DELIVERY_TIMEOUT
     try:
@@ -189,18 +270,36 @@ def _post(client: httpx.Client, request: OutgoingRequest) -> tuple[int | None, s
                            timeout=timeout, follow_redirects=False) as response:
             code = response.status_code
             if 200 <= code < 300:
-                return code, "", False
+                return code, "", False, None
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
             snippet = b""
             for chunk in response.iter_bytes():
                 snippet += chunk
                 if len(snippet) >= BODY_SNIPPET:
                     break
     except httpx.TimeoutException as exc:
-        return None, f"timeout after {timeout:g}s: {type(exc).__name__}", True
+        return None, f"timeout after {timeout:g}s: {type(exc).__name__}", True, None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        return None, f"invalid URL: {exc}", False
+        return None, f"invalid URL: {exc}", False, None
     except httpx.HTTPError as exc:
-        return None, f"network error: {type(exc).__name__}: {exc}", True
+        return None, f"network error: {type(exc).__name__}: {exc}", True, None
     text = snippet[:BODY_SNIPPET].decode("utf-8", "replace").strip()
     error = f"HTTP {code}: {text}" if text else f"HTTP {code}"
-    return code, error, code == 429 or code >= 500
+    return code, error, code == 429 or code >= 500, retry_after
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (RFC 9110 §10.2.3: delay-seconds or an
+    HTTP-date), or None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - (now or timezone.now())).total_seconds())

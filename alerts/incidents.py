@@ -172,8 +172,9 @@ def notify_outage(impact) -> None:
     recorded ``unknown`` during an outage of CronRadar) to every live channel of its
     project, as one ``outage.summary`` notification each."""
     channels = Channel.objects.filter(project_id=impact.project_id, deleted_at__isnull=True)
-    _deliver([Delivery(outage=impact, channel=ch) for ch in channels.order_by("pk")],
-             Delivery.objects.filter(outage=impact))
+    at = impact.outage.summarized_at
+    _deliver([Delivery(outage=impact, channel=ch, created_at=at, next_attempt_at=at)
+              for ch in channels.order_by("pk")])
 
 
 def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> IncidentEvent:
@@ -229,16 +230,14 @@ def _event(incident: Incident, kind: str, at: datetime, d: Detection, **extra) -
 
 
 def _notify(event: IncidentEvent, channel_ids: Iterable[int]) -> None:
-    _deliver([Delivery(event=event, channel_id=ch) for ch in channel_ids],
-             Delivery.objects.filter(event=event))
+    """One delivery of ``event`` per channel, due at the event's time."""
+    _deliver([Delivery(event=event, incident_id=event.incident_id, channel_id=ch,
+                       created_at=event.at, next_attempt_at=event.at) for ch in channel_ids])
 
 
-def _deliver(deliveries: list[Delivery], written) -> None:
-    """Insert ``deliveries`` and dispatch them at commit. ``written``: a queryset of
-    them, for backends whose bulk insert returns no ids."""
-    if not deliveries:
-        return
-    ids = [d.pk for d in Delivery.objects.bulk_create(deliveries)]
-    if any(i is None for i in ids):
-        ids = list(written.values_list("pk", flat=True))
-    dispatch(ids)
+def _deliver(deliveries: list[Delivery]) -> None:
+    """Insert ``deliveries`` (rows are the schedule) and have them claimed as soon as
+    the transaction commits."""
+    if deliveries:
+        Delivery.objects.bulk_create(deliveries)
+        dispatch()

@@ -9,6 +9,7 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Channel(models.Model):
@@ -32,6 +33,10 @@ class Channel(models.Model):
     # Deleted through the API: kept (and invisible) until the notifications that
     # close its open pages are delivered or abandoned.
     deleted_at = models.DateTimeField(null=True, blank=True)
+    # Health: the last failed attempt's error, and since when attempts fail
+    # (None once one succeeds).
+    last_error = models.CharField(max_length=500, blank=True, default="")
+    failing_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -126,7 +131,17 @@ class IncidentEvent(models.Model):
 class Delivery(models.Model):
     """One notification to one channel: of an incident event, or of an outage
     summary (``outage``: a :class:`monitors.models.OutageImpact`). Exactly one
-    of ``event`` and ``outage`` is set."""
+    of ``event`` and ``outage`` is set.
+
+    The row is the schedule (see :mod:`alerts.delivery`): ``next_attempt_at``
+    (indexed) is when it is due, a claim is ``status`` ``sending`` with a new
+    ``lease`` and ``next_attempt_at`` moved to when that claim expires, a retry is
+    ``pending`` with a later ``next_attempt_at``. ``failed`` means given up
+    (dead-lettered): a non-retryable answer, or retryable failures for longer
+    than ``CRONRADAR_DELIVERY_MAX_AGE``. ``incident`` (the event's) orders the
+    deliveries of one incident to one channel. ``created_at`` is when it became
+    due, on the clock of whoever created it.
+    """
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -134,15 +149,20 @@ class Delivery(models.Model):
         DELIVERED = "delivered"
         FAILED = "failed"
 
+    ACTIVE = (Status.PENDING, Status.SENDING)
+
     event = models.ForeignKey(IncidentEvent, on_delete=models.CASCADE, related_name="deliveries",
                               null=True, blank=True)
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="deliveries",
+                                 null=True, blank=True)
     outage = models.ForeignKey("monitors.OutageImpact", on_delete=models.CASCADE,
                                related_name="deliveries", null=True, blank=True)
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    # When a worker last claimed it (pending -> sending); finds crashed senders.
+    attempts = models.PositiveIntegerField(default=0)
+    lease = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=500, blank=True, default="")
@@ -154,13 +174,22 @@ class Delivery(models.Model):
             models.CheckConstraint(condition=Q(event__isnull=True) ^ Q(outage__isnull=True),
                                    name="delivery_of_event_or_outage"),
         ]
+        indexes = [
+            # claim_due(): the due rows, and for each whether an earlier one of the
+            # same incident and channel is still active
+            models.Index(fields=["next_attempt_at"], name="delivery_due",
+                         condition=Q(status__in=["pending", "sending"])),
+            models.Index(fields=["incident", "channel", "id"], name="delivery_order",
+                         condition=Q(status__in=["pending", "sending"])),
+            models.Index(fields=["channel", "status"], name="delivery_channel_status"),
+        ]
 
 
 class DeliveryAttempt(models.Model):
     """The log of one HTTP attempt of a delivery."""
 
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="log")
-    number = models.PositiveSmallIntegerField()
+    number = models.PositiveIntegerField()
     at = models.DateTimeField()
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.CharField(max_length=500, blank=True, default="")

@@ -134,11 +134,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=CRONRADAR_TICK_SECONDS),
         "options": {"expires": max(CRONRADAR_TICK_SECONDS * 4, 2)},
     },
-    # Safety net: re-send deliveries whose task was lost (see alerts.tasks).
-    "redispatch-stale-deliveries": {
-        "task": "alerts.tasks.redispatch",
-        "schedule": timedelta(seconds=60),
-        "options": {"expires": 120},
+    # Claim and send due deliveries (alerts.delivery): new ones, retries, and
+    # ones whose sender died.
+    "deliver": {
+        "task": "alerts.tasks.deliver",
+        "schedule": timedelta(seconds=CRONRADAR_TICK_SECONDS),
+        "options": {"expires": max(CRONRADAR_TICK_SECONDS * 4, 2)},
     },
 }
 # Public base URL used to build ping URLs shown in the API.
@@ -149,17 +150,25 @@ CRONRADAR_PING_BODY_LIMIT = env.int("CRONRADAR_PING_BODY_LIMIT", default=100 * 1
 # ping's client address is the last entry of that header. Only turn it on when
 # clients cannot reach the web server except through that proxy.
 CRONRADAR_TRUST_X_FORWARDED_FOR = env.bool("CRONRADAR_TRUST_X_FORWARDED_FOR", default=False)
-# Outgoing notifications (webhooks, Slack, PagerDuty).
+# Outgoing notifications (webhooks, Slack, PagerDuty): see alerts.delivery.
+# Seconds each HTTP operation of an attempt may take (connect, write, read).
 CRONRADAR_DELIVERY_TIMEOUT = env.float("CRONRADAR_DELIVERY_TIMEOUT", default=5.0)
-CRONRADAR_DELIVERY_MAX_ATTEMPTS = env.int("CRONRADAR_DELIVERY_MAX_ATTEMPTS", default=5)
+# Retryable failures are retried until a delivery is this many seconds old (6 h).
+CRONRADAR_DELIVERY_MAX_AGE = env.float("CRONRADAR_DELIVERY_MAX_AGE", default=6 * 3600)
+# An extra bound on attempts; 0: none (the age bounds retries).
+CRONRADAR_DELIVERY_MAX_ATTEMPTS = env.int("CRONRADAR_DELIVERY_MAX_ATTEMPTS", default=0)
+# Backoff between attempts: BACKOFF ** attempts seconds (jittered, at most 600).
 CRONRADAR_DELIVERY_BACKOFF = env.float("CRONRADAR_DELIVERY_BACKOFF", default=2.0)
+# A receiver's Retry-After is honoured up to this many seconds.
+CRONRADAR_DELIVERY_RETRY_AFTER_CAP = env.float("CRONRADAR_DELIVERY_RETRY_AFTER_CAP",
+                                               default=600.0)
+# Attempts in flight per channel at most, and sender threads per process.
+CRONRADAR_CHANNEL_CONCURRENCY = env.int("CRONRADAR_CHANNEL_CONCURRENCY", default=4)
+CRONRADAR_DELIVERY_THREADS = env.int("CRONRADAR_DELIVERY_THREADS", default=32)
 # Refuse to send notifications to loopback, private and link-local addresses
 # (SSRF protection). Off in the embedded default so local receivers work;
 # turn it on in production.
 CRONRADAR_BLOCK_PRIVATE_ADDRESSES = env.bool("CRONRADAR_BLOCK_PRIVATE_ADDRESSES", default=False)
-# Embedded (eager Celery) only: send notifications synchronously when the
-# transaction commits instead of on the background delivery threads (tests).
-CRONRADAR_DELIVERY_INLINE = env.bool("CRONRADAR_DELIVERY_INLINE", default=False)
 # CronRadar's own liveness (monitors.liveness): every web process and the evaluator
 # record that they are alive every CRONRADAR_LIVENESS_INTERVAL seconds (0: off);
 # a silence of the web tier longer than CRONRADAR_OUTAGE_THRESHOLD seconds is an

@@ -1,7 +1,8 @@
-"""The management REST API (``/api/v1/``), authenticated by project API key.
+"""The monitors side of the REST API (``/api/v1/``): monitors, their runs and
+pings. Authenticated by project API key; lookups are scoped to the key's project.
 
 Durations are whole seconds. Views are thin: validation lives in the
-serializers, schedule rules in :mod:`monitors.schedule`, state in
+serializers, schedule rules in :mod:`monitors.schedule`, state changes in
 :mod:`monitors.evaluator`.
 """
 import base64
@@ -9,45 +10,18 @@ import codecs
 from datetime import timedelta
 
 from django.db.models import Exists, OuterRef
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404
 from django.utils import timezone
 from django.utils.text import slugify
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import (
-    OpenApiParameter,
-    extend_schema,
-    extend_schema_field,
-    extend_schema_view,
-)
-from drf_spectacular.views import SpectacularAPIView
-from rest_framework import generics, permissions, serializers, viewsets
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
+from rest_framework import generics, serializers, viewsets
 
-from alerts import incidents
-from alerts.integrations import KINDS
-from alerts.models import Channel, Incident, IncidentEvent
+from alerts.models import Channel, Incident
+from cronradar.api import LIMIT, MAX_PK, get_or_404, limit
 from monitors import evaluator, schedule, slots
 from monitors.models import Monitor, Ping, Run
 
-MAX_LIMIT = 1000
-MAX_PK = 2**63 - 1
 MAX_TAGS = 50
-
-
-def not_found(request, exception=None):
-    """404 for unmatched URLs: JSON under /api/, plain text elsewhere."""
-    if request.path.startswith("/api/"):
-        return JsonResponse({"detail": "Not found."}, status=404)
-    return HttpResponse("not found\n", status=404, content_type="text/plain; charset=utf-8")
-
-
-def _get(model, request, pk, **filters):
-    """``model`` row ``pk`` of the caller's project, or 404 (also for out-of-range ids)."""
-    if not 0 < int(pk) <= MAX_PK:
-        raise Http404
-    obj = model.objects.filter(pk=pk, **filters).first()
-    if obj is None:
-        raise Http404
-    return obj
 
 
 class Seconds(serializers.IntegerField):
@@ -220,24 +194,6 @@ class MonitorViewSet(viewsets.ModelViewSet):
             raise Http404 from None
 
 
-def _limit(request) -> int:
-    raw = request.query_params.get("limit", "100")
-    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_LIMIT):
-        raise serializers.ValidationError({"limit": [f"must be an integer from 1 to {MAX_LIMIT}"]})
-    return int(raw)
-
-
-def _flag(request, name: str) -> bool | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    if raw.lower() in ("1", "true", "yes"):
-        return True
-    if raw.lower() in ("0", "false", "no"):
-        return False
-    raise serializers.ValidationError({name: ["must be true or false"]})
-
-
 class RunSerializer(serializers.ModelSerializer):
     duration = Seconds(read_only=True)
 
@@ -270,19 +226,15 @@ class PingSerializer(serializers.ModelSerializer):
         return base64.b64encode(bytes(p.body)).decode()
 
 
-LIMIT = OpenApiParameter("limit", int, description=f"at most this many, 1-{MAX_LIMIT} "
-                         "(default 100)")
-
-
 @extend_schema_view(get=extend_schema(parameters=[LIMIT]))
 class _MonitorChildList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        monitor = _get(Monitor, self.request, self.kwargs["pk"], project=self.request.user,
-                       deleted_at__isnull=True)
+        monitor = get_or_404(Monitor, self.kwargs["pk"], project=self.request.user,
+                             deleted_at__isnull=True)
         model = self.serializer_class.Meta.model
-        return model.objects.filter(monitor=monitor).order_by("-pk")[:_limit(self.request)]
+        return model.objects.filter(monitor=monitor).order_by("-pk")[:limit(self.request)]
 
 
 class RunList(_MonitorChildList):
@@ -295,121 +247,3 @@ class PingList(_MonitorChildList):
     """``GET /api/v1/monitors/<id>/pings/``: newest first, ``?limit=`` (default 100)."""
 
     serializer_class = PingSerializer
-
-
-class ChannelSerializer(serializers.ModelSerializer):
-    config = serializers.JSONField(required=False, default=dict)
-
-    class Meta:
-        model = Channel
-        fields = ["id", "kind", "name", "config", "created_at"]
-        read_only_fields = ["id", "created_at"]
-
-    def validate(self, attrs):
-        previous = None
-        if self.instance is not None:
-            if attrs.get("kind", self.instance.kind) != self.instance.kind:
-                raise serializers.ValidationError({"kind": ["cannot be changed"]})
-            attrs["kind"] = self.instance.kind
-            if "config" not in attrs:
-                return attrs
-            previous = self.instance.config
-        try:
-            attrs["config"] = KINDS[attrs["kind"]].validate_config(attrs.get("config") or {},
-                                                                   previous)
-        except ValueError as e:
-            raise serializers.ValidationError({"config": [str(e)]}) from None
-        return attrs
-
-    def create(self, validated):
-        return Channel.objects.create(project=self.context["request"].user, **validated)
-
-
-class ChannelList(generics.ListCreateAPIView):
-    """``GET/POST /api/v1/channels/``."""
-
-    serializer_class = ChannelSerializer
-    pagination_class = None
-
-    def get_queryset(self):
-        return Channel.objects.filter(project=self.request.user,
-                                      deleted_at__isnull=True).order_by("pk")
-
-
-class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
-    """``GET/PATCH/DELETE /api/v1/channels/<id>/``; ``kind`` cannot change.
-
-    DELETE first sends a resolve for every open incident the channel was notified of.
-    """
-
-    serializer_class = ChannelSerializer
-    http_method_names = ["get", "patch", "delete", "head", "options"]
-
-    def get_object(self):
-        return _get(Channel, self.request, self.kwargs["pk"], project=self.request.user,
-                    deleted_at__isnull=True)
-
-    def perform_destroy(self, channel):
-        incidents.delete_channel(channel, timezone.now())
-
-
-class IncidentEventSerializer(serializers.ModelSerializer):
-    """A timeline event; ``count`` times between ``at`` and ``last_at`` (a problem
-    seen again is counted on its event, so a timeline stays bounded)."""
-
-    class Meta:
-        model = IncidentEvent
-        fields = ["kind", "at", "last_at", "count", "message", "detail"]
-
-
-class IncidentSerializer(serializers.ModelSerializer):
-    events = IncidentEventSerializer(many=True, read_only=True)
-
-    class Meta:
-        model = Incident
-        fields = ["id", "monitor", "cause", "summary", "dedup_key", "opened_at", "resolved_at",
-                  "resolution", "missed_count", "failure_count", "events"]
-
-
-@extend_schema_view(get=extend_schema(parameters=[
-    LIMIT,
-    OpenApiParameter("open", bool, description="only open (true) or resolved (false)"),
-    OpenApiParameter("monitor", int, description="only this monitor's incidents"),
-]))
-class IncidentList(generics.ListAPIView):
-    """``GET /api/v1/incidents/``: newest first; ``?monitor=<id>``, ``?open=true``, ``?limit=``."""
-
-    serializer_class = IncidentSerializer
-    pagination_class = None
-
-    def get_queryset(self):
-        qs = Incident.objects.filter(monitor__project=self.request.user,
-                                     monitor__deleted_at__isnull=True)
-        params = self.request.query_params
-        if "monitor" in params:
-            raw = params["monitor"]
-            if not (raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_PK):
-                raise serializers.ValidationError({"monitor": ["must be a monitor id"]})
-            qs = qs.filter(monitor_id=int(raw))
-        is_open = _flag(self.request, "open")
-        if is_open is not None:
-            qs = qs.filter(resolved_at__isnull=is_open)
-        return qs.prefetch_related("events").order_by("-opened_at", "-pk")[:_limit(self.request)]
-
-
-class ApiKeyScheme(OpenApiAuthenticationExtension):
-    """Describes :class:`monitors.auth.ApiKeyAuthentication` in the OpenAPI schema."""
-
-    target_class = "monitors.auth.ApiKeyAuthentication"
-    name = "ApiKey"
-
-    def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer",
-                "description": "Project API key (also accepted as `X-Api-Key`)."}
-
-
-class Schema(SpectacularAPIView):
-    """``GET /api/v1/schema/``: the OpenAPI 3 schema (YAML; ``?format=json`` for JSON)."""
-
-    authentication_classes = []
-    permission_classes = [permissions.AllowAny]

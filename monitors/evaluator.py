@@ -201,7 +201,7 @@ def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
     with transaction.atomic():
         monitor = Monitor.objects.select_for_update().get(pk=monitor_id, deleted_at__isnull=True)
         changed = {k for k, v in changes.items() if getattr(monitor, k) != v}
-        judged = changed & (SCHEDULE_FIELDS | LIMIT_FIELDS | {"paused"})
+        judged = changed & (SCHEDULE_FIELDS | LIMIT_FIELDS)
         alive = liveness.load(now)
         if judged and not monitor.paused:
             _evaluate(monitor, now, alive)
@@ -268,8 +268,7 @@ def delete(monitor_id: int, now: datetime) -> None:
 
 def _purge(monitor: Monitor, now: datetime) -> None:
     """Remove a deleted monitor unless a delivery of its incidents is still pending."""
-    waiting = Delivery.objects.filter(event__incident__monitor=monitor,
-                                      status__in=(Delivery.Status.PENDING, Delivery.Status.SENDING))
+    waiting = Delivery.objects.filter(incident__monitor=monitor, status__in=Delivery.ACTIVE)
     if waiting.exists():
         monitor.next_evaluation_at = now + PURGE_RETRY
         monitor.save(update_fields=["next_evaluation_at"])
@@ -281,8 +280,7 @@ def purge_channels() -> int:
     """Remove deleted channels whose last deliveries are done; returns how many."""
     removed = 0
     for channel in Channel.objects.filter(deleted_at__isnull=False):
-        if not channel.deliveries.filter(
-                status__in=(Delivery.Status.PENDING, Delivery.Status.SENDING)).exists():
+        if not channel.deliveries.filter(status__in=Delivery.ACTIVE).exists():
             channel.delete()
             removed += 1
     return removed
@@ -327,6 +325,7 @@ def summarize_outages(now: datetime, alive: Liveness) -> int:
             if not Outage.objects.filter(pk=outage.pk, summarized_at__isnull=True) \
                     .update(summarized_at=now):
                 continue
+            outage.summarized_at = now
             for impact in outage.impacts.filter(unknown_slots__gt=0).order_by("pk"):
                 incidents.notify_outage(impact)
         sent += 1

@@ -143,8 +143,10 @@ def overdue(monitor, until: datetime, liveness=None) -> Overdue | None:
         expr, tz, sem = monitor.schedule, monitor.timezone, monitor.cron_semantics
         recent = schedule.last_fires(expr, tz, first - _MICRO, horizon, sem, MAX_RUN_ROWS)
         following = schedule.next_fire(expr, tz, horizon, sem)
-    unknown = [s for s in recent if liveness and liveness.window_at(s + grace)]
-    missed = [s for s in recent if s not in unknown]
+    missed, unknown = [], []
+    for slot in recent:
+        late = liveness is not None and liveness.window_at(slot + grace) is not None
+        (unknown if late else missed).append(slot)
     return Overdue(missed, total - sum(unknown_by_outage.values()), unknown,
                    unknown_by_outage, following)
 

@@ -9,11 +9,26 @@ T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)
-def _fast_inline_delivery(settings):
-    """Deliver notifications synchronously at commit, with tiny backoff."""
-    settings.CRONRADAR_DELIVERY_INLINE = True
-    settings.CRONRADAR_DELIVERY_BACKOFF = 0.01
+def _local_receivers(settings):
+    """Tests' receivers listen on loopback (or are mocked): let deliveries reach them."""
     settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
+
+
+def send_due(now=None, client=None) -> int:
+    """Run the delivery engine (alerts.delivery: claim due rows, send, write the
+    outcome) on this thread until nothing is due at ``now`` (default: the current
+    time); returns how many attempts were made. Retries land after ``now``."""
+    from django.utils import timezone
+
+    from alerts.delivery import claim_due, send
+
+    clock = (lambda: now) if now is not None else timezone.now
+    made = 0
+    while claims := claim_due(clock(), 100):
+        for claim in claims:
+            send(claim, client=client, clock=clock)
+            made += 1
+    return made
 
 
 @pytest.fixture

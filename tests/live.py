@@ -30,6 +30,7 @@ class Received:
     path: str
     headers: dict
     body: bytes
+    status: int = 200  # what the receiver answered
 
     def json(self):
         return json.loads(self.body)
@@ -37,25 +38,44 @@ class Received:
 
 @dataclass
 class Receiver:
-    """A threaded local HTTP server that records every POST and answers ``status``."""
+    """A threaded local HTTP server that records every POST and answers ``status``.
+
+    delay: seconds to wait before answering; hold: an Event to wait for before
+    answering (a receiver that hangs until the test lets it go); fail_every: answer
+    every n-th request with 503 (and ``Retry-After: 0``).
+    """
 
     status: int = 200
     delay: float = 0.0
     port: int = 0
+    hold: threading.Event | None = None
+    fail_every: int = 0
     requests: list[Received] = field(default_factory=list)
 
     def __post_init__(self):
         recv = self
+        lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                recv.requests.append(Received(time.time(), self.path, dict(self.headers), body))
+                with lock:
+                    n = len(recv.requests) + 1
+                    status = 503 if recv.fail_every and n % recv.fail_every == 0 else recv.status
+                    recv.requests.append(Received(time.time(), self.path, dict(self.headers),
+                                                  body, status))
                 if recv.delay:
                     time.sleep(recv.delay)
-                self.send_response(recv.status)
-                self.end_headers()
-                self.wfile.write(b"ok")
+                if recv.hold is not None:
+                    recv.hold.wait(60)
+                try:
+                    self.send_response(status)
+                    if status == 503:
+                        self.send_header("Retry-After", "0")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                except OSError:  # the sender gave up waiting
+                    pass
 
             def log_message(self, *args):
                 pass
@@ -113,6 +133,12 @@ class Service:
     def output(self) -> str:
         self.log.seek(0)
         return self.log.read()
+
+    def kill(self):
+        """SIGKILL: a crash, nothing gets to clean up."""
+        self.proc.kill()
+        self.proc.wait(10)
+        self.log.close()
 
     def stop(self):
         self.proc.terminate()

@@ -208,9 +208,36 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
     assert resp.status_code == 200
     doc = resp.json()
     assert sorted(doc["paths"]) == [
-        "/api/v1/channels/", "/api/v1/channels/{id}/", "/api/v1/incidents/",
+        "/api/v1/channels/", "/api/v1/channels/{id}/", "/api/v1/deliveries/",
+        "/api/v1/incidents/",
         "/api/v1/monitors/", "/api/v1/monitors/{id}/", "/api/v1/monitors/{id}/pings/",
         "/api/v1/monitors/{id}/runs/"]
     monitor = doc["components"]["schemas"]["Monitor"]["properties"]
     assert monitor["grace"]["type"] == "integer"
     assert doc["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
+
+
+def test_deliveries_are_visible_per_incident_and_in_a_list(api, make_monitor, project):
+    hook = Channel.objects.create(project=project, kind="webhook", name="h",
+                                  config={"url": "https://h.test/x", "secret": "k"})
+    m = make_monitor(channels=[hook])
+    ingest(m.pk, PingInput("fail"), T0)
+    d = Delivery.objects.get()
+    Delivery.objects.filter(pk=d.pk).update(status="pending", attempts=2, last_error="HTTP 503",
+                                            next_attempt_at=T0 + timedelta(seconds=8))
+    expected = {"id": d.pk, "event": "incident.opened", "incident": d.incident_id,
+                "channel": hook.pk, "status": "pending", "attempts": 2, "last_error": "HTTP 503",
+                "created_at": "2026-01-05T12:00:00Z", "next_attempt_at": "2026-01-05T12:00:08Z",
+                "delivered_at": None}
+    [incident] = api.get("/api/v1/incidents/").json()
+    assert incident["events"][0]["deliveries"] == [expected]
+    assert api.get("/api/v1/deliveries/").json() == [expected]
+    assert api.get(f"/api/v1/deliveries/?incident={d.incident_id}&status=pending").json() == [
+        expected]
+    assert api.get("/api/v1/deliveries/?status=delivered").json() == []
+    assert api.get("/api/v1/deliveries/?status=lost").json() == {
+        "status": ["must be one of pending, sending, delivered, failed"]}
+    assert api.get("/api/v1/deliveries/?channel=x").json() == {"channel": ["must be a channel id"]}
+    other = Project.objects.create(name="other")
+    foreign = Channel.objects.create(project=other, kind="webhook", config={"url": "http://x"})
+    assert api.get(f"/api/v1/deliveries/?channel={foreign.pk}").json() == []

@@ -1,50 +1,67 @@
-"""Sending deliveries: outcomes, retries, SSRF guard, claiming, dispatch.
+"""The delivery engine: outcomes, retries and their timing, order per (incident,
+channel), per-channel caps, claims that expire, SSRF guard, visibility.
 
-No request leaves the process: ``attempt`` gets an ``httpx.MockTransport``
-client, and task-level tests run under ``respx`` (unmocked requests raise).
+No request leaves the process: tests pass ``send`` an ``httpx.MockTransport``
+client, or run a real local HTTP server (tests.live.Receiver). Time is the
+controlled ``NOW`` unless a test is about threads.
 """
 import json
 import socket
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-import respx
-from celery.exceptions import Retry
-from django.db import transaction
+from django.db import connections
 
-from alerts import tasks
-from alerts.delivery import attempt, backoff
+from alerts import delivery, tasks
+from alerts.delivery import claim_due, claim_timeout, retry_delay, send
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
-from alerts.tasks import deliver, dispatch
 from monitors.models import Monitor
+from tests.conftest import send_due
+from tests.live import Receiver as LiveReceiver
 
 NOW = datetime(2025, 1, 1, 12, 0, 6, tzinfo=UTC)
 HOOK = "https://hooks.example.com/cr"
 OTHER = "https://other.example.com/cr"
 
 
+def s(n):
+    return timedelta(seconds=n)
+
+
 @pytest.fixture
-def event(project):
-    monitor = Monitor.objects.create(
+def monitor(project):
+    return Monitor.objects.create(
         project=project, name="Nightly backup", slug="nightly-backup", kind="interval",
         period=timedelta(seconds=60), grace=timedelta(seconds=5),
     )
-    incident = Incident.objects.create(
-        monitor=monitor, cause="missed", summary="Nightly backup: no ping",
-        opened_at=datetime(2025, 1, 1, 12, 0, 5, tzinfo=UTC), missed_count=1,
-    )
-    return IncidentEvent.objects.create(incident=incident, kind="opened", at=incident.opened_at)
+
+
+def new_incident(monitor):
+    """An open incident (of a monitor of its own, as one monitor has one open incident)."""
+    own = Monitor.objects.create(project=monitor.project, name=monitor.name,
+                                 slug=f"m{Monitor.objects.count()}", period=monitor.period,
+                                 grace=monitor.grace)
+    return Incident.objects.create(monitor=own, cause="missed", summary="Nightly backup: x",
+                                   opened_at=NOW, missed_count=1)
+
+
+def new_delivery(incident, channel, kind="opened", at=NOW):
+    event = IncidentEvent.objects.create(incident=incident, kind=kind, at=at)
+    return Delivery.objects.create(event=event, incident=incident, channel=channel,
+                                   created_at=at, next_attempt_at=at)
+
+
+def webhook(project, url=HOOK):
+    return Channel.objects.create(project=project, kind="webhook",
+                                  config={"url": url, "secret": "k"})
 
 
 @pytest.fixture
-def make_delivery(project, event):
+def make_delivery(project, monitor):
     def make(url=HOOK, **config):
-        config = {"url": url, "secret": "k", **config}
-        ch = Channel.objects.create(project=project, kind="webhook", config=config)
-        return Delivery.objects.create(event=event, channel=ch)
+        return new_delivery(new_incident(monitor), webhook(project, url))
 
     return make
 
@@ -68,8 +85,16 @@ class Receiver:
         return httpx.Client(transport=httpx.MockTransport(self))
 
 
-def log(delivery):
-    return list(DeliveryAttempt.objects.filter(delivery=delivery)
+def attempt(d, client, now=NOW):
+    """Claim ``d`` at ``now`` and make its attempt; returns its status afterwards."""
+    [claim] = [c for c in claim_due(now, 100) if c.delivery_id == d.pk]
+    send(claim, client=client, clock=lambda: now)
+    d.refresh_from_db()
+    return d.status
+
+
+def log(d):
+    return list(DeliveryAttempt.objects.filter(delivery=d)
                 .values_list("number", "at", "status_code", "error"))
 
 
@@ -79,89 +104,121 @@ def test_success_is_delivered_and_logged(make_delivery):
     d = make_delivery()
     receiver = Receiver(httpx.Response(200, text="ok"))
 
-    result = attempt(d, client=receiver.client, now=NOW)
+    assert attempt(d, receiver.client) == "delivered"
 
-    assert (result.claimed, result.status, result.attempts, result.retry) == (
-        True, "delivered", 1, False)
     [sent] = receiver.requests
     assert (sent.method, str(sent.url)) == ("POST", HOOK)
     assert json.loads(sent.content)["event"] == "incident.opened"
     assert sent.headers["X-CronRadar-Event"] == "incident.opened"
-    d.refresh_from_db()
-    assert (d.status, d.attempts, d.delivered_at, d.last_error) == ("delivered", 1, NOW, "")
+    assert (d.attempts, d.delivered_at, d.last_error, d.next_attempt_at) == (1, NOW, "", None)
     assert log(d) == [(1, NOW, 200, "")]
 
 
-def test_server_error_stays_pending_for_a_retry(make_delivery):
+def test_server_error_is_retried_later(make_delivery, settings):
+    settings.CRONRADAR_DELIVERY_BACKOFF = 2.0
     d = make_delivery()
-    result = attempt(d, client=Receiver(httpx.Response(503, text="busy")).client, now=NOW)
-
-    assert (result.status, result.attempts, result.retry) == ("pending", 1, True)
-    d.refresh_from_db()
-    assert (d.status, d.attempts, d.delivered_at, d.last_error) == (
-        "pending", 1, None, "HTTP 503: busy")
+    assert attempt(d, Receiver(httpx.Response(503, text="busy")).client) == "pending"
+    assert (d.attempts, d.delivered_at, d.last_error) == (1, None, "HTTP 503: busy")
+    assert NOW + s(1) <= d.next_attempt_at <= NOW + s(2)  # 2 ** 1, jittered down to half
     assert log(d) == [(1, NOW, 503, "HTTP 503: busy")]
+    assert claim_due(NOW + s(0.99), 10) == []  # not due yet
 
 
-def test_rate_limited_is_retryable(make_delivery):
-    result = attempt(make_delivery(), client=Receiver(httpx.Response(429)).client, now=NOW)
-    assert (result.status, result.retry) == ("pending", True)
+@pytest.mark.parametrize("header,delay", [("120", 120), ("99999", 600), ("0", 0),
+                                          ("Wed, 01 Jan 2025 12:01:06 GMT", 60)])
+def test_retry_after_is_honoured_up_to_the_cap(make_delivery, header, delay, monkeypatch):
+    monkeypatch.setattr(delivery.timezone, "now", lambda: NOW)  # for the HTTP-date form
+    d = make_delivery()
+    answer = httpx.Response(429, headers={"Retry-After": header})
+    assert attempt(d, Receiver(answer).client) == "pending"
+    assert d.next_attempt_at == NOW + s(delay)
+
+
+def test_backoff_grows_with_jitter_and_a_cap(settings):
+    settings.CRONRADAR_DELIVERY_BACKOFF = 2.0
+    for attempts, base in ((1, 2), (3, 8), (9, 512), (10, 600), (40, 600)):
+        delays = {retry_delay(attempts) for _ in range(50)}
+        assert all(base / 2 <= x <= base for x in delays) and len(delays) > 1
 
 
 @pytest.mark.parametrize("code", [400, 404, 410, 301])
 def test_other_statuses_fail_without_retry(make_delivery, code):
     d = make_delivery()
-    result = attempt(d, client=Receiver(httpx.Response(code)).client, now=NOW)
-
-    assert (result.status, result.retry) == ("failed", False)
-    d.refresh_from_db()
-    assert (d.status, d.attempts, d.last_error) == ("failed", 1, f"HTTP {code}")
+    assert attempt(d, Receiver(httpx.Response(code)).client) == "failed"
+    assert (d.attempts, d.last_error, d.next_attempt_at) == (1, f"HTTP {code}", None)
 
 
 def test_timeout_is_logged_and_retryable(make_delivery):
     d = make_delivery()
-    result = attempt(d, client=Receiver(httpx.ReadTimeout("timed out")).client, now=NOW)
-
-    assert (result.status, result.retry) == ("pending", True)
+    assert attempt(d, Receiver(httpx.ReadTimeout("timed out")).client) == "pending"
     assert log(d) == [(1, NOW, None, "timeout after 5s: ReadTimeout")]
 
 
 def test_network_error_is_logged_and_retryable(make_delivery):
     d = make_delivery()
-    result = attempt(d, client=Receiver(httpx.ConnectError("refused")).client, now=NOW)
-
-    assert (result.status, result.retry) == ("pending", True)
+    assert attempt(d, Receiver(httpx.ConnectError("refused")).client) == "pending"
     assert log(d) == [(1, NOW, None, "network error: ConnectError: refused")]
 
 
-def test_last_allowed_attempt_fails_for_good(make_delivery, settings):
+def test_retries_stop_at_the_max_age_and_the_delivery_is_dead_lettered(make_delivery,
+                                                                       settings):
+    settings.CRONRADAR_DELIVERY_MAX_AGE = 3600
+    d = make_delivery()
+    client = Receiver(*[httpx.Response(502)] * 3).client
+    assert attempt(d, client, NOW) == "pending"
+    assert attempt(d, client, NOW + s(3599)) == "pending"
+    assert attempt(d, client, NOW + s(3610)) == "failed"
+    assert d.last_error == "gave up after 3 attempts over 1h00m: HTTP 502"
+    assert d.next_attempt_at is None
+
+
+def test_max_attempts_is_an_extra_bound(make_delivery, settings):
     settings.CRONRADAR_DELIVERY_MAX_ATTEMPTS = 2
     d = make_delivery()
     client = Receiver(httpx.Response(500), httpx.Response(500)).client
-
-    assert attempt(d, client=client, now=NOW).status == "pending"
-    assert attempt(d, client=client, now=NOW).status == "failed"
-    assert [row[:3] for row in log(d)] == [(1, NOW, 500), (2, NOW, 500)]
+    assert attempt(d, client, NOW) == "pending"
+    assert attempt(d, client, NOW + s(10)) == "failed"
+    assert [row[2] for row in log(d)] == [500, 500]
 
 
 def test_long_error_bodies_are_cut(make_delivery):
     d = make_delivery()
-    attempt(d, client=Receiver(httpx.Response(500, text="x" * 10_000)).client, now=NOW)
-    d.refresh_from_db()
+    attempt(d, Receiver(httpx.Response(500, text="x" * 10_000)).client)
     assert d.last_error == "HTTP 500: " + "x" * 200
 
 
 def test_unbuildable_request_fails_without_http(make_delivery):
     d = make_delivery()
-    d.channel.config = {}
-    d.channel.save()
+    Channel.objects.filter(pk=d.channel_id).update(config={})
     receiver = Receiver()
-
-    result = attempt(d, client=receiver.client, now=NOW)
-
-    assert (result.status, result.retry) == ("failed", False)
+    assert attempt(d, receiver.client) == "failed"
     assert receiver.requests == []
     assert log(d) == [(1, NOW, None, "build error: KeyError: 'url'")]
+
+
+def test_the_channel_records_its_health(make_delivery):
+    d = make_delivery()
+    client = Receiver(httpx.Response(503, text="down"), httpx.Response(503, text="still"),
+                      httpx.Response(200)).client
+    attempt(d, client, NOW)
+    attempt(d, client, NOW + s(30))
+    channel = Channel.objects.get(pk=d.channel_id)
+    assert (channel.last_error, channel.failing_since) == ("HTTP 503: still", NOW)
+    attempt(d, client, NOW + s(90))
+    channel.refresh_from_db()
+    assert (channel.last_error, channel.failing_since) == ("HTTP 503: still", None)
+
+
+def test_delivery_deleted_while_being_sent(make_delivery):
+    d = make_delivery()
+
+    def answer(request):
+        Delivery.objects.filter(pk=d.pk).delete()  # the monitor was deleted meanwhile
+        return httpx.Response(200)
+
+    [claim] = claim_due(NOW, 10)
+    assert send(claim, client=httpx.Client(transport=httpx.MockTransport(answer))) == ""
+    assert not DeliveryAttempt.objects.exists()
 
 
 # --- private destinations ---------------------------------------------------
@@ -182,9 +239,7 @@ def test_private_destinations_are_blocked(make_delivery, settings, url, address)
     d = make_delivery(url=url)
     receiver = Receiver()
 
-    result = attempt(d, client=receiver.client, now=NOW)
-
-    assert (result.status, result.retry) == ("failed", False)
+    assert attempt(d, receiver.client) == "failed"
     assert receiver.requests == []
     host = httpx.URL(url).host
     assert log(d) == [(1, NOW, None, f"blocked: {host} resolves to non-public address {address}")]
@@ -205,7 +260,7 @@ def test_hostname_with_any_private_address_is_blocked(make_delivery, settings, m
     d = make_delivery()
     receiver = Receiver()
 
-    assert attempt(d, client=receiver.client, now=NOW).status == "failed"
+    assert attempt(d, receiver.client) == "failed"
     assert receiver.requests == []
     assert d.last_error == "blocked: hooks.example.com resolves to non-public address 10.0.0.7"
 
@@ -215,7 +270,7 @@ def test_public_hostname_is_sent_when_blocking(make_delivery, settings, monkeypa
     monkeypatch.setattr(socket, "getaddrinfo", fake_dns("93.184.215.14", "2606:2800:21f::1"))
     receiver = Receiver(httpx.Response(204))
 
-    assert attempt(make_delivery(), client=receiver.client, now=NOW).status == "delivered"
+    assert attempt(make_delivery(), receiver.client) == "delivered"
     assert len(receiver.requests) == 1
 
 
@@ -229,7 +284,7 @@ def test_unresolvable_hostname_is_retryable(make_delivery, settings, monkeypatch
     d = make_delivery()
     receiver = Receiver()
 
-    assert attempt(d, client=receiver.client, now=NOW).retry
+    assert attempt(d, receiver.client) == "pending"
     assert receiver.requests == []
     assert d.last_error == f"dns error: [Errno {socket.EAI_NONAME}] Name or service not known"
 
@@ -237,301 +292,168 @@ def test_unresolvable_hostname_is_retryable(make_delivery, settings, monkeypatch
 def test_private_destinations_are_allowed_when_not_blocking(make_delivery):
     receiver = Receiver(httpx.Response(200))
     d = make_delivery(url="http://127.0.0.1:8080/hook")
-    assert attempt(d, client=receiver.client, now=NOW).status == "delivered"
+    assert attempt(d, receiver.client) == "delivered"
 
 
-# --- claiming ---------------------------------------------------------------
+# --- claiming: leases, order, caps ---------------------------------------------
 
-@pytest.mark.parametrize("status", ["sending", "delivered", "failed"])
-def test_only_pending_deliveries_are_claimed(make_delivery, status):
+@pytest.mark.parametrize("status", ["delivered", "failed"])
+def test_finished_deliveries_are_never_claimed(make_delivery, status):
     d = make_delivery()
-    Delivery.objects.filter(pk=d.pk).update(status=status)
-    receiver = Receiver()
-
-    result = attempt(d, client=receiver.client, now=NOW)
-
-    assert (result.claimed, result.status, result.retry) == (False, "", False)
-    assert receiver.requests == []
-    assert log(d) == []
-    d.refresh_from_db()
-    assert (d.status, d.attempts) == (status, 0)
+    Delivery.objects.filter(pk=d.pk).update(status=status, next_attempt_at=None)
+    assert claim_due(NOW + s(3600), 10) == []
 
 
-def test_a_stale_copy_cannot_send_twice(make_delivery):
+def test_a_claim_is_held_until_it_expires(make_delivery):
     d = make_delivery()
-    stale = Delivery.objects.get(pk=d.pk)
-    receiver = Receiver(httpx.Response(200))
+    [claim] = claim_due(NOW, 10)
+    assert claim_due(NOW + claim_timeout() - s(0.001), 10) == []  # a sender holds it
+    # the sender died without a word: the row is due again when the claim expires
+    [again] = claim_due(NOW + claim_timeout(), 10)
+    assert (again.delivery_id, again.lease) == (d.pk, claim.lease + 1)
+    assert send(claim, client=Receiver().client) == ""  # the old claim can write nothing
+    assert send(again, client=Receiver(httpx.Response(200)).client) == "delivered"
+    assert log(d)[0][2] == 200 and len(log(d)) == 1
 
-    assert attempt(d, client=receiver.client, now=NOW).claimed
-    assert not attempt(stale, client=receiver.client, now=NOW).claimed
-    assert len(receiver.requests) == 1
+
+def test_a_resolve_never_overtakes_its_trigger(project, monitor):
+    incident, channel = new_incident(monitor), webhook(project)
+    opened = new_delivery(incident, channel, "opened", NOW)
+    resolved = new_delivery(incident, channel, "resolved", NOW + s(1))
+    other = new_delivery(new_incident(monitor), channel, "opened", NOW + s(1))
+    assert attempt(opened, Receiver(httpx.Response(503)).client, NOW) == "pending"
+    # the trigger waits for its retry: the resolve of the same incident waits behind it,
+    # another incident's notification does not
+    assert [c.delivery_id for c in claim_due(NOW + s(1), 10)] == [other.pk]
+    Delivery.objects.filter(pk=other.pk).update(status="delivered", next_attempt_at=None)
+    order = Receiver(httpx.Response(200), httpx.Response(200))
+    assert send_due(opened.next_attempt_at, order.client) == 2
+    assert [json.loads(r.content)["event"] for r in order.requests] == [
+        "incident.opened", "incident.resolved"]
+    resolved.refresh_from_db()
+    assert resolved.status == "delivered"
 
 
-# --- backoff and the task ---------------------------------------------------
+def test_a_given_up_trigger_lets_the_resolve_go(project, monitor):
+    incident, channel = new_incident(monitor), webhook(project)
+    opened = new_delivery(incident, channel, "opened", NOW)
+    resolved = new_delivery(incident, channel, "resolved", NOW)
+    assert attempt(opened, Receiver(httpx.Response(400)).client) == "failed"
+    assert [c.delivery_id for c in claim_due(NOW, 10)] == [resolved.pk]
 
-def test_backoff(settings):
-    settings.CRONRADAR_DELIVERY_BACKOFF = 2.0
-    assert [backoff(n) for n in (1, 2, 3, 4, 8, 9, 30)] == [2, 4, 8, 16, 256, 300, 300]
 
+def test_a_channel_gets_at_most_its_cap_of_claims(project, monitor, settings):
+    settings.CRONRADAR_CHANNEL_CONCURRENCY = 3
+    busy, calm = webhook(project), webhook(project, OTHER)
+    many = [new_delivery(new_incident(monitor), busy) for _ in range(10)]
+    one = new_delivery(new_incident(monitor), calm)
+    claims = claim_due(NOW, 100)
+    assert sorted(c.delivery_id for c in claims) == sorted([*(d.pk for d in many[:3]), one.pk])
+    assert claim_due(NOW, 100) == []  # the busy channel is at its cap
+    send(claims[0], client=Receiver(httpx.Response(200)).client, clock=lambda: NOW)
+    assert [c.delivery_id for c in claim_due(NOW, 100)] == [many[3].pk]
+
+
+def test_two_claimers_never_claim_one_row_twice(project, monitor):
+    rows = [new_delivery(new_incident(monitor), webhook(project)) for _ in range(30)]
+    first, second = claim_due(NOW, 20), claim_due(NOW, 20)
+    ids = [c.delivery_id for c in first + second]
+    assert sorted(ids) == sorted(d.pk for d in rows)
+
+
+# --- the real modes ---------------------------------------------------------------------
 
 @pytest.fixture
-def mock_http():
-    with respx.mock(assert_all_called=False) as router:
-        yield router
+def live():
+    receivers = []
 
+    def make(**kw):
+        receivers.append(LiveReceiver(**kw))
+        return receivers[-1]
 
-def test_task_retries_until_delivered(make_delivery, mock_http):
-    route = mock_http.post(HOOK).mock(side_effect=[httpx.Response(500, text="boom"),
-                                                   httpx.Response(200)])
-    d = make_delivery()
-
-    deliver.apply(args=[d.pk])
-
-    assert route.call_count == 2
-    d.refresh_from_db()
-    assert (d.status, d.attempts, d.last_error) == ("delivered", 2, "")
-    assert [row[2:] for row in log(d)] == [(500, "HTTP 500: boom"), (200, "")]
-
-
-def test_task_does_not_retry_client_errors(make_delivery, mock_http):
-    route = mock_http.post(HOOK).mock(return_value=httpx.Response(400, text="invalid_payload"))
-    d = make_delivery()
-
-    deliver.apply(args=[d.pk])
-
-    assert route.call_count == 1
-    d.refresh_from_db()
-    assert (d.status, d.attempts, d.last_error) == ("failed", 1, "HTTP 400: invalid_payload")
-
-
-def test_task_gives_up_after_max_attempts(make_delivery, mock_http, settings):
-    settings.CRONRADAR_DELIVERY_MAX_ATTEMPTS = 3
-    route = mock_http.post(HOOK).mock(return_value=httpx.Response(502))
-    d = make_delivery()
-
-    deliver.apply(args=[d.pk])
-
-    assert route.call_count == 3
-    d.refresh_from_db()
-    assert (d.status, d.attempts) == ("failed", 3)
-
-
-def test_task_uses_celery_retry_with_a_broker(make_delivery, mock_http, monkeypatch):
-    mock_http.post(HOOK).mock(return_value=httpx.Response(503))
-    countdowns = []
-
-    def retry(countdown):
-        countdowns.append(countdown)
-        return Retry()
-
-    monkeypatch.setattr(deliver, "retry", retry)
-    d = make_delivery()
-
-    with pytest.raises(Retry):
-        deliver(d.pk)  # a direct call: not eager, like a worker
-
-    assert countdowns == [0.01]  # backoff(1) with the test base 0.01
-    d.refresh_from_db()
-    assert (d.status, d.attempts) == ("pending", 1)
-
-
-def test_task_ignores_missing_delivery(db, mock_http):
-    deliver.apply(args=[987654])
-    assert mock_http.calls.call_count == 0
-
-
-# --- dispatch ---------------------------------------------------------------
-
-def test_one_failing_channel_does_not_stop_the_others(
-    make_delivery, mock_http, monkeypatch, django_capture_on_commit_callbacks,
-):
-    mock_http.post(HOOK).mock(return_value=httpx.Response(500))
-    good = mock_http.post(OTHER).mock(return_value=httpx.Response(200))
-    broken = make_delivery()
-    Channel.objects.filter(pk=broken.channel_id).update(config={})  # unbuildable
-    erroring = make_delivery(url=HOOK)
-    crashing = make_delivery(url=OTHER + "?crash")
-    ok = make_delivery(url=OTHER)
-    real_attempt = tasks.attempt
-
-    def attempt_or_crash(delivery, **kwargs):
-        if delivery.pk == crashing.pk:
-            raise RuntimeError("worker bug")
-        return real_attempt(delivery, **kwargs)
-
-    monkeypatch.setattr(tasks, "attempt", attempt_or_crash)
-
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        dispatch([broken.pk, erroring.pk, crashing.pk, ok.pk])
-
-    assert len(callbacks) == 4
-    states = {d.pk: (d.status, d.attempts) for d in Delivery.objects.all()}
-    assert states == {
-        broken.pk: ("failed", 1),
-        erroring.pk: ("failed", 5),
-        crashing.pk: ("pending", 0),
-        ok.pk: ("delivered", 1),
-    }
-    assert good.call_count == 1
-
-
-def test_dispatch_waits_for_commit(make_delivery, mock_http, django_capture_on_commit_callbacks):
-    route = mock_http.post(HOOK).mock(return_value=httpx.Response(200))
-    d = make_delivery()
-
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        dispatch([d.pk])
-
-    assert route.call_count == 0
-    callbacks[0]()
-    assert route.call_count == 1
+    yield make
+    for r in receivers:
+        r.close()
 
 
 @pytest.mark.django_db(transaction=True)
-def test_embedded_dispatch_sends_on_the_delivery_threads(
-    make_delivery, mock_http, monkeypatch, settings,
-):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.CRONRADAR_DELIVERY_INLINE = False
-    senders = []
-
-    def receive(request):
-        senders.append(threading.current_thread().name)
-        return httpx.Response(200)
-
-    mock_http.post(HOOK).mock(side_effect=receive)
-    futures = []
-    real_submit = tasks._executor.submit
-    monkeypatch.setattr(tasks._executor, "submit",
-                        lambda *a: futures.append(real_submit(*a)) or futures[-1])
-
-    with transaction.atomic():
-        d = make_delivery()
-        dispatch([d.pk])
-        assert futures == []  # nothing before commit
-
-    [future] = futures
-    future.result(timeout=10)
-    assert len(senders) == 1
-    assert senders[0].startswith("cronradar-delivery")
-    assert senders[0] != threading.current_thread().name
-    d.refresh_from_db()
-    assert (d.status, d.attempts) == ("delivered", 1)
-
-
-def test_broker_dispatch_enqueues_tasks(
-    make_delivery, monkeypatch, settings, django_capture_on_commit_callbacks,
-):
-    settings.CELERY_TASK_ALWAYS_EAGER = False
-    settings.CRONRADAR_DELIVERY_INLINE = False
-    queued = []
-    monkeypatch.setattr(deliver, "delay", queued.append)
-    a, b = make_delivery(), make_delivery(url=OTHER)
-
-    with django_capture_on_commit_callbacks(execute=True):
-        dispatch([a.pk, b.pk])
-
-    assert queued == [a.pk, b.pk]
-
-
-def test_eager_retry_waits_on_a_timer_not_a_pool_thread(make_delivery, mock_http, settings,
-                                                       monkeypatch):
-    settings.CRONRADAR_DELIVERY_INLINE = False
-    settings.CRONRADAR_DELIVERY_BACKOFF = 2.0
-    timers = []
-
-    class FakeTimer:
-        def __init__(self, delay, fn, args):
-            timers.append((delay, fn, args))
-            self.daemon = False
-
-        def start(self):
-            pass
-
-    monkeypatch.setattr(tasks.threading, "Timer", FakeTimer)
-    route = mock_http.post(HOOK).mock(return_value=httpx.Response(503))
-    d = make_delivery()
-
-    deliver.apply(args=[d.pk])  # returns after one attempt
-
-    assert route.call_count == 1
-    assert timers == [(2.0, tasks._submit, [d.pk])]
-    d.refresh_from_db()
-    assert (d.status, d.attempts) == ("pending", 1)
-
-
-def test_redispatch_stale_finds_lost_deliveries(make_delivery, monkeypatch):
-    sent = []
-    monkeypatch.setattr(tasks, "_enqueue", sent.append)
-    now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-    fresh, lost, retrying, crashed, busy, done = (make_delivery() for _ in range(6))
-    Delivery.objects.filter(pk=fresh.pk).update(created_at=now - timedelta(seconds=30))
-    Delivery.objects.filter(pk__in=[lost.pk, retrying.pk, crashed.pk, busy.pk, done.pk]).update(
-        created_at=now - timedelta(hours=1))
-    DeliveryAttempt.objects.create(delivery=retrying, number=1, at=now - timedelta(seconds=100))
-    Delivery.objects.filter(pk=crashed.pk).update(status="sending",
-                                                  claimed_at=now - timedelta(minutes=5))
-    Delivery.objects.filter(pk=busy.pk).update(status="sending",
-                                               claimed_at=now - timedelta(seconds=3))
-    Delivery.objects.filter(pk=done.pk).update(status="delivered")
-
-    assert tasks.redispatch_stale(now) == 2
-    assert sorted(sent) == sorted([lost.pk, crashed.pk])
-    assert Delivery.objects.get(pk=crashed.pk).status == "pending"
-    assert Delivery.objects.get(pk=busy.pk).status == "sending"
-    sent.clear()
-    assert tasks.redispatch_stale(now, everything=True) == 4
-    assert sorted(sent) == sorted([fresh.pk, lost.pk, retrying.pk, crashed.pk])
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_slow_channel_holds_at_most_per_channel_threads(make_delivery, mock_http, settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.CRONRADAR_DELIVERY_INLINE = False
+def test_hanging_channels_do_not_hold_up_a_healthy_one(project, monitor, live, settings):
+    """Five channels whose receivers hang and one healthy channel, all with alerts due
+    at once, sent by the embedded delivery loop and its pool of sender threads: the
+    healthy channel's alerts are all delivered while every hanging channel still
+    holds its sends, and no hanging channel holds more than its cap."""
+    settings.CRONRADAR_CHANNEL_CONCURRENCY = 2
+    settings.CRONRADAR_DELIVERY_TIMEOUT = 30
     release = threading.Event()
-    slow_started, fast_sent = [], threading.Event()
-
-    def slow(request):
-        slow_started.append(request)
-        release.wait(10)
-        return httpx.Response(200)
-
-    def fast(request):
-        fast_sent.set()
-        return httpx.Response(200)
-
-    mock_http.post(HOOK).mock(side_effect=slow)
-    mock_http.post(OTHER).mock(side_effect=fast)
-    slow_ones = [make_delivery()]
-    slow_channel = slow_ones[0].channel
-    slow_ones += [Delivery.objects.create(event=IncidentEvent.objects.create(
-        incident=slow_ones[0].event.incident, kind="opened", at=slow_ones[0].event.at),
-        channel=slow_channel) for _ in range(11)]
-    for d in slow_ones:
-        tasks._submit(d.pk)
-    deadline = time.time() + 5
-    while len(slow_started) < tasks.PER_CHANNEL and time.time() < deadline:
-        time.sleep(0.01)
-    tasks._submit(make_delivery(url=OTHER).pk)
+    hanging = [live(hold=release) for _ in range(5)]
+    healthy = live()
+    for receiver in hanging:
+        channel = webhook(project, receiver.url + "/hook")
+        for _ in range(4):
+            new_delivery(new_incident(monitor), channel, at=datetime.now(UTC))
+    good = webhook(project, healthy.url + "/hook")
+    for _ in range(4):
+        new_delivery(new_incident(monitor), good, at=datetime.now(UTC))
+    stop = threading.Event()
+    loop = threading.Thread(target=tasks.delivery_loop, args=(stop,))
+    loop.start()
     try:
-        assert fast_sent.wait(5)  # 12 slow deliveries did not take all 16 threads
-        assert len(slow_started) == tasks.PER_CHANNEL
+        healthy.wait_for(lambda r: len(healthy.requests) == 4, timeout=10)
+        deadline = datetime.now(UTC) + s(10)
+        while (Delivery.objects.filter(channel=good, status="delivered").count() < 4
+               and datetime.now(UTC) < deadline):
+            threading.Event().wait(0.05)
+        assert Delivery.objects.filter(channel=good, status="delivered").count() == 4
+        assert [len(r.requests) for r in hanging] == [2] * 5  # each holds its cap, no more
+        assert not Delivery.objects.exclude(channel=good).filter(status="delivered").exists()
     finally:
         release.set()
-    deadline = time.time() + 10
-    while Delivery.objects.filter(status="delivered").count() < 13 and time.time() < deadline:
-        time.sleep(0.05)
-    assert Delivery.objects.filter(status="delivered").count() == 13  # the line drained
-    assert tasks._busy == {} and tasks._waiting == {}
+        deadline = datetime.now(UTC) + s(20)
+        while Delivery.objects.exclude(status="delivered").exists() and (
+                datetime.now(UTC) < deadline):
+            threading.Event().wait(0.05)
+        stop.set()
+        loop.join(10)
+        assert tasks.drain(30)
+    assert Delivery.objects.exclude(status="delivered").count() == 0
 
 
-def test_delivery_deleted_while_being_sent(make_delivery):
-    d = make_delivery()
+@pytest.mark.django_db(transaction=True)
+def test_ordered_per_incident_and_channel_under_failures_and_races(project, monitor, live):
+    """Four sender threads claim and send 60 notifications (an opened and a resolved
+    for each of 30 incidents, to one channel) from a receiver that fails a third of
+    requests: every incident is seen opened before resolved, each exactly delivered."""
+    receiver = live(fail_every=3)
+    channel = webhook(project, receiver.url + "/hook")
+    now = datetime.now(UTC)
+    for _ in range(30):
+        incident = new_incident(monitor)
+        new_delivery(incident, channel, "opened", now)
+        new_delivery(incident, channel, "resolved", now)
+    Delivery.objects.update(next_attempt_at=now)
 
-    def answer(request):
-        Delivery.objects.filter(pk=d.pk).delete()  # the monitor was deleted meanwhile
-        return httpx.Response(200)
+    def sender():
+        try:
+            for _ in range(200):
+                if not send_due(None) and not Delivery.objects.exclude(
+                        status="delivered").exists():
+                    return
+                Delivery.objects.filter(status="pending").update(next_attempt_at=now)
+        finally:
+            connections.close_all()
 
-    result = attempt(d, client=httpx.Client(transport=httpx.MockTransport(answer)))
-    assert (result.claimed, result.status, result.retry) == (True, "failed", False)
-    assert not DeliveryAttempt.objects.exists()
+    threads = [threading.Thread(target=sender) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert Delivery.objects.filter(status="delivered").count() == 60
+    seen = {}
+    for r in receiver.requests:
+        body = r.json()
+        if r.status < 300:
+            seen.setdefault(body["incident"]["id"], []).append(body["event"])
+    assert len(seen) == 30
+    assert all(events == ["incident.opened", "incident.resolved"] for events in seen.values())
+
+

@@ -1,9 +1,8 @@
 """An incident never dangles, and an edit never forgives: deletion, channel removal,
 pause/resume, edits of schedules and limits, ordered and bounded timelines.
 
-Outgoing requests are answered by respx; deliveries are sent inline when their
-transaction commits (see conftest), so tests that look at them commit for real.
-Nothing leaves the process.
+Outgoing requests are answered by respx; ``sent`` first runs the delivery engine
+on the test's thread (``send_due``). Nothing leaves the process.
 """
 import json
 import random
@@ -20,7 +19,7 @@ from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from monitors import evaluator
 from monitors.models import Monitor, Ping, Run
 from monitors.pings import PingInput, ingest
-from tests.conftest import T0
+from tests.conftest import T0, send_due
 
 pytestmark = pytest.mark.django_db
 commits = pytest.mark.django_db(transaction=True)
@@ -41,7 +40,9 @@ def http():
 
 
 def sent(http, url):
-    """(event_action or webhook event, dedup_key) of each request sent to ``url``."""
+    """(event_action or webhook event, dedup_key) of each request sent to ``url``,
+    once every delivery due by now has been sent."""
+    send_due()
     out = []
     for call in http.calls:
         if str(call.request.url) == url:
@@ -67,7 +68,6 @@ def hook(project):
 
 # --- deletion ----------------------------------------------------------------------------
 
-@commits
 def test_deleting_a_monitor_resolves_its_incident_on_every_notified_channel(
         api, http, pagerduty, client):
     m = api.post("/api/v1/monitors/", {"name": "db", "period": 60, "grace": 5},
@@ -91,11 +91,11 @@ def test_deleting_a_monitor_resolves_its_incident_on_every_notified_channel(
     assert not Incident.objects.exists()
 
 
-@commits
 def test_a_deleted_monitor_stays_until_its_resolve_is_done(make_monitor, pagerduty, http):
     m = make_monitor(channels=[pagerduty])
     ingest(m.pk, PingInput("fail"), T0)
     evaluator.delete(m.pk, T0 + s(1))
+    send_due(T0 + s(1))
     resolve = Delivery.objects.get(event__kind="resolved")
     Delivery.objects.filter(pk=resolve.pk).update(status="pending")  # waiting to retry
     evaluator.tick(T0 + s(2))
@@ -116,7 +116,6 @@ def test_a_deleted_monitors_slug_can_be_used_again(api):
 
 # --- channels leaving ------------------------------------------------------------------
 
-@commits
 def test_removing_a_channel_from_a_monitor_sends_it_the_resolve(
         api, http, pagerduty, hook, make_monitor):
     m = make_monitor(channels=[pagerduty, hook])
@@ -134,7 +133,6 @@ def test_removing_a_channel_from_a_monitor_sends_it_the_resolve(
     assert sent(http, HOOK) == [("incident.opened", key), ("incident.resolved", key)]
 
 
-@commits
 def test_a_channel_that_never_saw_the_incident_gets_no_resolve(api, http, hook, pagerduty,
                                                                make_monitor):
     m = make_monitor(channels=[hook])
@@ -144,7 +142,6 @@ def test_a_channel_that_never_saw_the_incident_gets_no_resolve(api, http, hook, 
     assert sent(http, PD) == []  # joined while the incident was open: never paged
 
 
-@commits
 def test_deleting_a_channel_sends_it_the_resolve_then_removes_it(api, http, pagerduty,
                                                                   make_monitor):
     m = make_monitor(all_channels=True)
@@ -161,7 +158,6 @@ def test_deleting_a_channel_sends_it_the_resolve_then_removes_it(api, http, page
 
 # --- pause and resume -------------------------------------------------------------------
 
-@commits
 def test_pausing_resolves_the_incident_and_resuming_starts_afresh(api, http, pagerduty,
                                                                   make_monitor):
     m = make_monitor(channels=[pagerduty], period=s(60), grace=s(5))

@@ -105,27 +105,32 @@ def test_1000_concurrent_pings_all_stored(service):
     assert sorted(p["body"] for p in pings) == sorted(f"ping {i}" for i in range(1000))
 
 
-def test_delivery_waiting_to_retry_survives_a_restart(tmp_path):
-    from tests.live import free_port
-
-    port = free_port()  # nothing listens here yet: the first attempt fails
-    first = Service(tmp_path, extra_env={"CRONRADAR_DELIVERY_BACKOFF": "30"})
+def test_a_delivery_cut_off_by_a_crash_is_sent_again_within_seconds(tmp_path):
+    """The service is killed while a notification is on the wire: after the restart
+    it is sent again once, within seconds (its claim expires after twice the HTTP
+    timeout plus 2 s), with the same event_id."""
+    release = threading.Event()
+    receiver = Receiver(hold=release)
+    env = {"CRONRADAR_DELIVERY_TIMEOUT": "2"}  # a claim then lasts 6 s
+    first = Service(tmp_path, extra_env=env)
     try:
-        first.api.post("/channels/", json={"kind": "webhook",
-                                           "config": {"url": f"http://127.0.0.1:{port}/h"}})
+        _hook(first, receiver)
         m = first.api.post("/monitors/", json={"name": "r", "period": 60, "grace": 5}).json()
         httpx.get(m["ping_url"] + "/fail")
-        deadline = time.time() + 10
-        while "attempt 1" not in first.output() and time.time() < deadline:
-            time.sleep(0.1)
-        assert "attempt 1" in first.output()
+        cut = receiver.wait_for(lambda r: True, timeout=10)
     finally:
-        first.stop()  # its 30 s retry timer dies with it
-    receiver = Receiver(port=port)
-    second = Service(tmp_path)
+        first.kill()  # mid-send: the outcome is never written
+        release.set()
+    second = Service(tmp_path, extra_env=env)
     try:
-        got = receiver.wait_for(lambda r: True, timeout=10)
-        assert got.json()["incident"]["cause"] == "failed"
+        again = receiver.wait_for(lambda r: r is not cut, timeout=15)
+        assert again.at - cut.at < 10
+        assert again.json()["event_id"] == cut.json()["event_id"]
+        time.sleep(3)
+        assert len(receiver.requests) == 2  # once more, not again and again
+        [incident] = second.api.get("/incidents/").json()
+        [notification] = incident["events"][0]["deliveries"]
+        assert (notification["status"], notification["attempts"]) == ("delivered", 1)
     finally:
         second.stop()
         receiver.close()

@@ -12,7 +12,7 @@ from monitors import evaluator, liveness
 from monitors.liveness import FOREVER, Liveness, Window
 from monitors.models import LivenessSpan, Outage, OutageImpact, Run
 from monitors.pings import PingInput, ingest
-from tests.conftest import T0
+from tests.conftest import T0, send_due
 
 pytestmark = pytest.mark.django_db
 HOOK = "https://hook.test/cr"
@@ -77,7 +77,6 @@ def http():
         yield router
 
 
-@pytest.mark.django_db(transaction=True)
 def test_cronradar_down_15s_gives_unknown_slots_and_one_summary(project, make_monitor, http):
     """The issue's storm: two 5 s monitors (grace 2), CronRadar stopped for 15 s while
     the jobs keep trying, then restarted."""
@@ -92,6 +91,7 @@ def test_cronradar_down_15s_gives_unknown_slots_and_one_summary(project, make_mo
             for m in monitors:
                 ingest(m.pk, PingInput("success"), T0 + s(t))
         evaluator.tick(T0 + s(t) + s(0.5))
+        send_due(T0 + s(t) + s(0.5))
     assert not Incident.objects.exists()
     for m in monitors:
         assert list(Run.objects.filter(monitor=m, outcome="unknown").order_by("slot_at")

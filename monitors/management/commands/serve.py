@@ -29,10 +29,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 from django.utils import timezone
 
-from alerts.tasks import redispatch_stale
+from alerts.tasks import delivery_loop
 from monitors import evaluator, liveness
 
-REDISPATCH_EVERY = 60.0  # seconds, as the Celery beat entry in settings
 CONNECTIONS = 4000  # at most, and never more than the open-file limit allows
 IDLE_TIMEOUT = 10  # seconds without a byte from a client with no request pending
 log = logging.getLogger(__name__)
@@ -103,17 +102,12 @@ def base_url(host: str, port: int) -> str:
 
 
 def evaluator_loop(stop: threading.Event, interval: float) -> None:
-    """Until ``stop``: :func:`monitors.evaluator.tick` every ``interval`` seconds, and
-    what Celery beat would also run in production: re-sending lost deliveries
-    (all pending ones at start-up, when no retry timer of an earlier process
-    survives, then stale ones every ``REDISPATCH_EVERY`` seconds).
+    """Until ``stop``: :func:`monitors.evaluator.tick` every ``interval`` seconds.
 
     The web server runs in this process, so each tick first records the web tier
     alive: the tick then knows it was up until now and judges every grace end at
     once (a separate web process is only known up to its last heartbeat).
     """
-    next_redispatch = 0.0
-    everything = True
     while not stop.is_set():
         started = time.monotonic()
         try:
@@ -121,9 +115,6 @@ def evaluator_loop(stop: threading.Event, interval: float) -> None:
             if liveness.enabled():
                 liveness.beat(liveness.WEB, now)
             evaluator.tick(now)
-            if started >= next_redispatch:
-                redispatch_stale(timezone.now(), everything=everything)
-                everything, next_redispatch = False, started + REDISPATCH_EVERY
         except Exception:  # keep ticking: one bad tick must not stop monitoring
             evaluator.log.exception("evaluator tick failed")
         finally:
@@ -149,7 +140,8 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=port_number, default=8000, help="1-65535")
         parser.add_argument("--threads", type=int, default=16)
         parser.add_argument("--no-evaluator", action="store_true",
-                            help="serve HTTP only (when Celery beat runs the evaluator)")
+                            help="serve HTTP only (when Celery runs the evaluator and sends "
+                                 "notifications)")
 
     def handle(self, *args, host, port, threads, no_evaluator, **options):
         from django.core.wsgi import get_wsgi_application
@@ -193,6 +185,8 @@ class Command(BaseCommand):
                 interval = settings.CRONRADAR_TICK_SECONDS
                 threading.Thread(target=evaluator_loop, args=(stop, interval),
                                  name="cronradar-evaluator", daemon=True).start()
+                threading.Thread(target=delivery_loop, args=(stop,),
+                                 name="cronradar-deliveries", daemon=True).start()
                 self.stdout.write(f"evaluator: ticking every {interval}s in-process")
             shown = f"[{host}]" if ":" in host else host or "0.0.0.0"
             self.stdout.write(f"CronRadar listening on http://{shown}:{port}/")
