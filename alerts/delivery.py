@@ -20,8 +20,8 @@ runs it (the ``serve`` loop, a Celery worker on beat's tick, a test):
      exponential backoff with jitter; once the delivery is older than
      ``CRONRADAR_DELIVERY_MAX_AGE`` (or has made ``CRONRADAR_DELIVERY_MAX_ATTEMPTS``
      attempts, when that is set) it is ``failed``: given up, and visible.
-   - any other answer (3xx, 4xx), a request that cannot be built or a blocked
-     destination: ``failed`` at once.
+   - any other answer (3xx, 4xx), a request that cannot be built or a destination
+     the SSRF guard refuses (:mod:`alerts.destinations`): ``failed`` at once.
 
 Receivers get each notification at least once: a sender that dies after the
 request went out and before its outcome was written leaves the row claimed; it is
@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import email.utils
 import functools
-import ipaddress
 import logging
 import random
-import socket
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -49,6 +47,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from alerts.destinations import BlockedDestination, GuardedTransport
 from alerts.integrations import KINDS, OutgoingRequest
 from alerts.models import Channel, Delivery, DeliveryAttempt
 
@@ -58,10 +57,6 @@ BACKOFF_CAP = 600.0  # seconds between two attempts at most (without Retry-After
 ERROR_MAX = 500  # DeliveryAttempt.error / Delivery.last_error length
 BODY_SNIPPET = 200  # bytes of a failed response's body kept in the error
 _CLAIM_LOCK = 7_311_001  # pg_advisory_xact_lock key: one claimer at a time
-
-
-class BlockedDestination(Exception):
-    """The destination resolves to an address notifications may not reach."""
 
 
 @dataclass(frozen=True)
@@ -207,27 +202,6 @@ def _record_health(channel: Channel, status: str, error: str, now: datetime) -> 
         Channel.objects.filter(pk=channel.pk, failing_since=None).update(failing_since=now)
 
 
-def check_destination(url: str) -> None:
-    """Refuse ``url`` unless every address its host resolves to is public.
-
-    Resolves the host with ``socket.getaddrinfo`` and checks each address with
-    ``ipaddress`` (IPv4-mapped IPv6 addresses are checked as IPv4): loopback,
-    private, link-local, shared (CGNAT), reserved, unspecified and multicast
-    addresses raise :class:`BlockedDestination`. A host that does not resolve
-    raises ``OSError`` (``socket.gaierror``); a malformed URL ``httpx.InvalidURL``.
-    """
-    parsed = httpx.URL(url)
-    if not parsed.host:
-        raise BlockedDestination("URL has no host")
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    for *_, sockaddr in socket.getaddrinfo(parsed.host, port, type=socket.SOCK_STREAM):
-        address = ipaddress.ip_address(sockaddr[0])
-        if address.version == 6 and address.ipv4_mapped:
-            address = address.ipv4_mapped
-        if not address.is_global or address.is_multicast:
-            raise BlockedDestination(f"{parsed.host} resolves to non-public address {address}")
-
-
 def _send(delivery: Delivery, client: httpx.Client | None
           ) -> tuple[int | None, str, bool, float | None]:
     """Build and POST ``delivery``'s request: (status_code, error, retryable, retry_after)."""
@@ -241,13 +215,6 @@ def _send(delivery: Delivery, client: httpx.Client | None
     except Exception as exc:  # any builder failure is a config/data problem: no retry
         logger.exception("delivery %s: cannot build the request", delivery.pk)
         return None, f"build error: {type(exc).__name__}: {exc}", False, None
-    if settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES:
-        try:
-            check_destination(request.url)
-        except (BlockedDestination, httpx.InvalidURL) as exc:
-            return None, f"blocked: {exc}", False, None
-        except OSError as exc:
-            return None, f"dns error: {exc}", True, None
     return _post(client or _shared_client(), request)
 
 
@@ -258,7 +225,8 @@ def _shared_client() -> httpx.Client:
     A new client per attempt costs ~30 ms of CPU (TLS context), which slowed the
     evaluator down when many alerts went out at once (bench/README.md).
     """
-    return httpx.Client(limits=httpx.Limits(max_connections=200, max_keepalive_connections=20))
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=20)
+    return httpx.Client(transport=GuardedTransport(httpx.HTTPTransport(limits=limits)))
 
 
 def _post(client: httpx.Client, request: OutgoingRequest
@@ -277,6 +245,10 @@ def _post(client: httpx.Client, request: OutgoingRequest
                 snippet += chunk
                 if len(snippet) >= BODY_SNIPPET:
                     break
+    except BlockedDestination as exc:
+        return None, f"blocked: {exc}", False, None
+    except OSError as exc:  # the name did not resolve (checked by the SSRF guard)
+        return None, f"dns error: {exc}", True, None
     except httpx.TimeoutException as exc:
         return None, f"timeout after {timeout:g}s: {type(exc).__name__}", True, None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:

@@ -3,20 +3,47 @@
 With no environment at all this is the *embedded default*: SQLite in ``data/``,
 Celery tasks run eagerly, and ``manage.py serve`` runs the evaluator in-process.
 Setting ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL`` gives the production shape:
-web + Celery worker + Celery beat sharing one database.
+web + Celery worker + Celery beat sharing one database. ``CRONRADAR_ENV=production``
+is the one switch for a deployment: the SSRF guard on by default, secure cookies,
+and a system check (``cronradar.checks``) that refuses to start with the default
+secret key, ``ALLOWED_HOSTS=*`` or the guard off.
+
+Booleans are read strictly (true/false, yes/no, on/off, 1/0; anything else stops
+the start with a message). Nothing here touches the disk.
 """
 from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
-SECRET_KEY = env("SECRET_KEY", default="cronradar-embedded-insecure-key-change-me")
-DEBUG = env.bool("DEBUG", default=False)
+
+def env_bool(name: str, default: bool) -> bool:
+    """A boolean environment variable; raises ImproperlyConfigured for anything
+    that is not clearly true or false (a typo must not silently mean false)."""
+    raw = env.str(name, default=str(default)).strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r}: use true or false")
+
+
+CRONRADAR_ENV = env.str("CRONRADAR_ENV", default="embedded")
+if CRONRADAR_ENV not in ("embedded", "production"):
+    raise ImproperlyConfigured(f"CRONRADAR_ENV={CRONRADAR_ENV!r}: use embedded or production")
+PRODUCTION = CRONRADAR_ENV == "production"
+DEFAULT_SECRET_KEY = "cronradar-embedded-insecure-key-change-me"
+SECRET_KEY = env("SECRET_KEY", default=DEFAULT_SECRET_KEY)
+DEBUG = env_bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CRONRADAR_SECURE_COOKIES",
+                                                      default=PRODUCTION)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -85,7 +112,6 @@ else:
             "TEST": {"NAME": DATA_DIR / "test-cronradar.sqlite3"},
         }
     }
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
@@ -97,7 +123,6 @@ STATIC_ROOT = Path(env("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 # whitenoise serves the admin's static files: collected ones in production
 # (docker/ runs collectstatic), straight from the apps otherwise.
 WHITENOISE_USE_FINDERS = True
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["monitors.auth.ApiKeyAuthentication"],
@@ -149,7 +174,9 @@ CRONRADAR_PING_BODY_LIMIT = env.int("CRONRADAR_PING_BODY_LIMIT", default=100 * 1
 # Behind a reverse proxy that sets X-Forwarded-For (docker/compose.yaml's nginx), a
 # ping's client address is the last entry of that header. Only turn it on when
 # clients cannot reach the web server except through that proxy.
-CRONRADAR_TRUST_X_FORWARDED_FOR = env.bool("CRONRADAR_TRUST_X_FORWARDED_FOR", default=False)
+CRONRADAR_TRUST_X_FORWARDED_FOR = env_bool("CRONRADAR_TRUST_X_FORWARDED_FOR", default=False)
+if CRONRADAR_TRUST_X_FORWARDED_FOR:  # the same proxy says whether the client used https
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Outgoing notifications (webhooks, Slack, PagerDuty): see alerts.delivery.
 # Seconds each HTTP operation of an attempt may take (connect, write, read).
 CRONRADAR_DELIVERY_TIMEOUT = env.float("CRONRADAR_DELIVERY_TIMEOUT", default=5.0)
@@ -165,10 +192,13 @@ CRONRADAR_DELIVERY_RETRY_AFTER_CAP = env.float("CRONRADAR_DELIVERY_RETRY_AFTER_C
 # Attempts in flight per channel at most, and sender threads per process.
 CRONRADAR_CHANNEL_CONCURRENCY = env.int("CRONRADAR_CHANNEL_CONCURRENCY", default=4)
 CRONRADAR_DELIVERY_THREADS = env.int("CRONRADAR_DELIVERY_THREADS", default=32)
-# Refuse to send notifications to loopback, private and link-local addresses
-# (SSRF protection). Off in the embedded default so local receivers work;
-# turn it on in production.
-CRONRADAR_BLOCK_PRIVATE_ADDRESSES = env.bool("CRONRADAR_BLOCK_PRIVATE_ADDRESSES", default=False)
+# The SSRF guard (alerts.destinations): notifications reach public addresses only.
+# On under CRONRADAR_ENV=production; off in the embedded default so local
+# receivers work. CRONRADAR_ALLOWED_DESTINATIONS: hosts and networks (CIDR)
+# allowed anyway, comma-separated.
+CRONRADAR_BLOCK_PRIVATE_ADDRESSES = env_bool("CRONRADAR_BLOCK_PRIVATE_ADDRESSES",
+                                             default=PRODUCTION)
+CRONRADAR_ALLOWED_DESTINATIONS = env.list("CRONRADAR_ALLOWED_DESTINATIONS", default=[])
 # CronRadar's own liveness (monitors.liveness): every web process and the evaluator
 # record that they are alive every CRONRADAR_LIVENESS_INTERVAL seconds (0: off);
 # a silence of the web tier longer than CRONRADAR_OUTAGE_THRESHOLD seconds is an

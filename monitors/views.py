@@ -46,8 +46,14 @@ def _parse_action(action: str | None) -> tuple[str, int | None]:
             raise ValueError(f"exit status must be an integer from 0 to 255, got {action}")
         return ("success" if code == 0 else "fail"), code
     if any(ch.isdigit() for ch in action):
-        raise ValueError(f"exit status must be an integer from 0 to 255, got {action[:40]}")
-    raise ValueError(f"unknown ping action '{action[:40]}': use start, fail, log or 0-255")
+        raise ValueError(f"exit status must be an integer from 0 to 255, got {_shown(action)}")
+    raise ValueError(f"unknown ping action '{_shown(action)}': use start, fail, log or 0-255")
+
+
+def _shown(text: str) -> str:
+    """At most 40 characters of user input for an error message, control
+    characters escaped (never echoed raw)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:40])
 
 
 def _client_address(request) -> str | None:

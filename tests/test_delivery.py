@@ -16,6 +16,7 @@ from django.db import connections
 
 from alerts import delivery, tasks
 from alerts.delivery import claim_due, claim_timeout, retry_delay, send
+from alerts.destinations import GuardedTransport
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
 from monitors.models import Monitor
 from tests.conftest import send_due
@@ -83,6 +84,11 @@ class Receiver:
     @property
     def client(self) -> httpx.Client:
         return httpx.Client(transport=httpx.MockTransport(self))
+
+    @property
+    def guarded(self) -> httpx.Client:
+        """A client like the one deliveries use: the SSRF guard in front."""
+        return httpx.Client(transport=GuardedTransport(httpx.MockTransport(self)))
 
 
 def attempt(d, client, now=NOW):
@@ -239,10 +245,10 @@ def test_private_destinations_are_blocked(make_delivery, settings, url, address)
     d = make_delivery(url=url)
     receiver = Receiver()
 
-    assert attempt(d, receiver.client) == "failed"
+    assert attempt(d, receiver.guarded) == "failed"
     assert receiver.requests == []
     host = httpx.URL(url).host
-    assert log(d) == [(1, NOW, None, f"blocked: {host} resolves to non-public address {address}")]
+    assert log(d) == [(1, NOW, None, f"blocked: {host} is a non-public address {address}")]
 
 
 def fake_dns(*addresses):
@@ -260,7 +266,7 @@ def test_hostname_with_any_private_address_is_blocked(make_delivery, settings, m
     d = make_delivery()
     receiver = Receiver()
 
-    assert attempt(d, receiver.client) == "failed"
+    assert attempt(d, receiver.guarded) == "failed"
     assert receiver.requests == []
     assert d.last_error == "blocked: hooks.example.com resolves to non-public address 10.0.0.7"
 
@@ -270,7 +276,7 @@ def test_public_hostname_is_sent_when_blocking(make_delivery, settings, monkeypa
     monkeypatch.setattr(socket, "getaddrinfo", fake_dns("93.184.215.14", "2606:2800:21f::1"))
     receiver = Receiver(httpx.Response(204))
 
-    assert attempt(make_delivery(), receiver.client) == "delivered"
+    assert attempt(make_delivery(), receiver.guarded) == "delivered"
     assert len(receiver.requests) == 1
 
 
@@ -284,7 +290,7 @@ def test_unresolvable_hostname_is_retryable(make_delivery, settings, monkeypatch
     d = make_delivery()
     receiver = Receiver()
 
-    assert attempt(d, receiver.client) == "pending"
+    assert attempt(d, receiver.guarded) == "pending"
     assert receiver.requests == []
     assert d.last_error == f"dns error: [Errno {socket.EAI_NONAME}] Name or service not known"
 
@@ -292,7 +298,7 @@ def test_unresolvable_hostname_is_retryable(make_delivery, settings, monkeypatch
 def test_private_destinations_are_allowed_when_not_blocking(make_delivery):
     receiver = Receiver(httpx.Response(200))
     d = make_delivery(url="http://127.0.0.1:8080/hook")
-    assert attempt(d, receiver.client) == "delivered"
+    assert attempt(d, receiver.guarded) == "delivered"
 
 
 # --- claiming: leases, order, caps ---------------------------------------------

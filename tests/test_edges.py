@@ -89,3 +89,50 @@ def test_client_address_behind_a_trusted_proxy(client, make_monitor, settings, t
     m = make_monitor()
     assert client.get(f"/ping/{m.uuid}", HTTP_X_FORWARDED_FOR=forwarded).status_code == 200
     assert m.pings.get().remote_addr == stored
+
+
+def _settings_env(**env):
+    """Import cronradar.settings in a child process with ``env``; (exit code, output)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.live import ROOT
+
+    code = "import django; django.setup(); from django.core.management import call_command; " \
+           "call_command('check')"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CRONRADAR_", "DATABASE"))}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**clean, "DJANGO_SETTINGS_MODULE": "cronradar.settings", **env})
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_production_refuses_the_default_key_any_host_and_no_ssrf_guard(tmp_path):
+    rc, out = _settings_env(CRONRADAR_ENV="production", CRONRADAR_DATA_DIR=str(tmp_path),
+                            CRONRADAR_BLOCK_PRIVATE_ADDRESSES="false")
+    assert rc != 0
+    assert "cronradar.E001" in out and "cronradar.E002" in out and "cronradar.E003" in out
+    rc, out = _settings_env(CRONRADAR_ENV="production", CRONRADAR_DATA_DIR=str(tmp_path),
+                            SECRET_KEY="x" * 50, ALLOWED_HOSTS="cron.example.com")
+    assert rc == 0, out
+
+
+def test_booleans_are_read_strictly(tmp_path):
+    rc, out = _settings_env(CRONRADAR_DATA_DIR=str(tmp_path),
+                            CRONRADAR_BLOCK_PRIVATE_ADDRESSES="ture")
+    assert rc != 0 and "CRONRADAR_BLOCK_PRIVATE_ADDRESSES='ture': use true or false" in out
+
+
+def test_production_turns_on_the_guard_and_secure_cookies(settings):
+    import importlib
+    import os
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, {"CRONRADAR_ENV": "production"}):
+        import cronradar.settings as module
+
+        fresh = importlib.reload(module)
+        values = (fresh.CRONRADAR_BLOCK_PRIVATE_ADDRESSES, fresh.SESSION_COOKIE_SECURE,
+                  fresh.CSRF_COOKIE_SECURE)
+    importlib.reload(module)  # back to the test environment's values
+    assert values == (True, True, True)

@@ -170,8 +170,14 @@ def test_webhook_validate_config_keeps_given_secret():
     ({"url": ""}, "url: this field is required"),
     ({"url": "ftp://example.com/x"}, "url: must be an http(s) URL"),
     ({"url": "https://"}, "url: must be an http(s) URL"),
-    ({"url": "https://x.test/", "secret": ""}, "secret: must be a non-empty string"),
-    ({"url": "https://x.test/", "secret": 5}, "secret: must be a non-empty string"),
+    ({"url": "https://x.test/", "secret": ""}, "secret: must be a string of 1 to 256 characters"),
+    ({"url": "https://x.test/", "secret": 5}, "secret: must be a string of 1 to 256 characters"),
+    ({"url": "https://x.test/", "secret": "k" * 257},
+     "secret: must be a string of 1 to 256 characters"),
+    ({"url": 5}, "url: must be a string"),
+    ({"url": "https://x.test/" + "a" * 2048}, "url: must be at most 2048 characters"),
+    ({"url": "https://x.test/a b"}, "url: must not contain spaces or control characters"),
+    ({"url": "https://x.test/\x00"}, "url: must not contain spaces or control characters"),
     ({"url": "https://x.test/", "extra": 1}, "extra: unknown field"),
     (["https://x.test/"], "config: must be an object"),
 ])
@@ -355,6 +361,7 @@ def test_pagerduty_validate_config():
     for config, message in [
         ({}, "routing_key: this field is required"),
         ({"routing_key": "  "}, "routing_key: this field is required"),
+        ({"routing_key": 123}, "routing_key: must be a string of at most 255 characters"),
         ({"routing_key": "abc", "events_url": "nope"}, "events_url: must be an http(s) URL"),
         ({"routing_key": "abc", "url": "https://x.test"}, "url: unknown field"),
     ]:

@@ -47,6 +47,7 @@ def test_uuid_and_slug_url_forms(client, make_monitor, suffix, kind, code):
     ("/ping/{uuid}/-1", 400, b"exit status must be an integer from 0 to 255"),
     ("/ping/{uuid}/99999999999999999999999", 400, b"exit status"),
     ("/ping/{uuid}/bogus", 400, b"unknown ping action 'bogus'"),
+    ("/ping/{uuid}/a%00b", 400, b"unknown ping action 'a\\x00b'"),
     ("/ping/{uuid}?rid=not-a-uuid", 400, b"rid must be a UUID"),
     ("/ping/{uuid}/start?rid=", 200, b"OK"),
     (f"/ping/{uuid.uuid4()}", 404, b"not found"),

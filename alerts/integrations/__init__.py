@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+from alerts.destinations import check_url
+
 USER_AGENT = "CronRadar/0.1"
 # Event kinds that produce notifications; the other kinds only extend a timeline.
 NOTIFY_EVENT_KINDS = frozenset({"opened", "resolved", "channel_removed"})
@@ -81,19 +83,26 @@ def check_fields(config: object, allowed: set[str]) -> dict:
 
 
 def validate_url(config: dict, field: str, *, https_only: bool = False) -> str:
-    """Return ``config[field]`` if it is an absolute http(s) URL with a host.
+    """Return ``config[field]`` if it is an absolute http(s) URL with a host that
+    notifications may reach (:func:`alerts.destinations.check_url`).
 
     ``https_only`` still accepts ``http`` for loopback hosts (``localhost``,
     127.0.0.0/8, ``::1``) so local receivers and tests work.
     Raises ``ValueError("<field>: <message>")``.
     """
     value = config.get(field)
-    if not isinstance(value, str) or not value.strip():
+    if value is None or (isinstance(value, str) and not value.strip()):
         raise ValueError(f"{field}: this field is required")
+    if not isinstance(value, str):
+        raise ValueError(f"{field}: must be a string")
     value = value.strip()
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{field}: must be an http(s) URL")
+    try:
+        check_url(value)
+    except ValueError as exc:
+        raise ValueError(f"{field}: {exc}") from None
     if https_only and parts.scheme == "http" and not _is_loopback(parts.hostname):
         raise ValueError(f"{field}: must be an https URL")
     return value

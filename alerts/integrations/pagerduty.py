@@ -108,8 +108,10 @@ def validate_config(config: dict, previous: dict | None = None) -> dict:
     """
     check_fields(config, {"routing_key", "events_url"})
     key = config.get("routing_key")
-    if not isinstance(key, str) or not key.strip():
+    if key is None or (isinstance(key, str) and not key.strip()):
         raise ValueError("routing_key: this field is required")
+    if not isinstance(key, str) or len(key.strip()) > 255:
+        raise ValueError("routing_key: must be a string of at most 255 characters")
     cleaned = {"routing_key": key.strip()}
     if config.get("events_url") is not None:
         cleaned["events_url"] = validate_url(config, "events_url")

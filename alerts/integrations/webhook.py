@@ -164,6 +164,6 @@ def validate_config(config: dict, previous: dict | None = None) -> dict:
     secret = config.get("secret")
     if secret is None:
         secret = (previous or {}).get("secret") or Channel.new_secret()
-    elif not isinstance(secret, str) or not secret:
-        raise ValueError("secret: must be a non-empty string")
+    elif not isinstance(secret, str) or not secret or len(secret) > 256:
+        raise ValueError("secret: must be a string of 1 to 256 characters")
     return {"url": url, "secret": secret}
