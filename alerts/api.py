@@ -1,16 +1,103 @@
-"""The alerting side of the REST API (``/api/v1/``): channels, incidents with
-their timelines and notifications, and deliveries. Thin views over
-:mod:`alerts.incidents` and the models; lookups are scoped to the key's project.
+"""The alerting side of the REST API (``/api/v1/``): a monitor's channels (on the
+monitors endpoint, extended here), channels, incidents with their timelines and
+notifications, and deliveries. Thin views over :mod:`alerts.incidents` and the
+models; lookups are scoped to the key's project.
 """
-from django.db.models import Prefetch
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Prefetch
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import generics, serializers
 
 from alerts import incidents
 from alerts.integrations import KINDS
-from alerts.models import Channel, Delivery, Incident, IncidentEvent
-from cronradar.api import LIMIT, flag, get_or_404, limit, object_id
+from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
+from cronradar.api import LIMIT, MAX_PK, flag, get_or_404, limit, object_id
+from monitors import api as monitors_api
+
+
+@extend_schema_field({"oneOf": [{"type": "string", "enum": ["all"]},
+                                {"type": "array", "items": {"type": "integer"}}],
+                      "description": '"all" (the default): every channel of the project, '
+                                     "including channels added later; or a list of channel ids"})
+class ChannelsField(serializers.Field):
+    """A monitor's ``channels``: ``"all"`` or a list of ids of its project's channels."""
+
+    def __init__(self, **kw):
+        super().__init__(source="*", **kw)
+
+    def to_representation(self, monitor):
+        try:
+            alerting = monitor.alerting
+        except Alerting.DoesNotExist:
+            return "all"
+        if alerting.all_channels:
+            return "all"
+        return sorted(c.pk for c in alerting.channels.all() if c.deleted_at is None)
+
+    def to_internal_value(self, data):
+        if data == "all":
+            return {"channels": "all"}
+        if not isinstance(data, list) or not all(
+                isinstance(i, int) and not isinstance(i, bool) for i in data):
+            raise serializers.ValidationError('must be "all" or a list of channel ids')
+        project = self.context["request"].auth.project
+        known = set(Channel.objects.filter(project=project, deleted_at__isnull=True,
+                                           pk__in=[i for i in data if 0 < i <= MAX_PK])
+                    .values_list("pk", flat=True))
+        unknown = [i for i in data if i not in known]
+        if unknown:
+            raise serializers.ValidationError(f"no channel with id {unknown[0]} in this project")
+        return {"channels": sorted(set(data))}
+
+
+class MonitorSerializer(monitors_api.MonitorSerializer):
+    """A monitor with its alerting: ``channels``, and ``status`` ``down`` while an
+    incident is open."""
+
+    channels = ChannelsField(required=False)
+
+    class Meta(monitors_api.MonitorSerializer.Meta):
+        fields = [*monitors_api.MonitorSerializer.Meta.fields, "channels"]
+
+    def incident_open(self, m) -> bool:
+        found = getattr(m, "has_open_incident", None)
+        if found is None:
+            found = incidents.open_incident(m) is not None
+        return found
+
+    def create(self, validated):
+        channels = validated.pop("channels", "all")  # alert by default, on every channel
+        with transaction.atomic():
+            monitor = super().create(validated)
+            if channels != "all":
+                incidents.set_channels(monitor, channels, timezone.now())
+        return monitor
+
+    def update(self, monitor, validated):
+        channels = validated.pop("channels", None)
+        with transaction.atomic():  # evaluator.edit's row lock lasts until this commits
+            monitor = super().update(monitor, validated)
+            if channels is not None:
+                incidents.set_channels(monitor, channels, timezone.now())
+        return monitor
+
+
+class MonitorViewSet(monitors_api.MonitorViewSet):
+    """``/api/v1/monitors/``: the monitors side's endpoint with each monitor's
+    alerting (see :class:`MonitorSerializer`)."""
+
+    serializer_class = MonitorSerializer
+
+    def get_queryset(self):
+        open_incident = Incident.objects.filter(monitor=OuterRef("pk"), resolved_at__isnull=True)
+        return (super().get_queryset().annotate(has_open_incident=Exists(open_incident))
+                .select_related("alerting").prefetch_related("alerting__channels"))
 
 
 class ChannelSerializer(serializers.ModelSerializer):
@@ -38,7 +125,7 @@ class ChannelSerializer(serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        return Channel.objects.create(project=self.context["request"].user, **validated)
+        return Channel.objects.create(project=self.context["request"].auth.project, **validated)
 
 
 class ChannelList(generics.ListCreateAPIView):
@@ -48,7 +135,7 @@ class ChannelList(generics.ListCreateAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        return Channel.objects.filter(project=self.request.user,
+        return Channel.objects.filter(project=self.request.auth.project,
                                       deleted_at__isnull=True).order_by("pk")
 
 
@@ -62,7 +149,7 @@ class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
     http_method_names = ["get", "patch", "delete", "head", "options"]
 
     def get_object(self):
-        return get_or_404(Channel, self.kwargs["pk"], project=self.request.user,
+        return get_or_404(Channel, self.kwargs["pk"], project=self.request.auth.project,
                           deleted_at__isnull=True)
 
     def perform_destroy(self, channel):
@@ -119,7 +206,7 @@ class IncidentList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        qs = Incident.objects.filter(monitor__project=self.request.user,
+        qs = Incident.objects.filter(monitor__project=self.request.auth.project,
                                      monitor__deleted_at__isnull=True)
         monitor = object_id(self.request, "monitor")
         if monitor is not None:
@@ -147,7 +234,8 @@ class DeliveryList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        qs = Delivery.objects.filter(channel__project=self.request.user).select_related("event")
+        qs = (Delivery.objects.filter(channel__project=self.request.auth.project)
+              .select_related("event"))
         for name in ("incident", "channel"):
             value = object_id(self.request, name)
             if value is not None:

@@ -4,3 +4,16 @@ from django.apps import AppConfig
 class AlertsConfig(AppConfig):
     name = "alerts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        """Subscribe to what the monitors side finds and announces (the only way
+        the two meet: monitors never imports alerts)."""
+        from alerts import incidents
+        from monitors import detections, signals
+
+        detections.subscribe(incidents.on_detections)
+        signals.outage_settled.connect(incidents.on_outage_settled,
+                                       dispatch_uid="alerts-outage")
+        signals.purge_requested.connect(incidents.on_purge_requested,
+                                        dispatch_uid="alerts-purge")
+        signals.tick_done.connect(incidents.on_tick_done, dispatch_uid="alerts-tick")

@@ -1,22 +1,22 @@
 """Turn detections into incidents, timeline events and notifications.
 
-A *detection* is what the ping ingest or the evaluator found about one monitor
-(``missed``, ``stuck``, ``deadline``, ``failed``, ``overlap``, ``too_fast``,
-``recovered``). :func:`apply` folds detections into the monitor's single open
-incident:
+A *detection* (:mod:`monitors.detections`) is what ping ingest or the evaluator
+found about one monitor; this module subscribes to them (``AlertsConfig.ready``).
+:func:`apply` folds detections into the monitor's single open incident:
 
 - a problem with no open incident opens one (event ``opened``), which notifies
   the monitor's channels (:func:`targets`);
 - a problem while an incident is open is counted on the incident's timeline
   event of that kind (not re-notified): a timeline has one event per kind, so it
   stays bounded however long the incident lasts;
-- ``recovered`` resolves the open incident (event ``resolved``), which notifies
-  every channel that was notified of it (:func:`notified_channels`), whether or
-  not it still belongs to the monitor.
+- ``recovered`` (a good run), ``paused`` and ``deleted`` resolve the open
+  incident (event ``resolved``, resolution "a run succeeded", "monitor paused",
+  "monitor deleted"), which notifies every channel that was notified of it
+  (:func:`notified_channels`), whether or not it still belongs to the monitor.
 
-:func:`resolve` closes an incident for another reason (the monitor was paused or
-deleted); :func:`channels_removed` sends a resolve to a notified channel that
-stops following the monitor, so no page is ever left open.
+:func:`set_channels` changes which channels follow a monitor and
+:func:`channels_removed` sends a resolve to a notified channel that stops
+following it, so no page is ever left open.
 
 Event times never go backwards within an incident: an event's time is the later
 of its detection's time and the incident's previous event (pings processed out
@@ -27,34 +27,13 @@ transaction; deliveries are dispatched only after that transaction commits.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
 
-from alerts.models import Channel, Delivery, Incident, IncidentEvent
+from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.tasks import dispatch
-
-PROBLEMS = {c.value for c in Incident.Cause}
-RECOVERED = "recovered"
-
-
-@dataclass(frozen=True)
-class Detection:
-    """One finding about a monitor.
-
-    kind: one of ``Incident.Cause`` values or ``"recovered"``.
-    at: when it was detected (aware UTC).
-    message: one human sentence for summaries and timelines.
-    count: how many slots a ``missed`` detection covers (1 otherwise).
-    detail: JSON-able extras stored on the timeline event.
-    """
-
-    kind: str
-    at: datetime
-    message: str
-    count: int = 1
-    detail: dict = field(default_factory=dict)
+from monitors.detections import CLOSING, PROBLEMS, Detection, Kind
 
 
 def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
@@ -69,9 +48,10 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
     incident = open_incident(monitor)
     events: list[IncidentEvent] = []
     for d in detections:
-        if d.kind == RECOVERED:
+        if d.kind in CLOSING:
             if incident is not None:
-                events.append(_resolve(incident, d.at, d.message, d.detail))
+                detail = d.detail if d.kind == Kind.RECOVERED else {"reason": d.message}
+                events.append(_resolve(incident, d.at, d.message, detail))
                 incident = None
             continue
         if d.kind not in PROBLEMS:
@@ -83,8 +63,8 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
                 summary=f"{monitor.name}: {d.message}"[:500],
                 opened_at=d.at,
                 last_event_at=d.at,
-                missed_count=d.count if d.kind == Incident.Cause.MISSED else 0,
-                failure_count=1 if d.kind == Incident.Cause.FAILED else 0,
+                missed_count=d.count if d.kind == Kind.MISSED else 0,
+                failure_count=1 if d.kind == Kind.FAILED else 0,
             )
             ev = _event(incident, IncidentEvent.Kind.OPENED, d.at, d, cause=d.kind)
             _notify(ev, targets(monitor))
@@ -97,15 +77,6 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
 def open_incident(monitor) -> Incident | None:
     """The monitor's open incident, if any."""
     return Incident.objects.filter(monitor=monitor, resolved_at__isnull=True).first()
-
-
-def resolve(monitor, at: datetime, reason: str) -> IncidentEvent | None:
-    """Resolve ``monitor``'s open incident for ``reason`` ("monitor paused", "monitor
-    deleted"), notifying every channel that was notified; None when none is open."""
-    incident = open_incident(monitor)
-    if incident is None:
-        return None
-    return _resolve(incident, at, reason, {"reason": reason})
 
 
 def channels_removed(monitor, channel_ids: Iterable[int], at: datetime) -> list[IncidentEvent]:
@@ -148,12 +119,27 @@ def delete_channel(channel: Channel, at: datetime) -> None:
 
 def targets(monitor) -> list[int]:
     """Ids of the channels an incident of ``monitor`` opens on: every live channel of
-    its project with ``all_channels``, else the live channels it lists."""
-    if monitor.all_channels:
+    its project (the default, ``Alerting.all_channels``), else the live channels
+    its :class:`Alerting` lists."""
+    alerting = Alerting.objects.filter(monitor=monitor).first()
+    if alerting is None or alerting.all_channels:
         qs = Channel.objects.filter(project_id=monitor.project_id)
     else:
-        qs = monitor.channels.all()
+        qs = alerting.channels.all()
     return list(qs.filter(deleted_at__isnull=True).values_list("pk", flat=True))
+
+
+def set_channels(monitor, channels, at: datetime) -> None:
+    """Make ``channels`` (``"all"`` or a list of channel ids of the monitor's project)
+    the ones ``monitor`` notifies; a channel that was notified of its open incident
+    and no longer follows it gets a resolve (:func:`channels_removed`). The caller
+    holds the monitor's row lock."""
+    following = set(targets(monitor))
+    alerting, _ = Alerting.objects.get_or_create(monitor=monitor)
+    alerting.all_channels = channels == "all"
+    alerting.save(update_fields=["all_channels"])
+    alerting.channels.set([] if alerting.all_channels else channels)
+    channels_removed(monitor, following - set(targets(monitor)), at)
 
 
 def notified_channels(incident: Incident) -> list[int]:
@@ -192,9 +178,9 @@ def _repeat(incident: Incident, d: Detection) -> IncidentEvent:
     """A problem seen again while ``incident`` is open: counted on its event of that
     kind (created the first time), with the latest message and detail."""
     at = _time(incident, d.at)
-    if d.kind == Incident.Cause.MISSED:
+    if d.kind == Kind.MISSED:
         incident.missed_count += d.count
-    elif d.kind == Incident.Cause.FAILED:
+    elif d.kind == Kind.FAILED:
         incident.failure_count += 1
     incident.save(update_fields=["missed_count", "failure_count", "last_event_at"])
     ev = incident.events.filter(kind=d.kind).first()
@@ -218,7 +204,7 @@ def _time(incident: Incident, at: datetime) -> datetime:
 
 def _detail(d: Detection, **extra) -> dict:
     detail = {**d.detail, **extra}
-    if d.kind == Incident.Cause.MISSED:
+    if d.kind == Kind.MISSED:
         detail.setdefault("missed_count", d.count)
     return detail
 
@@ -241,3 +227,30 @@ def _deliver(deliveries: list[Delivery]) -> None:
     if deliveries:
         Delivery.objects.bulk_create(deliveries)
         dispatch()
+
+
+# --- subscribers (connected in AlertsConfig.ready) ----------------------------------------
+
+def on_detections(monitor, detections: list[Detection]) -> None:
+    """monitors.detections subscriber: :func:`apply`."""
+    apply(monitor, detections)
+
+
+def on_outage_settled(sender, impact, **kwargs) -> None:
+    """monitors.signals.outage_settled receiver: :func:`notify_outage`."""
+    notify_outage(impact)
+
+
+def on_purge_requested(sender, monitor, **kwargs) -> bool:
+    """monitors.signals.purge_requested receiver: a deleted monitor may go once no
+    notification of its incidents is still to be sent."""
+    return not Delivery.objects.filter(incident__monitor=monitor,
+                                       status__in=Delivery.ACTIVE).exists()
+
+
+def on_tick_done(sender, now, **kwargs) -> None:
+    """monitors.signals.tick_done receiver: remove deleted channels whose last
+    notifications are done."""
+    for channel in Channel.objects.filter(deleted_at__isnull=False):
+        if not channel.deliveries.filter(status__in=Delivery.ACTIVE).exists():
+            channel.delete()

@@ -11,6 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from monitors.detections import PROBLEMS
+
 
 class Channel(models.Model):
     """Where notifications go (an integration).
@@ -53,6 +55,20 @@ class Channel(models.Model):
         return secrets.token_hex(24)
 
 
+class Alerting(models.Model):
+    """How one monitor's incidents are notified.
+
+    ``all_channels``: every live channel of the monitor's project, as they come
+    and go; otherwise the ``channels`` listed. A monitor without a row notifies
+    every channel (the default).
+    """
+
+    monitor = models.OneToOneField("monitors.Monitor", on_delete=models.CASCADE,
+                                   primary_key=True, related_name="alerting")
+    all_channels = models.BooleanField(default=True)
+    channels = models.ManyToManyField(Channel, blank=True, related_name="alerting")
+
+
 class Incident(models.Model):
     """A period during which a monitor is unhealthy. At most one open per monitor.
 
@@ -60,13 +76,8 @@ class Incident(models.Model):
     go backwards within an incident (see :func:`alerts.incidents.apply`).
     """
 
-    class Cause(models.TextChoices):
-        MISSED = "missed"
-        STUCK = "stuck"
-        DEADLINE = "deadline"
-        FAILED = "failed"
-        OVERLAP = "overlap"
-        TOO_FAST = "too_fast"
+    # The problems of monitors.detections, one vocabulary.
+    Cause = models.TextChoices("Cause", [(k.name, k.value) for k in PROBLEMS])
 
     monitor = models.ForeignKey("monitors.Monitor", on_delete=models.CASCADE,
                                 related_name="incidents")
@@ -105,16 +116,9 @@ class IncidentEvent(models.Model):
     (``detail.channel``).
     """
 
-    class Kind(models.TextChoices):
-        OPENED = "opened"
-        FAILED = "failed"
-        MISSED = "missed"
-        STUCK = "stuck"
-        DEADLINE = "deadline"
-        OVERLAP = "overlap"
-        TOO_FAST = "too_fast"
-        RESOLVED = "resolved"
-        CHANNEL_REMOVED = "channel_removed"
+    Kind = models.TextChoices("Kind", [
+        ("OPENED", "opened"), *[(k.name, k.value) for k in PROBLEMS],
+        ("RESOLVED", "resolved"), ("CHANNEL_REMOVED", "channel_removed")])
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)

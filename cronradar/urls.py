@@ -1,14 +1,21 @@
 from django.contrib import admin
 from django.urls import include, path
+from rest_framework.routers import SimpleRouter
 
+from alerts.api import MonitorViewSet
 from cronradar.api import Schema
 
 handler404 = "cronradar.api.not_found"
+
+# /api/v1/monitors/ is the monitors side's endpoint as the alerting side extends it.
+router = SimpleRouter()
+router.register("monitors", MonitorViewSet, basename="monitor")
 
 urlpatterns = [
     path("ping/", include("monitors.ping_urls")),
     path("api/v1/schema/", Schema.as_view(), name="schema"),
     path("api/v1/", include("monitors.api_urls")),
     path("api/v1/", include("alerts.api_urls")),
+    path("api/v1/", include(router.urls)),
     path("admin/", admin.site.urls),
 ]

@@ -1,15 +1,18 @@
-"""The API's edge, plugged into DRF settings: key authentication and JSON parsing.
+"""The API's edge, plugged into DRF settings: key authentication, the permission
+that requires a key, and JSON parsing.
 
 The key is sent as ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>``.
-``request.user`` becomes the key's :class:`~monitors.models.Project`.
+``request.auth`` becomes the :class:`~monitors.models.ApiKey` (its ``project``
+scopes every lookup); ``request.user`` is left for people, anonymous for now.
 """
-from rest_framework import authentication, exceptions, parsers
+from django.contrib.auth.models import AnonymousUser
+from rest_framework import authentication, exceptions, parsers, permissions
 
 from monitors.models import ApiKey
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
-    """DRF authentication: returns ``(project, api_key)`` or raises 401."""
+    """DRF authentication: returns ``(AnonymousUser, api_key)`` or raises 401."""
 
     def authenticate(self, request):
         key = request.META.get("HTTP_X_API_KEY", "").strip()
@@ -24,12 +27,17 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         api_key = ApiKey.objects.select_related("project").filter(key_hash=ApiKey.hash(key)).first()
         if api_key is None:
             raise exceptions.AuthenticationFailed("invalid API key")
-        project = api_key.project
-        project.is_authenticated = True
-        return project, api_key
+        return AnonymousUser(), api_key
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'
+
+
+class HasApiKey(permissions.BasePermission):
+    """DRF permission: the request authenticated with a project API key."""
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, ApiKey)
 
 
 class JSONParser(parsers.JSONParser):

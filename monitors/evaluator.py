@@ -14,7 +14,7 @@ so no notification) is produced twice.
 
 Slots whose grace ended while CronRadar's own ping endpoint was down are
 recorded ``unknown``, not ``missed`` (:mod:`monitors.liveness`); once such an
-outage has settled, each affected project is sent one ``outage.summary``.
+outage has settled, ``outage_settled`` is sent for each affected project.
 
 :func:`edit` is the only way a monitor's settings change: it judges the monitor
 under the old settings, then under the new ones, at the moment of the edit, so
@@ -31,10 +31,8 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from alerts import incidents
-from alerts.incidents import Detection
-from alerts.models import Channel, Delivery
-from monitors import liveness, slots
+from monitors import detections, liveness, signals, slots
+from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
 from monitors.models import Monitor, Outage, OutageImpact, Run
 from monitors.pings import pending_runs
@@ -92,14 +90,14 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
                 what = "1 expected run did not start" if count == 1 else (
                     f"{count} expected runs did not start")
                 d.detections.append(Detection(
-                    "missed", now, f"{what} (grace {_secs(monitor.grace)})", count=count,
+                    Kind.MISSED, now, f"{what} (grace {_secs(monitor.grace)})", count=count,
                     detail={"first_slot": listed[0].isoformat(),
                             "last_slot": listed[-1].isoformat()}))
     for run in runs:
         if run.outcome == Run.Outcome.RUNNING and run.timeout_at and run.timeout_at <= now:
             d.stuck_runs.append(run.pk)
             d.detections.append(Detection(
-                "stuck", now,
+                Kind.STUCK, now,
                 f"run started at {run.started_at:%Y-%m-%d %H:%M:%S} UTC is still open after "
                 f"max_runtime {_secs(run.timeout_at - run.started_at)}",
                 detail={"run": run.pk}))
@@ -107,7 +105,7 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
             d.deadline_runs.append(run.pk)
             if run.slot_at not in succeeded_slots:
                 d.detections.append(Detection(
-                    "deadline", now,
+                    Kind.DEADLINE, now,
                     f"the run for {run.slot_at:%Y-%m-%d %H:%M:%S} UTC had not succeeded "
                     f"{_secs(run.deadline_at - run.slot_at)} after its scheduled time",
                     detail={"run": run.pk, "slot": run.slot_at.isoformat()}))
@@ -120,7 +118,7 @@ def evaluate_monitor(monitor_id: int, now: datetime, alive: Liveness | None = No
     """Evaluate one monitor if it is still due; returns the applied decision or None.
 
     alive: the web tier's liveness (default: read from the database). A deleted
-    monitor is removed instead once no delivery of its incidents is pending.
+    monitor is removed instead, unless a ``purge_requested`` receiver objects.
     """
     with transaction.atomic():
         qs = Monitor.objects.filter(pk=monitor_id, next_evaluation_at__lte=now)
@@ -171,16 +169,17 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
         following = now + timedelta(seconds=max(settings.CRONRADAR_LIVENESS_INTERVAL, 0.1))
     monitor.next_evaluation_at = following
     monitor.save(update_fields=["next_slot_at", "next_evaluation_at"])
-    incidents.apply(monitor, d.detections)
+    detections.emit(monitor, d.detections)
     return d
 
 
 def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
     """Change a monitor's fields at ``now``, holding its row lock; returns it saved.
 
-    changes: field name -> new value (model values: ``timedelta`` durations), and
-    ``channels``: ``"all"`` or a list of channel ids of the monitor's project.
-    Raises ``Monitor.DoesNotExist`` for a missing or deleted monitor.
+    changes: field name -> new value (model values: ``timedelta`` durations).
+    Raises ``Monitor.DoesNotExist`` for a missing or deleted monitor. Callers
+    that change more in the same transaction (the alerting side's channels) wrap
+    it in theirs: the row lock is held until that commits.
 
     - Schedule or limit changes (``SCHEDULE_FIELDS``, ``LIMIT_FIELDS``): the monitor
       is first judged under the old settings at ``now`` (whatever was already
@@ -189,15 +188,11 @@ def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
       A new schedule keeps the pending slot where it has it too
       (:func:`slots.slot_after_edit`). Open runs follow the new ``max_runtime``
       and pending deadline checks the new ``deadline``.
-    - ``channels``: a channel that was notified of the open incident and no longer
-      follows the monitor is sent a resolve (:func:`incidents.channels_removed`).
-    - ``paused`` true: the open incident resolves ("monitor paused") and every
-      notified channel is told; the monitor raises nothing while paused.
+    - ``paused`` true: a ``paused`` detection (the alerting side resolves the open
+      incident, "monitor paused"); the monitor raises nothing while paused.
       ``paused`` false (resume): re-armed at ``now``; slots during the pause are
       not held against it.
     """
-    changes = dict(changes)
-    channels = changes.pop("channels", None)
     with transaction.atomic():
         monitor = Monitor.objects.select_for_update().get(pk=monitor_id, deleted_at__isnull=True)
         changed = {k for k, v in changes.items() if getattr(monitor, k) != v}
@@ -210,7 +205,7 @@ def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
             setattr(monitor, name, value)
         if "paused" in changed:
             if monitor.paused:
-                incidents.resolve(monitor, now, "monitor paused")
+                detections.emit(monitor, [Detection(Kind.PAUSED, now, "monitor paused")])
             else:
                 monitor.next_slot_at = slots.first_slot(monitor, now)
         elif changed & SCHEDULE_FIELDS:
@@ -222,12 +217,6 @@ def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
             _evaluate(monitor, now, alive)
         else:
             monitor.next_evaluation_at = slots.next_evaluation(monitor, pending_runs(monitor))
-        if channels is not None:
-            following = set(incidents.targets(monitor))
-            monitor.all_channels = channels == "all"
-            monitor.channels.set([] if monitor.all_channels else channels)
-            gone = following - set(incidents.targets(monitor))
-            incidents.channels_removed(monitor, gone, now)
         monitor.save()
         return monitor
 
@@ -253,37 +242,28 @@ def _apply_limits(monitor: Monitor) -> None:
 def delete(monitor_id: int, now: datetime) -> None:
     """Delete a monitor at ``now`` (raises ``Monitor.DoesNotExist`` if already gone).
 
-    Its open incident resolves ("monitor deleted") and every notified channel is
-    sent the resolve; the monitor disappears from the API and its ping URLs at
-    once, and its rows are removed by the evaluator once those deliveries are
-    delivered or abandoned (:func:`evaluate_monitor`).
+    A ``deleted`` detection goes out (the alerting side resolves the open
+    incident, "monitor deleted", and tells every notified channel); the monitor
+    disappears from the API and its ping URLs at once, and its rows are removed
+    by the evaluator once no ``purge_requested`` receiver objects
+    (:func:`evaluate_monitor`).
     """
     with transaction.atomic():
         monitor = Monitor.objects.select_for_update().get(pk=monitor_id, deleted_at__isnull=True)
-        incidents.resolve(monitor, now, "monitor deleted")
+        detections.emit(monitor, [Detection(Kind.DELETED, now, "monitor deleted")])
         monitor.deleted_at = now
         monitor.next_evaluation_at = now
         monitor.save(update_fields=["deleted_at", "next_evaluation_at"])
 
 
 def _purge(monitor: Monitor, now: datetime) -> None:
-    """Remove a deleted monitor unless a delivery of its incidents is still pending."""
-    waiting = Delivery.objects.filter(incident__monitor=monitor, status__in=Delivery.ACTIVE)
-    if waiting.exists():
+    """Remove a deleted monitor unless a ``purge_requested`` receiver still needs it."""
+    answers = signals.purge_requested.send(sender=Monitor, monitor=monitor)
+    if any(answer is False for _, answer in answers):
         monitor.next_evaluation_at = now + PURGE_RETRY
         monitor.save(update_fields=["next_evaluation_at"])
     else:
         monitor.delete()
-
-
-def purge_channels() -> int:
-    """Remove deleted channels whose last deliveries are done; returns how many."""
-    removed = 0
-    for channel in Channel.objects.filter(deleted_at__isnull=False):
-        if not channel.deliveries.filter(status__in=Delivery.ACTIVE).exists():
-            channel.delete()
-            removed += 1
-    return removed
 
 
 # --- outages of CronRadar itself -------------------------------------------------------
@@ -308,10 +288,11 @@ def _count_unknown(project_id: int, by_outage: dict[datetime, int], alive: Liven
 
 
 def summarize_outages(now: datetime, alive: Liveness) -> int:
-    """Send ``outage.summary`` to the projects of each outage that turned slots into
+    """Send ``outage_settled`` for each project of each outage that turned slots into
     ``unknown`` and ended at least twice the threshold ago (every unknown slot of it
-    is counted by then); returns how many outages were summarized. Claimed with
-    compare-and-set, so sent once even with several evaluators."""
+    is counted by then; the alerting side sends ``outage.summary``); returns how
+    many outages were summarized. Claimed with compare-and-set, so sent once even
+    with several evaluators."""
     ends = {w.outage_start: w.outage_end for w in alive.windows}
     settled = now - 2 * liveness.threshold()
     sent = 0
@@ -327,7 +308,7 @@ def summarize_outages(now: datetime, alive: Liveness) -> int:
                 continue
             outage.summarized_at = now
             for impact in outage.impacts.filter(unknown_slots__gt=0).order_by("pk"):
-                incidents.notify_outage(impact)
+                signals.outage_settled.send(sender=OutageImpact, impact=impact)
         sent += 1
     return sent
 
@@ -341,8 +322,8 @@ def tick(now: datetime) -> int:
     """Evaluate every monitor due at ``now``; returns how many were evaluated.
 
     Also records the evaluator's liveness, and when it has caught up (fewer than
-    ``BATCH`` monitors due) sends settled outage summaries and removes deleted
-    channels. One failing monitor (e.g. a schedule that cannot be computed) is
+    ``BATCH`` monitors due) sends settled outage summaries and ``tick_done`` (for
+    housekeeping elsewhere). One failing monitor (e.g. a schedule that cannot be computed) is
     logged and skipped, never stopping the others.
     """
     if liveness.enabled() and (not _last_beat or now - _last_beat[0] >= timedelta(
@@ -363,9 +344,9 @@ def tick(now: datetime) -> int:
     if len(due) < BATCH:
         try:
             summarize_outages(now, alive)
-            purge_channels()
+            signals.tick_done.send(sender=None, now=now)
         except Exception:
-            log.exception("outage summaries / channel clean-up failed")
+            log.exception("outage summaries / housekeeping failed")
     return n
 
 

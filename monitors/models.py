@@ -59,11 +59,10 @@ class Monitor(models.Model):
     not started yet; ``next_evaluation_at`` is the earliest moment the evaluator must
     look at this monitor again (indexed, so a tick costs O(monitors due)).
 
-    Channels: with ``all_channels`` the monitor notifies every channel of its
-    project as they are now (channels added later included); otherwise the
-    ``channels`` it lists. ``deleted_at``: deleted through the API; the row stays
-    (invisible to the API and the ping URLs) until the resolve notifications of its
-    last incident are delivered or abandoned, then the evaluator removes it.
+    ``deleted_at``: deleted through the API; the row stays (invisible to the API
+    and the ping URLs) until nothing needs it any more (see
+    :mod:`monitors.signals`), then the evaluator removes it. How its incidents
+    are notified is the alerting side's (``alerts.models.Alerting``).
     """
 
     class Kind(models.TextChoices):
@@ -99,8 +98,6 @@ class Monitor(models.Model):
         max_length=8, choices=Concurrency.choices, default=Concurrency.ALLOW
     )
     paused = models.BooleanField(default=False)
-    all_channels = models.BooleanField(default=True)
-    channels = models.ManyToManyField("alerts.Channel", blank=True, related_name="monitors")
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
@@ -124,6 +121,13 @@ class Monitor(models.Model):
         return f"{settings.CRONRADAR_BASE_URL}/ping/{self.uuid}"
 
 
+class RunQuerySet(models.QuerySet):
+    def open(self):
+        """Runs still open: started (``running``, or ``stuck`` past max_runtime) and
+        not ended."""
+        return self.filter(outcome__in=Run.OPEN_OUTCOMES, ended_at__isnull=True)
+
+
 class Run(models.Model):
     """One execution of a monitored job, from its first ping to its end.
 
@@ -142,6 +146,11 @@ class Run(models.Model):
         # the slot's grace ended while CronRadar's ping endpoint was down: we
         # cannot know whether the job ran (see monitors.liveness)
         UNKNOWN = "unknown"
+
+    OPEN_OUTCOMES = (Outcome.RUNNING, Outcome.STUCK)
+    # slots written off without a run; a late run takes such a row over
+    WRITTEN_OFF = (Outcome.MISSED, Outcome.UNKNOWN)
+    objects = RunQuerySet.as_manager()
 
     monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="runs")
     rid = models.UUIDField(null=True, blank=True)

@@ -2,8 +2,8 @@
 
 :func:`ingest` is the only writer for pings. In one transaction, holding the
 monitor's row lock, it stores the ping, opens/closes the run it belongs to,
-advances the monitor's expected slot, and hands detections (failed, overlap,
-too_fast, recovered) to :mod:`alerts.incidents`.
+advances the monitor's expected slot, and emits detections (failed, overlap,
+too_fast, recovered; see :mod:`monitors.detections`).
 
 Run pairing (documented in the README):
 
@@ -25,12 +25,10 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import Q
 
-from alerts import incidents
-from alerts.incidents import Detection
-from monitors import slots
+from monitors import detections, slots
+from monitors.detections import Detection, Kind
 from monitors.models import Monitor, Ping, Run
 
-OPEN = (Run.Outcome.RUNNING, Run.Outcome.STUCK)
 log = logging.getLogger(__name__)
 NEVER = datetime.min.replace(tzinfo=UTC)  # sorts a run without a start first
 
@@ -86,7 +84,7 @@ def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
 
 def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None, bool]:
     """The ping's effect on runs, the expected slot and incidents: (run, duplicate)."""
-    detections: list[Detection] = []
+    found: list[Detection] = []
     if ping.kind == Ping.Kind.LOG:
         run = Run.objects.filter(monitor=monitor, rid=ping.rid).first() if ping.rid else None
         return run, False
@@ -94,9 +92,9 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None
     # the ones next_evaluation needs; they are updated in memory as they are written.
     runs = pending_runs(monitor, rid=ping.rid)
     if ping.kind == Ping.Kind.START:
-        run, duplicate = _start(monitor, ping, now, runs, detections)
+        run, duplicate = _start(monitor, ping, now, runs, found)
     else:
-        run, duplicate = _end(monitor, ping, now, runs, detections)
+        run, duplicate = _end(monitor, ping, now, runs, found)
     if not duplicate:
         monitor.last_ping_at = now
         runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
@@ -104,7 +102,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None
         monitor.save(update_fields=["last_ping_at", "last_start_at", "next_slot_at",
                                     "next_evaluation_at"])
         if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
-            incidents.apply(monitor, detections)
+            detections.emit(monitor, found)
     return run, duplicate
 
 
@@ -114,7 +112,7 @@ def pending_runs(monitor: Monitor, rid: UUID | None = None) -> list[Run]:
     With ``rid``, also the run with that id, whatever its state (the run a ping
     names), so a ping needs one query for all of them. Ordered by ``pk``.
     """
-    watched = (Q(monitor=monitor, outcome__in=OPEN)
+    watched = (Q(monitor=monitor, outcome__in=Run.OPEN_OUTCOMES)
                | Q(monitor=monitor, deadline_at__isnull=False, deadline_checked=False))
     if rid is not None:
         watched |= Q(monitor=monitor, rid=rid)
@@ -122,7 +120,7 @@ def pending_runs(monitor: Monitor, rid: UUID | None = None) -> list[Run]:
 
 
 def _open(runs: list[Run]) -> list[Run]:
-    return [r for r in runs if r.outcome in OPEN and r.ended_at is None]
+    return [r for r in runs if r.outcome in Run.OPEN_OUTCOMES and r.ended_at is None]
 
 
 def _with_rid(runs: list[Run], rid: UUID) -> Run | None:
@@ -130,7 +128,7 @@ def _with_rid(runs: list[Run], rid: UUID) -> Run | None:
 
 
 def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
-           detections: list) -> tuple[Run, bool]:
+           found: list) -> tuple[Run, bool]:
     """``runs``: from :func:`pending_runs` with the ping's rid."""
     if ping.rid:
         existing = _with_rid(runs, ping.rid)
@@ -138,8 +136,8 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
             return existing, True
     open_runs = _open(runs)
     if open_runs and monitor.concurrency == Monitor.Concurrency.FORBID:
-        detections.append(Detection(
-            "overlap", now,
+        found.append(Detection(
+            Kind.OVERLAP, now,
             f"a run started while {len(open_runs)} earlier run(s) were still open "
             "(concurrency: forbid)",
             detail={"open_runs": [r.pk for r in open_runs]},
@@ -159,7 +157,7 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
 
 
 def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
-         detections: list) -> tuple[Run, bool]:
+         found: list) -> tuple[Run, bool]:
     """``runs``: from :func:`pending_runs` with the ping's rid."""
     if ping.rid:
         run = _with_rid(runs, ping.rid)
@@ -176,16 +174,16 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     run.save()
     if failed:
         status = f" (exit status {ping.exit_status})" if ping.exit_status is not None else ""
-        detections.append(Detection("failed", now, f"run failed{status}",
+        found.append(Detection(Kind.FAILED, now, f"run failed{status}",
                                     detail={"run": run.pk, "exit_status": ping.exit_status}))
     elif monitor.min_runtime and run.duration is not None and run.duration < monitor.min_runtime:
-        detections.append(Detection(
-            "too_fast", now,
+        found.append(Detection(
+            Kind.TOO_FAST, now,
             f"run succeeded after {run.duration.total_seconds():.0f}s, "
             f"less than min_runtime {monitor.min_runtime.total_seconds():.0f}s",
             detail={"run": run.pk, "duration": run.duration.total_seconds()}))
     else:
-        detections.append(Detection("recovered", now, "a run succeeded", detail={"run": run.pk}))
+        found.append(Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
     return run, False
 
 
@@ -197,8 +195,7 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime) -> Run:
     really happened.
     """
     slot = slots.slot_for(monitor, now)
-    run = (Run.objects.filter(monitor=monitor, slot_at=slot,
-                              outcome__in=(Run.Outcome.MISSED, Run.Outcome.UNKNOWN))
+    run = (Run.objects.filter(monitor=monitor, slot_at=slot, outcome__in=Run.WRITTEN_OFF)
            .first()) or Run(monitor=monitor, slot_at=slot)
     run.rid = rid
     if monitor.deadline:

@@ -56,19 +56,20 @@ def make_monitor(project):
 
     It notifies the ``channels`` given (none by default); pass ``all_channels=True``
     to follow every channel of the project as the API's default does."""
+    from alerts.models import Alerting
     from monitors.evaluator import rearm
 
-    def make(created=T0, channels=(), **fields):
+    def make(created=T0, channels=(), all_channels=False, **fields):
         fields.setdefault("name", f"job-{Monitor.objects.count() + 1}")
         fields.setdefault("slug", fields["name"])
         fields.setdefault("grace", timedelta(seconds=1))
-        fields.setdefault("all_channels", False)
         if fields.get("kind", "interval") == "interval":
             fields.setdefault("period", timedelta(seconds=3))
         m = Monitor(project=project, **fields)
         rearm(m, created)
         m.save()
-        m.channels.set(channels)
+        if not all_channels:
+            Alerting.objects.create(monitor=m, all_channels=False).channels.set(channels)
         return m
 
     return make

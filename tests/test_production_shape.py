@@ -60,15 +60,14 @@ print(total)
 @needs_pg
 @pytest.mark.django_db(transaction=True)
 def test_two_evaluator_processes_never_notify_twice(project, receiver):
-    hook = Channel.objects.create(project=project, kind="webhook", name="r",
-                                  config={"url": receiver.url, "secret": "s"})
+    Channel.objects.create(project=project, kind="webhook", name="r",
+                           config={"url": receiver.url, "secret": "s"})
     t0 = timezone.now() - timedelta(hours=1)
     n = 60
     for i in range(n):
         m = Monitor.objects.create(project=project, name=f"m{i}", slug=f"m{i}",
                                    period=timedelta(seconds=10), grace=timedelta(seconds=1),
                                    next_slot_at=t0)
-        m.channels.set([hook])
         ingest(m.pk, PingInput("success"), t0)  # armed: next slot t0+10s, long overdue
     now = timezone.now().isoformat()
     start = str(time.time() + 1.5)
@@ -93,11 +92,10 @@ def test_celery_worker_on_redis_evaluates_and_delivers(project, receiver):
     ``deliver`` task; later ones go out on the commit's own nudge."""
     import redis
 
-    hook = Channel.objects.create(project=project, kind="webhook", name="r",
-                                  config={"url": receiver.url, "secret": "s"})
-    m = Monitor.objects.create(project=project, name="w", slug="w", all_channels=False,
+    Channel.objects.create(project=project, kind="webhook", name="r",
+                           config={"url": receiver.url, "secret": "s"})
+    m = Monitor.objects.create(project=project, name="w", slug="w",
                                period=timedelta(seconds=2), grace=timedelta(seconds=1))
-    m.channels.set([hook])
     ingest(m.pk, PingInput("fail", exit_status=7), timezone.now())  # row + deliver.delay()
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushall()  # the nudge is gone
     worker = subprocess.Popen(

@@ -89,12 +89,12 @@ def test_duplicate_start_ping(monitor, django_assert_num_queries):
 
 
 def test_evaluating_a_missed_monitor(project, monitor, django_assert_num_queries):
-    monitor.channels.add(Channel.objects.create(project=project, kind="webhook",
+    monitor.alerting.channels.add(Channel.objects.create(project=project, kind="webhook",
                                                 config={"url": "http://example.invalid"}))
     # transaction, lock monitor, pending runs, insert missed run, update monitor,
-    # open incident?, insert incident, insert "opened" event, channels, insert
-    # deliveries, end transaction (the deliveries are sent after commit)
-    with django_assert_num_queries(11):
+    # open incident?, insert incident, insert "opened" event, its alerting, its
+    # channels, insert deliveries, end transaction (they are sent after commit)
+    with django_assert_num_queries(12):
         assert evaluator.evaluate_monitor(monitor.pk, T0 + s(4), ALIVE) is not None
     assert Run.objects.get(monitor=monitor, outcome="missed").slot_at == T0 + s(3)
     assert Delivery.objects.filter(event__incident__monitor=monitor).count() == 1
@@ -112,8 +112,8 @@ def test_evaluating_a_stuck_run(make_monitor, django_assert_num_queries):
     m = make_monitor(period=s(3600), grace=s(60), max_runtime=s(10))
     ingest(m.pk, PingInput("start"), T0)
     # transaction, lock monitor, pending runs, mark stuck, update monitor, open
-    # incident?, insert incident, insert "opened" event, channels (none), end
-    with django_assert_num_queries(10):
+    # incident?, insert incident, insert "opened" event, alerting, channels (none), end
+    with django_assert_num_queries(11):
         d = evaluator.evaluate_monitor(m.pk, T0 + s(10), ALIVE)
     assert len(d.stuck_runs) == 1 and not d.missed_slots
     assert Run.objects.get(monitor=m).outcome == "stuck"

@@ -11,7 +11,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from monitors.management.commands.serve import (
+from cronradar.management.commands.serve import (
     CONNECTIONS,
     PerClientCap,
     base_url,
