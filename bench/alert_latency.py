@@ -31,9 +31,9 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
+from monitors.management.commands.serve import evaluator_loop  # noqa: E402
 
 from alerts.models import Channel, Delivery  # noqa: E402
-from monitors.management.commands.serve import evaluator_loop  # noqa: E402
 from monitors.models import Monitor, Project  # noqa: E402
 
 RECEIVER = r"""
@@ -69,7 +69,7 @@ try:
     deadline = slot + s  # grace 1 s
     Monitor.objects.bulk_create([
         Monitor(project=project, name=f"d{i}", slug=f"d{i}", period=3600 * s, grace=s,
-                last_ping_at=now, next_slot_at=slot, next_evaluation_at=deadline)
+                last_ping_at=now, next_expected_at=slot, next_evaluation_at=deadline)
         for i in range(D)])
     for m in Monitor.objects.filter(project=project):
         m.channels.add(channel)

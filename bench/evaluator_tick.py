@@ -39,7 +39,7 @@ def populate(idle: int) -> None:
     Monitor.objects.all().delete()
     Monitor.objects.bulk_create([
         Monitor(project=project, name=f"m{i}", slug=f"m{i}", period=60 * s, grace=s,
-                last_ping_at=T0, next_slot_at=T0 + 3600 * s, next_evaluation_at=T0 + 3601 * s)
+                last_ping_at=T0, next_expected_at=T0 + 3600 * s, next_evaluation_at=T0 + 3601 * s)
         for i in range(idle)], batch_size=2000)
 
 
@@ -48,7 +48,7 @@ def make_due(due: int) -> None:
     Monitor.objects.filter(slug__startswith="d").delete()
     Monitor.objects.bulk_create([
         Monitor(project=project, name=f"d{i}", slug=f"d{i}", period=60 * s, grace=s,
-                last_ping_at=T0, next_slot_at=T0 + 10 * s, next_evaluation_at=T0 + 11 * s)
+                last_ping_at=T0, next_expected_at=T0 + 10 * s, next_evaluation_at=T0 + 11 * s)
         for i in range(due)])
 
 

@@ -47,7 +47,7 @@ def new_monitor(name: str) -> Monitor:
     Monitor.objects.filter(project=project, slug=name).delete()
     return Monitor.objects.create(
         project=project, name=name, slug=name, period=MINUTE, grace=timedelta(seconds=30),
-        max_runtime=timedelta(minutes=10), next_slot_at=T0, next_evaluation_at=T0 + MINUTE)
+        max_runtime=timedelta(minutes=10), next_expected_at=T0, next_evaluation_at=T0 + MINUTE)
 
 
 def run(pattern: str, pings_of, history: int = 0) -> None:

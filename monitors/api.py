@@ -64,15 +64,15 @@ class MonitorSerializer(serializers.ModelSerializer):
                                  max_length=MAX_TAGS)
     ping_url = serializers.CharField(read_only=True)
     status = serializers.SerializerMethodField()
-    next_expected_at = serializers.DateTimeField(source="next_slot_at", read_only=True)
+    next_expected_at = serializers.DateTimeField(read_only=True)
 
     class Meta:
         model = Monitor
         fields = ["id", "uuid", "name", "slug", "kind", "schedule", "timezone", "cron_semantics",
                   "period", "grace", "max_runtime", "deadline", "min_runtime", "concurrency",
                   "tags", "paused", "ping_url", "status", "next_expected_at",
-                  "last_ping_at", "created_at"]
-        read_only_fields = ["id", "uuid", "last_ping_at", "created_at"]
+                  "last_ping_at", "created_at", "evaluation_error"]
+        read_only_fields = ["id", "uuid", "last_ping_at", "created_at", "evaluation_error"]
 
     def get_status(self, m) -> str:
         running = getattr(m, "is_running", None)

@@ -43,6 +43,7 @@ BATCH = 500
 SCHEDULE_FIELDS = frozenset({"kind", "schedule", "timezone", "cron_semantics", "period"})
 LIMIT_FIELDS = frozenset({"grace", "max_runtime", "deadline"})
 PURGE_RETRY = timedelta(seconds=5)  # a deleted monitor waiting for its deliveries
+EVALUATION_RETRY, EVALUATION_RETRY_MAX = timedelta(minutes=1), timedelta(hours=1)
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Decision:
     stuck_runs / deadline_runs: ids of runs to mark; missed_slots / unknown_slots:
     slots to record as ``missed`` / ``unknown`` runs (the most recent ones);
     unknown_by_outage: unknown slots per outage start (exact counts);
-    next_slot_at: the monitor's new expected slot.
+    next_expected_at: the monitor's new expected slot.
     """
 
     detections: list[Detection] = field(default_factory=list)
@@ -61,7 +62,7 @@ class Decision:
     missed_slots: list[datetime] = field(default_factory=list)
     unknown_slots: list[datetime] = field(default_factory=list)
     unknown_by_outage: dict[datetime, int] = field(default_factory=dict)
-    next_slot_at: datetime | None = None
+    next_expected_at: datetime | None = None
 
 
 def decide(monitor, runs, succeeded_slots: set, now: datetime,
@@ -72,9 +73,11 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
     :func:`monitors.pings.pending_runs`); succeeded_slots: slots that already have a
     succeeded run (a deadline is met when any run of the slot succeeded in time);
     alive: the web tier's liveness (default: always up). Slots whose grace ended
-    after ``alive.known_until`` wait for a later evaluation.
+    after ``alive.known_until`` wait for a later evaluation. Reads its arguments
+    only; :func:`apply_to_runs` applies the result to the runs.
     """
-    d = Decision(next_slot_at=monitor.next_slot_at)
+    d = Decision(next_expected_at=monitor.next_expected_at)
+    met = set(succeeded_slots)  # a slot gets one deadline detection
     if monitor.paused:
         return d
     if monitor.last_ping_at is not None:
@@ -83,10 +86,10 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
         if overdue is not None:
             d.missed_slots, d.unknown_slots = overdue.missed, overdue.unknown
             d.unknown_by_outage = overdue.unknown_by_outage
-            d.next_slot_at = overdue.next_slot
+            d.next_expected_at = overdue.next_expected
             count = overdue.missed_count
             if count:
-                listed = overdue.missed or [monitor.next_slot_at]
+                listed = overdue.missed or [monitor.next_expected_at]
                 what = "1 expected run did not start" if count == 1 else (
                     f"{count} expected runs did not start")
                 d.detections.append(Detection(
@@ -103,14 +106,29 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
                 detail={"run": run.pk}))
         if run.deadline_at and not run.deadline_checked and run.deadline_at <= now:
             d.deadline_runs.append(run.pk)
-            if run.slot_at not in succeeded_slots:
+            if run.slot_at not in met:
                 d.detections.append(Detection(
                     Kind.DEADLINE, now,
                     f"the run for {run.slot_at:%Y-%m-%d %H:%M:%S} UTC had not succeeded "
                     f"{_secs(run.deadline_at - run.slot_at)} after its scheduled time",
                     detail={"run": run.pk, "slot": run.slot_at.isoformat()}))
-                succeeded_slots.add(run.slot_at)  # one deadline detection per slot
+                met.add(run.slot_at)
     return d
+
+
+def apply_to_runs(d: Decision, runs) -> list[Run]:
+    """Set what ``d`` decided on the in-memory ``runs`` (``stuck``, deadline
+    checked); returns the runs that changed. The caller writes exactly these
+    objects, so the rows and the state computed from them cannot diverge."""
+    changed = []
+    for run in runs:
+        if run.pk in d.stuck_runs:
+            run.outcome = Run.Outcome.STUCK
+        if run.pk in d.deadline_runs:
+            run.deadline_checked = True
+        if run.pk in d.stuck_runs or run.pk in d.deadline_runs:
+            changed.append(run)
+    return changed
 
 
 def evaluate_monitor(monitor_id: int, now: datetime, alive: Liveness | None = None
@@ -145,10 +163,9 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
             monitor=monitor, outcome=Run.Outcome.SUCCEEDED, slot_at__in=deadline_slots,
         ).values_list("slot_at", flat=True))
     d = decide(monitor, runs, done, now, alive)
-    if d.stuck_runs:
-        Run.objects.filter(pk__in=d.stuck_runs).update(outcome=Run.Outcome.STUCK)
-    if d.deadline_runs:
-        Run.objects.filter(pk__in=d.deadline_runs).update(deadline_checked=True)
+    changed = apply_to_runs(d, runs)
+    if changed:
+        Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
     written_off = ([Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.MISSED)
                     for s in d.missed_slots]
                    + [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.UNKNOWN)
@@ -157,18 +174,17 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
         Run.objects.bulk_create(sorted(written_off, key=lambda r: r.slot_at))
     if d.unknown_by_outage:
         _count_unknown(monitor.project_id, d.unknown_by_outage, alive)
-    for run in runs:  # the same updates in memory (new missed rows are never pending)
-        if run.pk in d.stuck_runs:
-            run.outcome = Run.Outcome.STUCK
-        if run.pk in d.deadline_runs:
-            run.deadline_checked = True
-    monitor.next_slot_at = d.next_slot_at
+    monitor.next_expected_at = d.next_expected_at
     following = slots.next_evaluation(monitor, runs)
     if following is not None and following <= now:
         # a grace end after the web tier's last beat: look again after its next one
         following = now + timedelta(seconds=max(settings.CRONRADAR_LIVENESS_INTERVAL, 0.1))
     monitor.next_evaluation_at = following
-    monitor.save(update_fields=["next_slot_at", "next_evaluation_at"])
+    fields = ["next_expected_at", "next_evaluation_at"]
+    if monitor.evaluation_failures:  # it works again
+        monitor.evaluation_error, monitor.evaluation_failures = "", 0
+        fields += ["evaluation_error", "evaluation_failures"]
+    monitor.save(update_fields=fields)
     detections.emit(monitor, d.detections)
     return d
 
@@ -200,16 +216,16 @@ def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
         alive = liveness.load(now)
         if judged and not monitor.paused:
             _evaluate(monitor, now, alive)
-        pending, old_kind, old_period = monitor.next_slot_at, monitor.kind, monitor.period
+        pending, old_kind, old_period = monitor.next_expected_at, monitor.kind, monitor.period
         for name, value in changes.items():
             setattr(monitor, name, value)
         if "paused" in changed:
             if monitor.paused:
                 detections.emit(monitor, [Detection(Kind.PAUSED, now, "monitor paused")])
             else:
-                monitor.next_slot_at = slots.first_slot(monitor, now)
+                monitor.next_expected_at = slots.first_slot(monitor, now)
         elif changed & SCHEDULE_FIELDS:
-            monitor.next_slot_at = slots.slot_after_edit(
+            monitor.next_expected_at = slots.slot_after_edit(
                 monitor, pending, old_period if old_kind == Monitor.Kind.INTERVAL else None, now)
         if changed & {"max_runtime", "deadline"}:
             _apply_limits(monitor)
@@ -339,8 +355,9 @@ def tick(now: datetime) -> int:
         try:
             if evaluate_monitor(pk, now, alive) is not None:
                 n += 1
-        except Exception:
+        except Exception as exc:
             log.exception("evaluating monitor %s failed", pk)
+            _back_off(pk, now, exc)
     if len(due) < BATCH:
         try:
             summarize_outages(now, alive)
@@ -350,6 +367,17 @@ def tick(now: datetime) -> int:
     return n
 
 
+def _back_off(monitor_id: int, now: datetime, exc: Exception) -> None:
+    """A monitor whose evaluation raised: record why and look again later (1 min,
+    doubling up to 1 h), so broken monitors never crowd out healthy ones."""
+    failures = (Monitor.objects.filter(pk=monitor_id)
+                .values_list("evaluation_failures", flat=True).first() or 0) + 1
+    delay = min(EVALUATION_RETRY * 2 ** min(failures - 1, 6), EVALUATION_RETRY_MAX)
+    Monitor.objects.filter(pk=monitor_id).update(
+        next_evaluation_at=now + delay, evaluation_failures=failures,
+        evaluation_error=f"{type(exc).__name__}: {exc}"[:500])
+
+
 def _secs(td) -> str:
     return f"{int(td.total_seconds())}s"
 
@@ -357,6 +385,6 @@ def _secs(td) -> str:
 def rearm(monitor: Monitor, now: datetime) -> None:
     """Arm a monitor being created at ``now`` (the caller saves): its first slot and
     next evaluation. Slots before ``now`` are not held against it."""
-    monitor.next_slot_at = slots.first_slot(monitor, now)
+    monitor.next_expected_at = slots.first_slot(monitor, now)
     monitor.next_evaluation_at = slots.next_evaluation(
         monitor, pending_runs(monitor) if monitor.pk else [])

@@ -7,8 +7,10 @@ is read.
 import hashlib
 import secrets
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
@@ -55,7 +57,7 @@ class Monitor(models.Model):
 
     Schedule: ``kind`` is ``cron`` (``schedule`` is a 5-field expression read in
     ``timezone`` under ``cron_semantics``) or ``interval`` (``period``).
-    Evaluator state: ``next_slot_at`` is the scheduled time of the next run that has
+    Evaluator state: ``next_expected_at`` is the scheduled time of the next run that has
     not started yet; ``next_evaluation_at`` is the earliest moment the evaluator must
     look at this monitor again (indexed, so a tick costs O(monitors due)).
 
@@ -103,8 +105,12 @@ class Monitor(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_ping_at = models.DateTimeField(null=True, blank=True)
     last_start_at = models.DateTimeField(null=True, blank=True)
-    next_slot_at = models.DateTimeField(null=True, blank=True)
+    next_expected_at = models.DateTimeField(null=True, blank=True)
     next_evaluation_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # The last evaluation that raised (a bug, a schedule that cannot be computed):
+    # what it raised and how many times in a row; cleared by the next good one.
+    evaluation_error = models.CharField(max_length=500, blank=True, default="")
+    evaluation_failures = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -115,6 +121,33 @@ class Monitor(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.name}/{self.slug}"
+
+    def clean(self):
+        """Validate the schedule as the API does (the admin saves through here), so
+        no form can store a monitor the evaluator cannot compute. Raises
+        ``ValidationError`` naming the field."""
+        from monitors import schedule
+
+        errors = {}
+        try:
+            schedule.validate_timezone(self.timezone)
+        except schedule.ScheduleError as e:
+            errors["timezone"] = str(e)
+        if self.kind == self.Kind.CRON:
+            if not self.schedule.strip():
+                errors["schedule"] = "required for kind 'cron'"
+            elif "timezone" not in errors:
+                try:
+                    self.schedule = schedule.validate_cron(self.schedule, self.timezone,
+                                                           self.cron_semantics)
+                except schedule.ScheduleError as e:
+                    errors["schedule"] = str(e)
+        elif not self.period or self.period <= timedelta(0):
+            errors["period"] = "required for kind 'interval': a positive duration"
+        if self.grace is not None and self.grace < timedelta(seconds=1):
+            errors["grace"] = "must be at least 1 second"
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def ping_url(self) -> str:

@@ -99,7 +99,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None
         monitor.last_ping_at = now
         runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
         monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
-        monitor.save(update_fields=["last_ping_at", "last_start_at", "next_slot_at",
+        monitor.save(update_fields=["last_ping_at", "last_start_at", "next_expected_at",
                                     "next_evaluation_at"])
         if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
             detections.emit(monitor, found)
@@ -143,10 +143,9 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
             detail={"open_runs": [r.pk for r in open_runs]},
         ))
     elif open_runs and monitor.concurrency == Monitor.Concurrency.REPLACE:
-        Run.objects.filter(pk__in=[r.pk for r in open_runs]).update(
-            outcome=Run.Outcome.REPLACED, ended_at=now)
         for r in open_runs:
             r.outcome, r.ended_at = Run.Outcome.REPLACED, now
+        Run.objects.bulk_update(open_runs, ["outcome", "ended_at"])
     run = _new_run(monitor, ping.rid, now)
     run.started_at = now
     run.outcome = Run.Outcome.RUNNING
@@ -202,6 +201,6 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime) -> Run:
         run.deadline_at = slot + monitor.deadline
         run.deadline_checked = False
     following = slots.slot_after(monitor, slot, now)
-    if monitor.next_slot_at is None or following > monitor.next_slot_at:
-        monitor.next_slot_at = following
+    if monitor.next_expected_at is None or following > monitor.next_expected_at:
+        monitor.next_expected_at = following
     return run

@@ -30,7 +30,7 @@ def slot_for(monitor, at: datetime) -> datetime:
     """The slot (aware UTC) that a run whose first ping arrives ``at`` belongs to.
 
     cron: the latest fire time at or before ``at`` while that slot is still open
-    for a first ping: the monitor expects it (``next_slot_at`` is not later) and
+    for a first ping: the monitor expects it (``next_expected_at`` is not later) and
     its grace has not run out. Otherwise (it already has a run, was written off,
     or is past its grace) the next fire time when that is at most
     ``EARLY_TOLERANCE`` (and at most half the slot gap) away: a host whose clock
@@ -38,11 +38,11 @@ def slot_for(monitor, at: datetime) -> datetime:
     the start or only at the end, while a 50 s job on ``* * * * *`` that pings
     only when it ends (grace covering its run, as end-only jobs need) still
     belongs to the minute it started in.
-    interval: the expected time ``next_slot_at`` when it has come, else ``at``.
+    interval: the expected time ``next_expected_at`` when it has come, else ``at``.
     """
     if monitor.kind == "interval":
-        if monitor.next_slot_at is not None and monitor.next_slot_at <= at:
-            return monitor.next_slot_at
+        if monitor.next_expected_at is not None and monitor.next_expected_at <= at:
+            return monitor.next_expected_at
         return at
     expr, tz, sem = monitor.schedule, monitor.timezone, monitor.cron_semantics
     nxt = schedule.next_fire(expr, tz, at - _MICRO, sem)
@@ -51,7 +51,7 @@ def slot_for(monitor, at: datetime) -> datetime:
         return nxt
     if prev == at:
         return prev
-    expected = monitor.next_slot_at
+    expected = monitor.next_expected_at
     still_open = (expected is None or expected <= prev) and at <= prev + monitor.grace
     if not still_open and nxt - at <= min(EARLY_TOLERANCE, (nxt - prev) / 2):
         return nxt
@@ -76,7 +76,7 @@ def slot_after_edit(monitor, pending: datetime | None, old_period: timedelta | N
                     now: datetime) -> datetime:
     """The slot a monitor expects after its schedule was edited at ``now``.
 
-    pending: ``next_slot_at`` before the edit (every earlier slot is accounted
+    pending: ``next_expected_at`` before the edit (every earlier slot is accounted
     for: a run, or written off); old_period: the period before the edit when the
     monitor was an interval monitor, else None. ``monitor`` has the new fields.
 
@@ -106,24 +106,24 @@ class Overdue:
     oldest first), split by whether CronRadar could have received their pings
     (see :mod:`monitors.liveness`). missed_count: exact number of missed slots;
     unknown_by_outage: exact number of unknown slots per outage start.
-    next_slot: the first slot whose grace has not run out yet.
+    next_expected: the first slot whose grace has not run out yet.
     """
 
     missed: list[datetime]
     missed_count: int
     unknown: list[datetime]
     unknown_by_outage: dict[datetime, int]
-    next_slot: datetime
+    next_expected: datetime
 
 
 def overdue(monitor, until: datetime, liveness=None) -> Overdue | None:
-    """The slots from ``next_slot_at`` on whose grace ended at or before ``until``.
+    """The slots from ``next_expected_at`` on whose grace ended at or before ``until``.
 
     liveness: a :class:`monitors.liveness.Liveness` (default: always up). Returns
     None when no slot is overdue. Counts are exact however many slots there are:
     interval slots by arithmetic, cron ones with :func:`schedule.count_fires`.
     """
-    first = monitor.next_slot_at
+    first = monitor.next_expected_at
     if first is None or until < first + monitor.grace:
         return None
     grace, horizon = monitor.grace, until - monitor.grace  # slots <= horizon are overdue
@@ -175,8 +175,8 @@ def next_evaluation(monitor, open_runs) -> datetime | None:
     if monitor.paused:
         return None
     times = []
-    if monitor.next_slot_at is not None and monitor.last_ping_at is not None:
-        times.append(monitor.next_slot_at + monitor.grace)
+    if monitor.next_expected_at is not None and monitor.last_ping_at is not None:
+        times.append(monitor.next_expected_at + monitor.grace)
     for run in open_runs:
         if run.outcome == "running" and run.timeout_at is not None:
             times.append(run.timeout_at)
@@ -199,6 +199,6 @@ def status(monitor, now: datetime, *, running: bool, incident_open: bool) -> str
         return "down"
     if running:
         return "running"
-    if monitor.next_slot_at is not None and now > monitor.next_slot_at:
-        return "late" if now < monitor.next_slot_at + monitor.grace else "down"
+    if monitor.next_expected_at is not None and now > monitor.next_expected_at:
+        return "late" if now < monitor.next_expected_at + monitor.grace else "down"
     return "up"

@@ -25,7 +25,7 @@ def test_missed_after_slot_plus_grace(make_monitor):
     m = make_monitor(period=s(3), grace=s(1))
     ingest(m.pk, PingInput("success"), T0)
     m.refresh_from_db()
-    assert (m.next_slot_at, m.next_evaluation_at) == (T0 + s(3), T0 + s(4))
+    assert (m.next_expected_at, m.next_evaluation_at) == (T0 + s(3), T0 + s(4))
     assert evaluator.tick(T0 + s(3.9)) == 0  # not due yet: O(due) query returns nothing
     assert not Incident.objects.exists()
     assert evaluator.tick(T0 + s(4)) == 1
@@ -35,7 +35,7 @@ def test_missed_after_slot_plus_grace(make_monitor):
     assert list(Run.objects.filter(outcome="missed").values_list("slot_at", flat=True)) == [
         T0 + s(3)]
     m.refresh_from_db()
-    assert (m.next_slot_at, m.next_evaluation_at) == (T0 + s(6), T0 + s(7))
+    assert (m.next_expected_at, m.next_evaluation_at) == (T0 + s(6), T0 + s(7))
     # the next missed slot is counted on the same incident, not a new alert
     evaluator.tick(T0 + s(7))
     inc, evs = events(m)
@@ -47,7 +47,7 @@ def test_missed_after_slot_plus_grace(make_monitor):
     assert sorted(Run.objects.filter(outcome="missed").values_list("slot_at", flat=True)) == [
         T0 + s(3), T0 + s(6)]
     m.refresh_from_db()
-    assert m.next_slot_at == T0 + s(11)  # interval: counted from the late ping
+    assert m.next_expected_at == T0 + s(11)  # interval: counted from the late ping
 
 
 def test_evaluator_downtime_gives_one_incident_counting_slots(make_monitor):
@@ -58,16 +58,16 @@ def test_evaluator_downtime_gives_one_incident_counting_slots(make_monitor):
     assert (inc.missed_count, inc.events.count()) == (99, 1)
     assert Run.objects.filter(outcome="missed").count() == 99
     m.refresh_from_db()
-    assert m.next_slot_at == T0 + s(1000)
+    assert m.next_expected_at == T0 + s(1000)
 
 
 def test_cron_missed_counts_slots_in_zone(make_monitor):
     m = make_monitor(kind="cron", schedule="0 7 * * *", timezone="America/New_York",
                      grace=s(300), created=datetime(2024, 3, 8, 12, tzinfo=UTC))
-    assert m.next_slot_at == datetime(2024, 3, 9, 12, tzinfo=UTC)  # 07:00 EST
+    assert m.next_expected_at == datetime(2024, 3, 9, 12, tzinfo=UTC)  # 07:00 EST
     ingest(m.pk, PingInput("success"), datetime(2024, 3, 9, 12, 0, 5, tzinfo=UTC))
     m.refresh_from_db()
-    assert m.next_slot_at == datetime(2024, 3, 10, 11, tzinfo=UTC)  # 07:00 EDT after DST
+    assert m.next_expected_at == datetime(2024, 3, 10, 11, tzinfo=UTC)  # 07:00 EDT after DST
     evaluator.tick(datetime(2024, 3, 12, 11, 5, tzinfo=UTC))
     inc = Incident.objects.get(monitor=m)
     assert inc.missed_count == 3  # Mar 10, 11, 12 at 07:00 EDT
@@ -185,12 +185,27 @@ def test_status_values(make_monitor):
     assert st(T0 + s(16)) == "paused"
 
 
-def test_decide_is_pure(make_monitor):
-    m = Monitor(kind="interval", period=s(3), grace=s(1), last_ping_at=T0, next_slot_at=T0 + s(3))
-    d = evaluator.decide(m, [], set(), T0 + s(10))
-    assert [(x.kind, x.count) for x in d.detections] == [("missed", 3)]
-    assert d.missed_slots == [T0 + s(3), T0 + s(6), T0 + s(9)]
-    assert d.next_slot_at == T0 + s(12)
+def test_decide_is_pure():
+    """decide() reads its arguments only: the monitor, the runs and the set of
+    succeeded slots are the same afterwards, and calling it twice gives the same."""
+    m = Monitor(kind="interval", period=s(3), grace=s(1), last_ping_at=T0,
+                next_expected_at=T0 + s(3), max_runtime=s(5), deadline=s(4))
+    runs = [Run(pk=1, slot_at=T0, started_at=T0, outcome="running", timeout_at=T0 + s(5),
+                deadline_at=T0 + s(4)),
+            Run(pk=2, slot_at=T0, started_at=T0 + s(1), outcome="running",
+                timeout_at=T0 + s(6), deadline_at=T0 + s(4))]
+    succeeded = set()
+    before = (vars(m).copy(), [vars(r).copy() for r in runs], set(succeeded))
+    first = evaluator.decide(m, runs, succeeded, T0 + s(10))
+    assert (vars(m), [vars(r) for r in runs], succeeded) == before
+    assert evaluator.decide(m, runs, succeeded, T0 + s(10)) == first
+    assert [(x.kind, x.count) for x in first.detections] == [
+        ("missed", 3), ("stuck", 1), ("deadline", 1), ("stuck", 1)]  # one deadline per slot
+    assert first.missed_slots == [T0 + s(3), T0 + s(6), T0 + s(9)]
+    assert (first.next_expected_at, first.stuck_runs, first.deadline_runs) == (
+        T0 + s(12), [1, 2], [1, 2])
+    assert evaluator.apply_to_runs(first, runs) == runs
+    assert [(r.outcome, r.deadline_checked) for r in runs] == [("stuck", True)] * 2
 
 
 def _run_hours(m, ping_times, until):
@@ -247,4 +262,37 @@ def test_missed_count_is_exact_however_many_slots(make_monitor):
     assert inc.missed_count == 20 * 1440 - 1
     assert Run.objects.filter(outcome="missed").count() == slots.MAX_RUN_ROWS
     m.refresh_from_db()
-    assert m.next_slot_at == T0 + timedelta(days=20)
+    assert m.next_expected_at == T0 + timedelta(days=20)
+
+
+def test_a_monitor_that_cannot_be_evaluated_backs_off_and_says_why(make_monitor, api):
+    healthy = make_monitor(period=s(3), grace=s(1))
+    ingest(healthy.pk, PingInput("success"), T0)
+    broken = [make_monitor(period=s(3), grace=s(1)) for _ in range(3)]
+    for m in broken:  # saved around validation, as the admin could before
+        ingest(m.pk, PingInput("success"), T0)
+    Monitor.objects.filter(pk__in=[m.pk for m in broken]).update(
+        kind="cron", schedule="61 * * * *")
+    assert evaluator.tick(T0 + s(4)) == 1  # the healthy one
+    assert Incident.objects.get().monitor_id == healthy.pk
+    m = Monitor.objects.get(pk=broken[0].pk)
+    assert m.evaluation_error.startswith("ScheduleError: bad minute field '61'")
+    assert (m.evaluation_failures, m.next_evaluation_at) == (1, T0 + s(64))
+    evaluator.tick(T0 + s(64))  # fails again: twice as long
+    m.refresh_from_db()
+    assert (m.evaluation_failures, m.next_evaluation_at) == (2, T0 + s(184))
+    assert api.get(f"/api/v1/monitors/{m.pk}/").json()["evaluation_error"] == m.evaluation_error
+    Monitor.objects.filter(pk=m.pk).update(kind="interval", schedule="")
+    evaluator.tick(T0 + s(184))
+    m.refresh_from_db()
+    assert (m.evaluation_error, m.evaluation_failures) == ("", 0)
+
+
+def test_the_admin_cannot_save_a_schedule_the_evaluator_cannot_compute(admin_client, project):
+    resp = admin_client.post("/admin/monitors/monitor/add/", {
+        "project": project.pk, "name": "bad", "slug": "bad", "kind": "cron",
+        "schedule": "61 * * * *", "timezone": "UTC", "cron_semantics": "debian",
+        "grace": "00:01:00", "concurrency": "allow", "tags": "[]"})
+    assert resp.status_code == 200  # the form again, with the error
+    assert b"bad minute field &#x27;61&#x27;" in resp.content
+    assert not Monitor.objects.exists()

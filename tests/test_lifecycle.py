@@ -175,7 +175,7 @@ def test_pausing_resolves_the_incident_and_resuming_starts_afresh(api, http, pag
     resumed = api.patch(f"/api/v1/monitors/{m.pk}/", {"paused": False}, format="json").json()
     assert resumed["status"] == "up"  # not "down": nothing is open
     m.refresh_from_db()
-    assert m.next_slot_at > timezone.now() + s(55)  # the slots of the pause are not held
+    assert m.next_expected_at > timezone.now() + s(55)  # the slots of the pause are not held
 
 
 def test_an_edit_keeps_the_incident_open(make_monitor):
@@ -191,7 +191,7 @@ def test_lowering_grace_on_an_overdue_interval_monitor(make_monitor):
     m = make_monitor(period=s(4), grace=s(3))
     ingest(m.pk, PingInput("success"), T0)
     m = evaluator.edit(m.pk, {"grace": s(2)}, T0 + s(5.5))
-    assert (m.next_slot_at, m.next_evaluation_at) == (T0 + s(4), T0 + s(6))
+    assert (m.next_expected_at, m.next_evaluation_at) == (T0 + s(4), T0 + s(6))
     evaluator.tick(T0 + s(5.9))
     assert not Incident.objects.exists()
     evaluator.tick(T0 + s(6))
@@ -218,7 +218,7 @@ def test_changing_the_time_zone_keeps_a_due_slot(make_monitor):
     m = make_monitor(kind="cron", schedule="* * * * *", grace=s(40), created=T0 - s(61))
     ingest(m.pk, PingInput("success"), T0 - s(60))
     m = evaluator.edit(m.pk, {"timezone": "Europe/Berlin"}, T0 + s(10))
-    assert (m.next_slot_at, m.next_evaluation_at) == (T0, T0 + s(40))
+    assert (m.next_expected_at, m.next_evaluation_at) == (T0, T0 + s(40))
     evaluator.tick(T0 + s(40))
     assert Incident.objects.get().opened_at == T0 + s(40)
 
@@ -229,7 +229,7 @@ def test_a_new_schedule_does_not_hold_its_past_fire_times_against_the_job(make_m
     m = make_monitor(kind="cron", schedule="0 3 * * *", grace=s(300), created=day)
     ingest(m.pk, PingInput("success"), day + s(3 * 3600 + 10))
     m = evaluator.edit(m.pk, {"schedule": "0 * * * *"}, day + s(10.5 * 3600))
-    assert m.next_slot_at == day + s(11 * 3600)
+    assert m.next_expected_at == day + s(11 * 3600)
     assert not Incident.objects.exists()
 
 
@@ -239,7 +239,7 @@ def test_a_shorter_period_counts_from_the_last_run(make_monitor):
     m = evaluator.edit(m.pk, {"period": s(60)}, T0 + s(600))
     incident = Incident.objects.get()  # due at T0+60 (+60 grace): already late
     assert (incident.opened_at, incident.missed_count) == (T0 + s(600), 9)
-    assert m.next_slot_at == T0 + s(600)
+    assert m.next_expected_at == T0 + s(600)
 
 
 def test_open_runs_follow_a_raised_max_runtime(make_monitor):

@@ -128,7 +128,7 @@ def test_a_grace_end_after_the_last_web_beat_waits_for_the_next_one(make_monitor
     evaluator.tick(T0 + s(7.5))  # grace ended at T0+7; the web tier was last seen at 6.5
     m.refresh_from_db()
     assert not Incident.objects.exists()
-    assert (m.next_slot_at, m.next_evaluation_at) == (T0 + s(5), T0 + s(8.5))
+    assert (m.next_expected_at, m.next_evaluation_at) == (T0 + s(5), T0 + s(8.5))
     liveness.beat("web", T0 + s(8.4))
     evaluator.tick(T0 + s(8.5))
     assert Incident.objects.get().opened_at == T0 + s(8.5)

@@ -67,7 +67,7 @@ def test_two_evaluator_processes_never_notify_twice(project, receiver):
     for i in range(n):
         m = Monitor.objects.create(project=project, name=f"m{i}", slug=f"m{i}",
                                    period=timedelta(seconds=10), grace=timedelta(seconds=1),
-                                   next_slot_at=t0)
+                                   next_expected_at=t0)
         ingest(m.pk, PingInput("success"), t0)  # armed: next slot t0+10s, long overdue
     now = timezone.now().isoformat()
     start = str(time.time() + 1.5)
