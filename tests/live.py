@@ -122,9 +122,14 @@ class Service:
                 time.sleep(0.1)
         else:
             raise AssertionError("service did not start: " + self.output())
-        self.key = self.manage("createapikey", "--project", "live").strip().splitlines()[-1]
-        self.api = httpx.Client(base_url=f"{self.url}/api/v1",
-                                headers={"Authorization": f"Bearer {self.key}"}, timeout=10)
+        self.api = self.project_api("live")
+
+    def project_api(self, project: str) -> httpx.Client:
+        """An API client with a new key of ``project`` (created if new): tests that
+        share one service each use a project of their own."""
+        key = self.manage("createapikey", "--project", project).strip().splitlines()[-1]
+        return httpx.Client(base_url=f"{self.url}/api/v1",
+                            headers={"Authorization": f"Bearer {key}"}, timeout=10)
 
     def manage(self, *args: str) -> str:
         return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,

@@ -1,5 +1,7 @@
 """The whole path on a real running service: curl-style pings in, alerts out to a
-real local HTTP receiver. These start `manage.py serve` (embedded default)."""
+real local HTTP receiver. These start `manage.py serve` (embedded default): one
+shared by the tests that leave it running (each in a project of its own), and
+their own for the tests that stop, kill or restart it. Marked ``live``."""
 import asyncio
 import contextlib
 import hashlib
@@ -15,6 +17,8 @@ import pytest
 
 from tests.live import Receiver, Service
 
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture
 def receiver():
@@ -23,27 +27,34 @@ def receiver():
     r.close()
 
 
-@pytest.fixture
-def service(tmp_path):
-    s = Service(tmp_path)
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """One running service for the tests that do not stop or restart it."""
+    s = Service(tmp_path_factory.mktemp("serve"))
     yield s
     s.stop()
 
 
-def _hook(service, receiver):
-    resp = service.api.post("/channels/", json={
+@pytest.fixture
+def api(service, request):
+    """The shared service's API as a project of this test's own."""
+    return service.project_api(request.node.name[:90])
+
+
+def _hook(api, receiver):
+    resp = api.post("/channels/", json={
         "kind": "webhook", "name": "recv", "config": {"url": receiver.url + "/hook"}})
     assert resp.status_code == 201, resp.text
     return resp.json()
 
 
-def test_missed_run_webhook_within_2s_of_deadline_then_resolve(service, receiver):
-    secret = _hook(service, receiver)["config"]["secret"]
-    m = service.api.post("/monitors/", json={"name": "every3s", "kind": "interval",
+def test_missed_run_webhook_within_2s_of_deadline_then_resolve(api, receiver):
+    secret = _hook(api, receiver)["config"]["secret"]
+    m = api.post("/monitors/", json={"name": "every3s", "kind": "interval",
                                              "period": 3, "grace": 1}).json()
     assert httpx.get(m["ping_url"]).text == "OK\n"
     last_ping = datetime.fromisoformat(
-        service.api.get(f"/monitors/{m['id']}/").json()["last_ping_at"]).timestamp()
+        api.get(f"/monitors/{m['id']}/").json()["last_ping_at"]).timestamp()
     deadline = last_ping + 3 + 1
     opened = receiver.wait_for(lambda r: r.json()["event"] == "incident.opened", timeout=10)
     assert opened.json()["incident"]["cause"] == "missed"
@@ -51,7 +62,7 @@ def test_missed_run_webhook_within_2s_of_deadline_then_resolve(service, receiver
     assert 0 <= opened.at - deadline < 2.0, opened.at - deadline
     expected = hmac.new(secret.encode(), opened.body, hashlib.sha256).hexdigest()
     assert opened.headers["X-CronRadar-Signature"] == f"sha256={expected}"
-    assert service.api.get(f"/monitors/{m['id']}/").json()["status"] == "down"
+    assert api.get(f"/monitors/{m['id']}/").json()["status"] == "down"
     httpx.get(m["ping_url"])
     resolved = receiver.wait_for(lambda r: r.json()["event"] == "incident.resolved", timeout=5)
     assert resolved.json()["incident"]["dedup_key"] == opened.json()["incident"]["dedup_key"]
@@ -63,9 +74,9 @@ def test_missed_run_webhook_within_2s_of_deadline_then_resolve(service, receiver
     (["/start"], "stuck"),
     (["/start", "/start"], "overlap"),
 ])
-def test_bad_runs_open_incident_with_cause_and_success_resolves(service, receiver, steps, cause):
-    _hook(service, receiver)
-    m = service.api.post("/monitors/", json={
+def test_bad_runs_open_incident_with_cause_and_success_resolves(api, receiver, steps, cause):
+    _hook(api, receiver)
+    m = api.post("/monitors/", json={
         "name": "job", "period": 60, "grace": 10, "concurrency": "forbid",
         "max_runtime": 1 if cause == "stuck" else 30}).json()
     for step in steps:
@@ -74,21 +85,21 @@ def test_bad_runs_open_incident_with_cause_and_success_resolves(service, receive
     assert opened.json()["incident"]["cause"] == cause
     assert httpx.get(m["ping_url"] + "/0").status_code == 200
     receiver.wait_for(lambda r: r.json()["event"] == "incident.resolved", timeout=5)
-    incidents = service.api.get("/incidents/").json()
+    incidents = api.get("/incidents/").json()
     assert [(i["cause"], i["resolution"]) for i in incidents] == [(cause, "a run succeeded")]
 
 
-def test_unknown_uuid_404_and_10mb_body_truncated(service):
+def test_unknown_uuid_404_and_10mb_body_truncated(service, api):
     assert httpx.get(f"{service.url}/ping/00000000-0000-0000-0000-000000000000").status_code == 404
-    m = service.api.post("/monitors/", json={"name": "big", "period": 60, "grace": 5}).json()
+    m = api.post("/monitors/", json={"name": "big", "period": 60, "grace": 5}).json()
     resp = httpx.post(m["ping_url"], content=b"y" * (10 * 1024 * 1024), timeout=30)
     assert resp.status_code == 200
-    [p] = service.api.get(f"/monitors/{m['id']}/pings/").json()
+    [p] = api.get(f"/monitors/{m['id']}/pings/").json()
     assert (p["body_size"], p["body_truncated"], len(p["body"])) == (10485760, True, 102400)
 
 
-def test_1000_concurrent_pings_all_stored(service):
-    m = service.api.post("/monitors/", json={"name": "busy", "period": 60, "grace": 5}).json()
+def test_1000_concurrent_pings_all_stored(api):
+    m = api.post("/monitors/", json={"name": "busy", "period": 60, "grace": 5}).json()
 
     async def blast():
         limits = httpx.Limits(max_connections=1000)
@@ -100,7 +111,7 @@ def test_1000_concurrent_pings_all_stored(service):
     started = time.time()
     responses = asyncio.run(blast())
     assert [r.status_code for r in responses] == [200] * 1000, time.time() - started
-    pings = service.api.get(f"/monitors/{m['id']}/pings/?limit=1000").json()
+    pings = api.get(f"/monitors/{m['id']}/pings/?limit=1000").json()
     assert len(pings) == 1000
     assert sorted(p["body"] for p in pings) == sorted(f"ping {i}" for i in range(1000))
 
@@ -114,7 +125,7 @@ def test_a_delivery_cut_off_by_a_crash_is_sent_again_within_seconds(tmp_path):
     env = {"CRONRADAR_DELIVERY_TIMEOUT": "2"}  # a claim then lasts 6 s
     first = Service(tmp_path, extra_env=env)
     try:
-        _hook(first, receiver)
+        _hook(first.api, receiver)
         m = first.api.post("/monitors/", json={"name": "r", "period": 60, "grace": 5}).json()
         httpx.get(m["ping_url"] + "/fail")
         cut = receiver.wait_for(lambda r: True, timeout=10)
@@ -136,11 +147,11 @@ def test_a_delivery_cut_off_by_a_crash_is_sent_again_within_seconds(tmp_path):
         receiver.close()
 
 
-def test_half_sent_requests_from_one_host_do_not_block_other_pings(service):
+def test_half_sent_requests_from_one_host_do_not_block_other_pings(service, api):
     """1,100 connections from one host, each stalled 3 bytes into its body: other
     clients' pings are answered at once, and the stalled ones are dropped after
     serve's 10 s idle timeout."""
-    m = service.api.post("/monitors/", json={"name": "j", "period": 60, "grace": 5}).json()
+    m = api.post("/monitors/", json={"name": "j", "period": 60, "grace": 5}).json()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
     head = (f"POST /ping/{m['uuid']} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"
@@ -162,7 +173,7 @@ def test_half_sent_requests_from_one_host_do_not_block_other_pings(service):
     finally:
         for sock in slow:
             sock.close()
-    [ping] = service.api.get(f"/monitors/{m['id']}/pings/").json()
+    [ping] = api.get(f"/monitors/{m['id']}/pings/").json()
     assert ping["remote_addr"] == "127.0.0.1"  # the half-sent ones stored nothing
 
 
@@ -171,7 +182,7 @@ def test_cronradar_down_15s_is_one_outage_summary_not_an_alert_storm(tmp_path, r
     stopped for 15 s: after the restart no monitor alerts; the project's channel
     gets one outage.summary counting the slots that fell into the outage."""
     first = Service(tmp_path)
-    _hook(first, receiver)
+    _hook(first.api, receiver)
     monitors = [first.api.post("/monitors/", json={"name": f"m{i}", "period": 5,
                                                    "grace": 2}).json() for i in range(2)]
     stop = threading.Event()

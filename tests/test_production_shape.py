@@ -22,6 +22,7 @@ from monitors.pings import PingInput, ingest
 from tests.conftest import send_due
 from tests.live import ROOT, Receiver, free_port
 
+pytestmark = pytest.mark.live
 needs_pg = pytest.mark.skipif(not os.environ.get("DATABASE_URL"),
                               reason="needs PostgreSQL (DATABASE_URL), see scripts/test")
 needs_redis = pytest.mark.skipif(not (os.environ.get("DATABASE_URL")
