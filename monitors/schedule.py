@@ -18,15 +18,17 @@ and a one-value range is that value, as in Vixie cron: ``5-5`` and ``5-5/2``
 are minute 5 (croniter 7.0.0 reads ``5-5`` as every minute, and both croniter
 and cronsim 2.8 read ``5-5/2`` as ``5/2``).
 
-Under DEBIAN semantics three extras are also accepted (the same spelling as
-the cronsim library): ``L`` in day-of-month (last day of the month), ``N#k``
-in day-of-week (k-th weekday N of the month, k = 1..5) and ``NL`` in
-day-of-week (last weekday N of the month).
+Under DEBIAN semantics four extras are also accepted (the same spelling as
+the cronsim library, which Healthchecks uses): ``L`` in day-of-month (last day
+of the month), ``LW`` in day-of-month (last weekday, Monday to Friday, of the
+month), ``N#k`` in day-of-week (k-th weekday N of the month, k = 1..5) and
+``NL`` in day-of-week (last weekday N of the month).
 
 The aliases ``@hourly @daily @midnight @weekly @monthly @yearly @annually``
 expand to their five-field form. ``@reboot``, seconds fields (six or seven
-fields), ``?``, ``W``, ``H`` and other non-standard syntax are rejected, and so
-is any expression that can never fire (``0 0 31 2 *``).
+fields), ``?``, ``W`` (nearest weekday), ``H`` and other non-standard syntax are
+rejected with a message saying so, and so is any expression that can never
+fire (``0 0 31 2 *``).
 
 Day-of-month and day-of-week
 ----------------------------
@@ -122,9 +124,12 @@ _DAY = timedelta(days=1)
 # (Feb 29 on a given weekday across the non-leap 2100); searching 100 years of
 # wall time is therefore enough and bounds the work for anything else.
 _HORIZON_YEARS = 100
-# Offset changes larger than this (between instants this close) do not occur
-# in tzdata after 1900 (the largest modern fall-back is Antarctica/Troll's 2 h).
-_DST_WINDOW = timedelta(hours=6)
+# How far to look for a UTC offset drop near a search start: the zone's largest
+# drop since 1970 (_max_drop: 7 h for Antarctica/Vostok in 1994, 1 h for most
+# DST zones, none for UTC), found once per zone. Times before 1970 are not
+# supported (Pacific/Kwajalein dropped 23 h in 1969): public functions reject
+# them and backward searches stop there.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DST_STEP = timedelta(minutes=30)
 _MAX_EXPR_LEN = 512
 
@@ -165,6 +170,7 @@ class _Spec:
     months: frozenset[int]
     doms: frozenset[int]
     dom_last: bool  # 'L' in day-of-month
+    dom_last_weekday: bool  # 'LW' in day-of-month
     dows: frozenset[int]
     dow_nth: frozenset[tuple[int, int]]  # (weekday, k) from 'N#k'
     dow_last: frozenset[int]  # weekdays from 'NL'
@@ -186,7 +192,10 @@ def _number(field: int, text: str, token: str, lo: int, hi: int) -> int:
         if token == "":
             raise _bad(field, text, "empty value")
         why = f"'{token}' is not a valid value"
-        if any(ch in upper for ch in "LW#H?"):
+        if field == 2 and upper.endswith("W"):
+            why += ": W (the nearest weekday) is not supported; use LW for the last " \
+                   "weekday of the month, or list the days"
+        elif any(ch in upper for ch in "LW#H?"):
             why += " (this extension is not supported here)"
         raise _bad(field, text, why)
     value = int(token)
@@ -195,11 +204,12 @@ def _number(field: int, text: str, token: str, lo: int, hi: int) -> int:
     return value
 
 
-def _parse_field(field: int, text: str, semantics: str) -> tuple[set, bool, set, set, bool]:
+def _parse_field(field: int, text: str, semantics: str) -> tuple[set, set, set, set, bool]:
     """Parse one field.
 
-    Returns (values, last_day, nth, last_weekday, star) where star says whether
-    the field counts as '*' for the day-of-month/day-of-week rule.
+    Returns (values, last, nth, last_weekday, star): last holds "L" / "LW" given
+    in day-of-month; star says whether the field counts as '*' for the
+    day-of-month/day-of-week rule.
     """
     lo, hi = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))[field]
     if field == 4 and semantics == KUBERNETES:
@@ -207,14 +217,14 @@ def _parse_field(field: int, text: str, semantics: str) -> tuple[set, bool, set,
     values: set[int] = set()
     nth: set[tuple[int, int]] = set()
     last_weekday: set[int] = set()
-    last_day = False
+    last: set[str] = set()
     k8s_star = False
     for term in text.split(","):
         if term == "":
             raise _bad(field, text, "empty list item")
         upper = term.upper()
-        if semantics == DEBIAN and field == 2 and upper == "L":
-            last_day = True
+        if semantics == DEBIAN and field == 2 and upper in ("L", "LW"):
+            last.add(upper)
             continue
         if semantics == DEBIAN and field == 4 and "#" in term:
             day, _, k = term.partition("#")
@@ -253,12 +263,15 @@ def _parse_field(field: int, text: str, semantics: str) -> tuple[set, bool, set,
     if field == 4:
         values = {v % 7 for v in values}
     star = k8s_star if semantics == KUBERNETES else text.startswith("*")
-    return values, last_day, nth, last_weekday, star
+    return values, last, nth, last_weekday, star
 
 
 def _day_matches(spec: _Spec, day: int, weekday: int, month_days: int) -> bool:
     """Does a date match? weekday: 0 = Sunday; month_days: length of its month."""
-    dom = day in spec.doms or (spec.dom_last and day == month_days)
+    left = month_days - day  # days after this one in its month
+    dom = (day in spec.doms or (spec.dom_last and not left)
+           or (spec.dom_last_weekday and 1 <= weekday <= 5 and (
+               not left or (weekday == 5 and left <= 2))))  # a Friday before the weekend
     dow = (
         weekday in spec.dows
         or (weekday, (day + 6) // 7) in spec.dow_nth
@@ -313,7 +326,7 @@ def _parse(expr: str, semantics: str) -> _Spec:
         raise ScheduleError(msg)
     parsed = [_parse_field(i, text, semantics) for i, text in enumerate(parts)]
     minutes, hours = parsed[0][0], parsed[1][0]
-    doms, dom_last, _, _, dom_star = parsed[2]
+    doms, dom_specials, _, _, dom_star = parsed[2]
     dows, _, dow_nth, dow_last, dow_star = parsed[4]
     spec = _Spec(
         expr=" ".join(parts),
@@ -321,7 +334,8 @@ def _parse(expr: str, semantics: str) -> _Spec:
         hours=tuple(sorted(hours)),
         months=frozenset(parsed[3][0]),
         doms=frozenset(doms),
-        dom_last=dom_last,
+        dom_last="L" in dom_specials,
+        dom_last_weekday="LW" in dom_specials,
         dows=frozenset(dows),
         dow_nth=frozenset(dow_nth),
         dow_last=frozenset(dow_last),
@@ -349,66 +363,46 @@ def _date_matches(spec: _Spec, d: date) -> bool:
     return _day_matches(spec, d.day, d.isoweekday() % 7, _month_days(d))
 
 
-def _walls_forward(spec: _Spec, start: datetime) -> Iterator[datetime]:
-    """Matching naive wall times >= start, ascending, for up to _HORIZON_YEARS."""
-    if start.second or start.microsecond:
-        start = start.replace(second=0, microsecond=0) + _MINUTE
-    d = start.date()
-    stop_year = min(d.year + _HORIZON_YEARS, 9999)
-    first = True
-    while d.year <= stop_year:
-        if d.month not in spec.months:
-            if d.month == 12:
-                if d.year == 9999:
-                    return
-                d = date(d.year + 1, 1, 1)
-            else:
-                d = date(d.year, d.month + 1, 1)
-            first = False
-            continue
-        if _date_matches(spec, d):
-            hours = spec.hours
-            if first:
-                hours = hours[bisect_left(hours, start.hour) :]
-            for h in hours:
-                minutes = spec.minutes
-                if first and h == start.hour:
-                    minutes = minutes[bisect_left(minutes, start.minute) :]
-                for m in minutes:
-                    yield datetime(d.year, d.month, d.day, h, m)
-        first = False
-        if d.year == 9999 and d.month == 12 and d.day == 31:
-            return
-        d += _DAY
+def _walls(spec: _Spec, edge: datetime, step: int) -> Iterator[datetime]:
+    """Matching naive wall times from ``edge`` on, for up to _HORIZON_YEARS.
 
-
-def _walls_backward(spec: _Spec, end: datetime) -> Iterator[datetime]:
-    """Matching naive wall times <= end, descending, for up to _HORIZON_YEARS."""
-    end = end.replace(second=0, microsecond=0)
-    d = end.date()
-    stop_year = max(d.year - _HORIZON_YEARS, 1)
+    step +1: ascending, from ``edge`` rounded up to a whole minute (included);
+    step -1: descending, from ``edge`` rounded down (included), never before 1970.
+    """
+    forward = step > 0
+    whole = edge.replace(second=0, microsecond=0)
+    if forward and whole != edge:
+        whole += _MINUTE
+    d = whole.date()
+    last_year = (min(d.year + _HORIZON_YEARS, 9999) if forward
+                 else max(d.year - _HORIZON_YEARS, _EPOCH.year))
     first = True
-    while d.year >= stop_year:
-        if d.month not in spec.months:
-            if d.year == 1 and d.month == 1:
+    while (d.year <= last_year) if forward else (d.year >= last_year):
+        if d.month not in spec.months:  # jump to the next (previous) month
+            if forward and (d.year, d.month) == (9999, 12):
                 return
-            d = d.replace(day=1) - _DAY
+            if forward:
+                d = date(d.year + 1, 1, 1) if d.month == 12 else date(d.year, d.month + 1, 1)
+            else:
+                d = d.replace(day=1) - _DAY
             first = False
             continue
         if _date_matches(spec, d):
             hours = spec.hours
             if first:
-                hours = hours[: bisect_right(hours, end.hour)]
-            for h in reversed(hours):
+                hours = (hours[bisect_left(hours, whole.hour):] if forward
+                         else hours[:bisect_right(hours, whole.hour)])
+            for h in hours if forward else reversed(hours):
                 minutes = spec.minutes
-                if first and h == end.hour:
-                    minutes = minutes[: bisect_right(minutes, end.minute)]
-                for m in reversed(minutes):
+                if first and h == whole.hour:
+                    minutes = (minutes[bisect_left(minutes, whole.minute):] if forward
+                               else minutes[:bisect_right(minutes, whole.minute)])
+                for m in minutes if forward else reversed(minutes):
                     yield datetime(d.year, d.month, d.day, h, m)
         first = False
-        if d == date.min:
+        if forward and d == date.max:
             return
-        d -= _DAY
+        d += _DAY if forward else -_DAY
 
 
 # ---------------------------------------------------------------- wall time -> instants
@@ -448,13 +442,29 @@ def _instants(spec: _Spec, zone: zoneinfo.ZoneInfo, u0: datetime, u1: datetime) 
     return [] if spec.real_clock else [_gap_end(zone, u1, u0)]
 
 
+@lru_cache(maxsize=1024)
+def _max_drop(zone: zoneinfo.ZoneInfo) -> timedelta:
+    """The largest fall of ``zone``'s UTC offset at one transition, 1970-2100
+    (sampled every 12 h; ~50 ms, once per zone)."""
+    worst, t = timedelta(0), _EPOCH
+    prev = t.astimezone(zone).utcoffset()
+    while t.year < 2100:
+        t += timedelta(hours=12)
+        offset = t.astimezone(zone).utcoffset()
+        worst = max(worst, prev - offset)
+        prev = offset
+    return worst
+
+
 def _offset_swing(zone: zoneinfo.ZoneInfo, at: datetime, sign: int) -> timedelta:
     """Largest amount the UTC offset drops (sign=+1, looking forward from `at`)
-    or exceeded the offset at `at` (sign=-1, looking back) within _DST_WINDOW."""
+    or exceeded the offset at `at` (sign=-1, looking back), within the zone's
+    largest drop (:func:`_max_drop`) of `at`: no drop further away can reorder
+    wall times around `at`."""
     base = at.astimezone(zone).utcoffset()
     worst = timedelta(0)
     step, t = _DST_STEP * sign, at
-    for _ in range(int(_DST_WINDOW / _DST_STEP)):
+    for _ in range(int((_max_drop(zone) + _DST_STEP) / _DST_STEP)):
         try:
             t += step
             diff = (base - t.astimezone(zone).utcoffset()) * sign
@@ -464,81 +474,50 @@ def _offset_swing(zone: zoneinfo.ZoneInfo, at: datetime, sign: int) -> timedelta
     return worst
 
 
-def _iter_forward(spec: _Spec, zone: zoneinfo.ZoneInfo, after: datetime) -> Iterator[datetime]:
-    """Fire instants > after (UTC-aware), strictly increasing."""
-    heap: list[datetime] = []
+def _iter(spec: _Spec, zone: zoneinfo.ZoneInfo, edge: datetime, step: int) -> Iterator[datetime]:
+    """Fire instants (UTC-aware): step +1, those > edge strictly increasing;
+    step -1, those <= edge strictly decreasing."""
+    forward = step > 0
+    heap: list[tuple[float, datetime]] = []  # keyed so the next one out is first
     last = None
-    gap_until = None  # real clock: wall times before this are in a known gap
+    gap_edge = None  # real clock: wall times beyond this edge are in a known gap
+
+    def release(bound: datetime | None):
+        nonlocal last
+        while heap and (bound is None or (heap[0][1] <= bound if forward
+                                          else heap[0][1] >= bound)):
+            inst = heapq.heappop(heap)[1]
+            if inst != last:
+                last = inst
+                yield inst
+
     try:
-        # Any instant > after has a wall time >= local(after) - (offset drop ahead).
-        local = after.astimezone(zone).replace(tzinfo=None)
-        start = local - _offset_swing(zone, after, +1)
-        for wall in _walls_forward(spec, start):
-            if gap_until is not None and wall < gap_until:
+        # Any instant beyond edge has a wall time beyond local(edge) shifted by the
+        # largest offset change near edge (a fall-back ahead, a fall-back behind).
+        local = edge.astimezone(zone).replace(tzinfo=None)
+        start = local - step * _offset_swing(zone, edge, step)
+        for wall in _walls(spec, start, step):
+            if gap_edge is not None and (wall < gap_edge if forward else wall >= gap_edge):
                 continue
             u0, u1 = _resolve(wall, zone)
             if u0 > u1 and spec.real_clock:
                 # Skip the rest of the gap without resolving each wall time.
                 end = _gap_end(zone, u1, u0)
-                gap_until = end.astimezone(zone).replace(tzinfo=None)
+                gap_edge = (end.astimezone(zone).replace(tzinfo=None) if forward
+                            else (end - _SECOND).astimezone(zone).replace(tzinfo=None) + _SECOND)
                 continue
             for inst in _instants(spec, zone, u0, u1):
-                if inst > after:
-                    heapq.heappush(heap, inst)
-            if not heap:
-                continue
-            # Every later wall time is >= wall + 1 min, and none of them can map
-            # to an instant before min(u0', u1') of that wall time.
-            bound = min(_resolve(wall + _MINUTE, zone))
-            while heap and heap[0] <= bound:
-                inst = heapq.heappop(heap)
-                if inst != last:
-                    last = inst
-                    yield inst
+                if inst > edge if forward else inst <= edge:
+                    heapq.heappush(heap, (step * inst.timestamp(), inst))
+            if heap:
+                # Every later wall time is a minute further, and none of them can map
+                # to an instant before (after) the nearer instant of that wall time.
+                bound = (min(_resolve(wall + _MINUTE, zone)) if forward
+                         else max(_resolve(wall - _MINUTE, zone)))
+                yield from release(bound)
     except OverflowError:
         pass
-    while heap:
-        inst = heapq.heappop(heap)
-        if inst != last:
-            last = inst
-            yield inst
-
-
-def _iter_backward(spec: _Spec, zone: zoneinfo.ZoneInfo, until: datetime) -> Iterator[datetime]:
-    """Fire instants <= until (UTC-aware), strictly decreasing."""
-    heap: list[tuple[float, datetime]] = []  # max-heap via negated timestamps
-    last = None
-    gap_from = None  # real clock: wall times at or after this are in a known gap
-    try:
-        # Any instant <= until has a wall time <= local(until) + (offset excess behind).
-        local = until.astimezone(zone).replace(tzinfo=None)
-        start = local + _offset_swing(zone, until, -1)
-        for wall in _walls_backward(spec, start):
-            if gap_from is not None and wall >= gap_from:
-                continue
-            u0, u1 = _resolve(wall, zone)
-            if u0 > u1 and spec.real_clock:
-                end = _gap_end(zone, u1, u0)
-                gap_from = (end - _SECOND).astimezone(zone).replace(tzinfo=None) + _SECOND
-                continue
-            for inst in _instants(spec, zone, u0, u1):
-                if inst <= until:
-                    heapq.heappush(heap, (-inst.timestamp(), inst))
-            if not heap:
-                continue
-            bound = max(_resolve(wall - _MINUTE, zone))
-            while heap and heap[0][1] >= bound:
-                inst = heapq.heappop(heap)[1]
-                if inst != last:
-                    last = inst
-                    yield inst
-    except OverflowError:
-        pass
-    while heap:
-        inst = heapq.heappop(heap)[1]
-        if inst != last:
-            last = inst
-            yield inst
+    yield from release(None)
 
 
 def _aware_utc(value: datetime, name: str) -> datetime:
@@ -546,6 +525,8 @@ def _aware_utc(value: datetime, name: str) -> datetime:
         raise TypeError(f"{name} must be a datetime")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{name} must be timezone-aware")
+    if value < _EPOCH:
+        raise ScheduleError(f"{name} is before 1970: not supported")
     return value.astimezone(UTC)
 
 
@@ -597,7 +578,7 @@ def validate_cron(expr: str, tz: str = "UTC", semantics: str = DEBIAN) -> str:
         # A real-clock job skips gap wall times; make sure something is left.
         # Fixed-time jobs always fire (gap wall times move to the gap's end).
         ref = datetime(2020, 1, 1, tzinfo=UTC)
-        if next(_iter_forward(spec, zone, ref), None) is None:
+        if next(_iter(spec, zone, ref, 1), None) is None:
             raise ScheduleError(
                 f"schedule '{spec.expr}' never fires in time zone {tz}: every matching "
                 f"time falls into a daylight-saving gap"
@@ -620,7 +601,7 @@ def next_fire(expr: str, tz: str, after: datetime, semantics: str = DEBIAN) -> d
     spec = _parse(expr, semantics)
     zone = validate_timezone(tz)
     after_utc = _aware_utc(after, "after")
-    result = next(_iter_forward(spec, zone, after_utc), None)
+    result = next(_iter(spec, zone, after_utc, 1), None)
     if result is None:
         raise ScheduleError(f"schedule '{spec.expr}' does not fire after {after.isoformat()}")
     return result
@@ -638,7 +619,7 @@ def previous_fire(
     spec = _parse(expr, semantics)
     zone = validate_timezone(tz)
     until = _aware_utc(at_or_before, "at_or_before")
-    return next(_iter_backward(spec, zone, until), None)
+    return next(_iter(spec, zone, until, -1), None)
 
 
 def fires_between(
@@ -663,7 +644,7 @@ def fires_between(
     out: list[datetime] = []
     if limit <= 0 or until_utc <= after_utc:
         return out
-    for inst in _iter_forward(spec, zone, after_utc):
+    for inst in _iter(spec, zone, after_utc, 1):
         if inst > until_utc:
             break
         out.append(inst)
@@ -692,7 +673,7 @@ def last_fires(
     out: list[datetime] = []
     if limit <= 0 or until_utc <= after_utc:
         return out
-    for inst in _iter_backward(spec, zone, until_utc):
+    for inst in _iter(spec, zone, until_utc, -1):
         if inst <= after_utc:
             break
         out.append(inst)
@@ -759,7 +740,7 @@ def _count_enumerated(spec: _Spec, zone: zoneinfo.ZoneInfo, after: datetime,
     if until <= after:
         return 0
     n = 0
-    for inst in _iter_forward(spec, zone, after):
+    for inst in _iter(spec, zone, after, 1):
         if inst > until:
             break
         n += 1

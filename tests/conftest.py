@@ -1,11 +1,40 @@
-"""Shared fixtures: a project with an API key, a monitor factory, a clock."""
+"""Shared fixtures: a project with an API key, a monitor factory, a clock; the
+Hypothesis profile; a guard that turns a hang into a failure."""
+import contextlib
+import os
+import signal
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from monitors.models import ApiKey, Monitor, Project
 
 T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
+
+# In CI (CI or HYPOTHESIS_PROFILE=ci) property tests draw the same examples every
+# run, so a red build can be reproduced; locally they explore.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+hypothesis_settings.register_profile("dev")
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                                 or ("ci" if os.environ.get("CI") else "dev"))
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float):
+    """Raise TimeoutError if the block runs longer than ``seconds`` (wall clock,
+    main thread only): a reference implementation that hangs fails the test
+    instead of hanging the run. Not a time limit on the code under test."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,8 @@ from monitors.schedule import (
     validate_cron,
     validate_timezone,
 )
+from tests import cron_oracle
+from tests.conftest import hang_guard
 
 # The cases file lives in ../shared/cases/ beside the repository; a copy is kept
 # in tests/data/ so a plain clone can run the suite. test_cases_copy_is_current
@@ -217,7 +219,11 @@ def test_previous_fire_in_repeated_hour():
 
 
 def test_previous_fire_none_and_far_back():
-    assert previous_fire("0 1 * * *", "UTC", datetime(1, 1, 1, 0, 30, tzinfo=UTC)) is None
+    # Searches go back to 1970 and no further; earlier times are refused (the
+    # offset look-around is derived from each zone's changes since 1970).
+    assert previous_fire("0 1 * * *", "UTC", datetime(1970, 1, 1, 0, 30, tzinfo=UTC)) is None
+    with pytest.raises(ScheduleError, match="before 1970"):
+        previous_fire("0 1 * * *", "UTC", datetime(1969, 12, 31, tzinfo=UTC))
     # Feb 29 on a Sunday (AND, because day-of-week starts with '*').
     assert previous_fire("0 0 29 2 */7", "UTC", iso("2026-01-01T00:00:00+00:00")) == iso(
         "2004-02-29T00:00:00+00:00"
@@ -556,7 +562,7 @@ def cron_expr(draw, extras: bool = True) -> str:
     month = draw(cron_field(1, 12, star_weight=6))
     dow = draw(cron_field(0, 7, star_weight=5))
     if extras and draw(st.integers(0, 19)) == 0:
-        dom = "L"
+        dom = draw(st.sampled_from(["L", "LW", "LW,15", "1,L"]))
     if extras and draw(st.integers(0, 19)) == 0:
         dow = draw(
             st.sampled_from(
@@ -683,67 +689,35 @@ def test_debian_matches_cronsim(expr, zs):
     assert got == expected, (expr, zone_name, start.isoformat())
 
 
-def _brute_force(expr: str, zone_name: str, a: datetime, b: datetime, semantics: str):
-    """Fire instants in (a, b] by checking every UTC minute (zones with whole-minute offsets)."""
-    zone = ZoneInfo(zone_name)
-    sim = CronSim(expr, datetime(2000, 1, 1))  # only used for its field matching
-    real_clock = semantics == KUBERNETES or not _fixed_time(expr)
-
-    def match(w: datetime) -> bool:
-        return (
-            w.minute in sim.minutes
-            and w.hour in sim.hours
-            and w.month in sim.months
-            and sim.match_day(w.date())
-        )
-
-    out = []
-    t = a.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    while t <= b:
-        local = t.astimezone(zone)
-        wall = local.replace(tzinfo=None)
-        if real_clock:
-            fire = match(wall)
-        else:
-            fire = match(wall) and local.fold == 0
-            prev = (t - timedelta(minutes=1)).astimezone(zone).replace(tzinfo=None)
-            w = prev + timedelta(minutes=1)
-            while not fire and w < wall:  # wall times skipped by a gap just before t
-                fire = match(w)
-                w += timedelta(minutes=1)
-        if fire:
-            out.append(t)
-        t += timedelta(minutes=1)
-    return out
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    expr=cron_expr(extras=False),
+    expr=cron_expr(),
     zone_name=st.sampled_from([z for z in ZONES if z != "UTC"]),
     data=st.data(),
     semantics=st.sampled_from(SEMANTICS),
 )
-def test_fires_between_matches_brute_force(expr, zone_name, data, semantics):
-    """fires_between/previous_fire agree with a minute-by-minute scan around a transition."""
+def test_fires_between_matches_the_oracle(expr, zone_name, data, semantics):
+    """fires_between and previous_fire agree with the brute-force oracle
+    (tests/cron_oracle.py: every UTC minute, an independent reading of the
+    fields) over 4 hours around a DST transition, or 2 days anywhere."""
     if semantics == KUBERNETES:
-        # The oracle matches fields the Debian way; keep to expressions whose
-        # day fields mean the same to robfig/cron: each day field is exactly
-        # '*' or has no '*' at all, and day-of-week has no 7 and no step.
-        dom, dow = expr.split()[2], expr.split()[4]
-        assume(all(f == "*" or "*" not in f for f in (dom, dow)))
-        assume(dow == "*" or ("7" not in dow and "/" not in dow))
+        assume(not any(x in expr for x in ("L", "#")))  # the extras are Debian's
+        assume("7" not in expr.split()[4])  # Kubernetes rejects day-of-week 7
     try:
         validate_cron(expr, "UTC", semantics)
     except ScheduleError:
         assume(False)
-    trans = transitions(zone_name)
-    base = data.draw(st.sampled_from(trans))
-    a = base + timedelta(
-        minutes=data.draw(st.integers(-180, 60)), seconds=data.draw(st.integers(0, 59))
-    )
-    b = a + timedelta(hours=4)
-    expected = _brute_force(expr, zone_name, a, b, semantics)
+    if data.draw(st.booleans()):
+        base = data.draw(st.sampled_from(transitions(zone_name)))
+        a = base + timedelta(minutes=data.draw(st.integers(-180, 60)),
+                             seconds=data.draw(st.integers(0, 59)))
+        b = a + timedelta(hours=4)
+    else:
+        a = data.draw(st.datetimes(min_value=datetime(2019, 1, 1),
+                                   max_value=datetime(2030, 12, 1))).replace(tzinfo=UTC)
+        b = a + timedelta(days=2)
+    with hang_guard(30):
+        expected = cron_oracle.fires(expr, zone_name, a, b, semantics == KUBERNETES)
     assert fires_between(expr, zone_name, a, b, semantics, limit=10_000) == expected
     prev = previous_fire(expr, zone_name, b, semantics)
     if expected:
@@ -808,6 +782,22 @@ def test_count_fires_is_exact_over_years():
     assert count_fires("30 2 * * *", "Europe/Berlin", start, june, KUBERNETES) == 151
     assert count_fires("30 2 * * *", "Europe/Berlin", start, june, DEBIAN) == 152
     assert count_fires("* * * * *", "UTC", end, start) == 0
+
+
+def test_the_largest_offset_drop_since_1970_vostok_7h():
+    # Antarctica/Vostok fell from +07 to +00 at 1994-01-31T17:00Z: 7 h of wall
+    # time repeat, more than any fixed look-around the engine used to assume.
+    a = iso("1994-01-31T16:00:00+00:00")
+    b = iso("1994-02-01T02:00:00+00:00")
+    for semantics in SEMANTICS:
+        assert fires_between("30 20 * * *", "Antarctica/Vostok", a, b, semantics) == (
+            isos("1994-01-31T20:30:00+00:00") if semantics == KUBERNETES else [])
+    # 20:30 local fired at 13:30Z (+07) before the fall; under the real clock it
+    # comes again at 20:30Z (+00), the Debian rule runs a repeated time once
+    assert previous_fire("30 20 * * *", "Antarctica/Vostok", b, KUBERNETES) == iso(
+        "1994-01-31T20:30:00+00:00")
+    assert previous_fire("30 20 * * *", "Antarctica/Vostok", b, DEBIAN) == iso(
+        "1994-01-31T13:30:00+00:00")
 
 
 def test_transitions_helper_sanity():
