@@ -800,6 +800,107 @@ def test_the_largest_offset_drop_since_1970_vostok_7h():
         "1994-01-31T13:30:00+00:00")
 
 
+# cronsim (pinned in pyproject.toml) is a syntax-compatibility check: what it
+# accepts we accept and the other way round, except these, each on purpose.
+CRONSIM_SYNTAX_DIFFERENCES = [
+    # (expression, we accept, cronsim accepts, why)
+    ("@daily", True, False, "aliases are standard Vixie/Debian cron; cronsim wants 5 fields"),
+    ("0 0 * * * *", False, True, "a sixth (seconds) field is not cron; cronsim takes one"),
+]
+
+
+@pytest.mark.parametrize("expr", [
+    "0 0 * * *", "5-5/2 * * * *", "1-1/1 0 * * *", "0 0 LW * *", "0 0 L * 5L", "* * * * 7",
+    "0 0 * * SUN-SAT", "0 0 1,L * *", "0 0 * * 1#5", "59/15 * * * *", "0 0 31 2 0",
+    "0 0 30 2 *", "0 0 31 2 *", "0 0 ? * *", "0 0 15W * *", "0 0 * * 1#6", "H * * * *",
+    "61 * * * *", "* * * *", "@daily", "0 0 * * * *",
+])
+def test_syntax_matches_cronsim_but_for_listed_differences(expr):
+    try:
+        CronSim(expr, datetime(2024, 1, 1))
+        theirs = True
+    except CronSimError:
+        theirs = False
+    try:
+        validate_cron(expr)
+        ours = True
+    except ScheduleError:
+        ours = False
+    listed = {e: (o, t) for e, o, t, _ in CRONSIM_SYNTAX_DIFFERENCES}
+    assert (ours, theirs) == listed.get(expr, (theirs, theirs))
+
+
+# Cases where cronsim 2.8 hangs or is wrong and croniter differs (the review's
+# differential run); values checked against tests/cron_oracle.py.
+
+def test_chatham_across_its_2024_fall_back_forward():
+    # cronsim hangs here; Chatham changes at 03:45 by one hour
+    a = iso("2024-04-06T06:00:00+00:00")
+    got = fires_between("53 */3 * * *", "Pacific/Chatham", a, a + timedelta(hours=24))
+    assert [t.astimezone(ZoneInfo("Pacific/Chatham")).isoformat() for t in got] == [
+        "2024-04-06T21:53:00+13:45", "2024-04-07T00:53:00+13:45", "2024-04-07T03:53:00+12:45",
+        "2024-04-07T06:53:00+12:45", "2024-04-07T09:53:00+12:45", "2024-04-07T12:53:00+12:45",
+        "2024-04-07T15:53:00+12:45"]
+    assert got == cron_oracle.fires("53 */3 * * *", "Pacific/Chatham", a, a + timedelta(hours=24))
+
+
+def test_nuuk_backward_from_its_2024_spring_forward():
+    # cronsim hangs walking back; Nuuk skipped 23:00-23:59 on 2024-03-30
+    until = iso("2024-03-31T12:00:00+00:00")
+    assert previous_fire("* * 30 * *", "America/Nuuk", until) == iso(
+        "2024-03-30T22:59:00-02:00")
+    assert last_fires("* * 30 * *", "America/Nuuk", until - timedelta(days=3), until, limit=2) == [
+        iso("2024-03-30T22:58:00-02:00"), iso("2024-03-30T22:59:00-02:00")]
+
+
+@pytest.mark.parametrize("expr,zone,start,debian,kubernetes", [
+    # Cairo falls back at midnight: 23:00-23:59 of 2023-10-26 come twice
+    ("30 23 * * *", "Africa/Cairo", "2023-10-26T18:00:00+00:00",
+     ["2023-10-26T20:30:00+00:00"], ["2023-10-26T20:30:00+00:00", "2023-10-26T21:30:00+00:00"]),
+    # Havana falls back to midnight: 00:00-00:59 of 2023-11-05 come twice
+    ("0 0 * * *", "America/Havana", "2023-11-05T03:00:00+00:00",
+     ["2023-11-05T04:00:00+00:00"], ["2023-11-05T04:00:00+00:00", "2023-11-05T05:00:00+00:00"]),
+    ("30 0 5 11 *", "America/Havana", "2023-11-05T03:00:00+00:00",
+     ["2023-11-05T04:30:00+00:00"], ["2023-11-05T04:30:00+00:00", "2023-11-05T05:30:00+00:00"]),
+])
+def test_midnight_folds(expr, zone, start, debian, kubernetes):
+    a = iso(start)
+    for semantics, expected in ((DEBIAN, debian), (KUBERNETES, kubernetes)):
+        got = fires_between(expr, zone, a, a + timedelta(hours=10), semantics)
+        assert got == isos(*expected)
+        assert got == cron_oracle.fires(expr, zone, a, a + timedelta(hours=10),
+                                        semantics == KUBERNETES)
+
+
+def test_santiago_month_steps_across_its_midnight_spring_forward():
+    a = iso("2024-09-01T00:00:00+00:00")
+    got = fires_between("*/22 1 * 2,1,JUL-10/1 0", "America/Santiago", a, a + timedelta(days=8))
+    assert got == isos("2024-09-01T05:00:00+00:00", "2024-09-01T05:22:00+00:00",
+                       "2024-09-01T05:44:00+00:00", "2024-09-08T04:00:00+00:00",
+                       "2024-09-08T04:22:00+00:00", "2024-09-08T04:44:00+00:00")
+
+
+def test_first_saturday_from_inside_santiagos_repeated_hour():
+    # 2025-04-05 (a first Saturday) 23:30 comes twice; the start is in the second
+    # one, which the Debian rule does not run: the next is in May
+    start = iso("2025-04-06T03:29:30+00:00")
+    assert next_fire("30 23-23 * * SAT#1", "America/Santiago", start) == iso(
+        "2025-05-04T03:30:00+00:00")
+
+
+def test_last_weekday_of_the_month():
+    a = iso("2025-01-01T00:00:00+00:00")
+    got = fires_between("0 9 LW * *", "UTC", a, a + timedelta(days=365))
+    assert [t.date().isoformat() for t in got] == [
+        "2025-01-31", "2025-02-28", "2025-03-31", "2025-04-30", "2025-05-30", "2025-06-30",
+        "2025-07-31", "2025-08-29", "2025-09-30", "2025-10-31", "2025-11-28", "2025-12-31"]
+    assert got == cron_oracle.fires("0 9 LW * *", "UTC", a, a + timedelta(days=365))
+    with pytest.raises(ScheduleError, match="W \\(the nearest weekday\\) is not supported"):
+        validate_cron("0 0 15W * *")
+    with pytest.raises(ScheduleError):
+        validate_cron("0 9 LW * *", "UTC", KUBERNETES)
+
+
 def test_transitions_helper_sanity():
     assert iso("2020-03-29T01:00:00+00:00") in transitions("Europe/Berlin")
     assert transitions("UTC") == ()
