@@ -637,50 +637,33 @@ def fires_between(
     limit <= 0). Raises ScheduleError for an invalid expression or zone;
     ValueError for naive bounds.
     """
-    spec = _parse(expr, semantics)
-    zone = validate_timezone(tz)
-    after_utc = _aware_utc(after, "after")
-    until_utc = _aware_utc(until, "until")
-    out: list[datetime] = []
-    if limit <= 0 or until_utc <= after_utc:
-        return out
-    for inst in _iter(spec, zone, after_utc, 1):
-        if inst > until_utc:
-            break
-        out.append(inst)
-        if len(out) >= limit:
-            break
-    return out
+    return list(_between(expr, tz, after, until, semantics, limit, 1))
 
 
-def last_fires(
-    expr: str,
-    tz: str,
-    after: datetime,
-    until: datetime,
-    semantics: str = DEBIAN,
-    limit: int = 100,
-) -> list[datetime]:
+def last_fires(expr: str, tz: str, after: datetime, until: datetime, semantics: str = DEBIAN,
+               limit: int = 100) -> list[datetime]:
     """The latest `limit` fire times t with after < t <= until, ascending.
 
     Same rules and errors as fires_between; walks backwards from `until`, so
     the cost depends on `limit`, not on how long the range is.
     """
+    return list(_between(expr, tz, after, until, semantics, limit, -1))[::-1]
+
+
+def _between(expr: str, tz: str, after: datetime, until: datetime, semantics: str,
+             limit: int, step: int) -> Iterator[datetime]:
+    """Up to `limit` fire times in (after, until], walking from `after` forward
+    (step +1) or from `until` backward (step -1)."""
     spec = _parse(expr, semantics)
     zone = validate_timezone(tz)
     after_utc = _aware_utc(after, "after")
     until_utc = _aware_utc(until, "until")
-    out: list[datetime] = []
     if limit <= 0 or until_utc <= after_utc:
-        return out
-    for inst in _iter(spec, zone, until_utc, -1):
-        if inst <= after_utc:
-            break
-        out.append(inst)
-        if len(out) >= limit:
-            break
-    out.reverse()
-    return out
+        return
+    for n, inst in enumerate(_iter(spec, zone, after_utc if step > 0 else until_utc, step)):
+        if n >= limit or (inst > until_utc if step > 0 else inst <= after_utc):
+            return
+        yield inst
 
 
 def count_fires(

@@ -171,14 +171,12 @@ def test_kubernetes_rejects_what_kubernetes_rejects():
 # ---------------------------------------------------------------- previous / between
 
 
-def test_previous_fire_is_inclusive_and_crosses_spring_forward():
-    ny = "America/New_York"
-    assert previous_fire("0 7 * * *", ny, iso("2024-03-10T07:00:00-04:00")) == iso(
-        "2024-03-10T07:00:00-04:00"
-    )
-    assert previous_fire("0 7 * * *", ny, iso("2024-03-10T06:59:59-04:00")) == iso(
-        "2024-03-09T07:00:00-05:00"
-    )
+@pytest.mark.parametrize("until,expected", [
+    ("2024-03-10T07:00:00-04:00", "2024-03-10T07:00:00-04:00"),  # inclusive
+    ("2024-03-10T06:59:59-04:00", "2024-03-09T07:00:00-05:00"),  # across spring forward
+])
+def test_previous_fire_is_inclusive_and_crosses_spring_forward(until, expected):
+    assert previous_fire("0 7 * * *", "America/New_York", iso(until)) == iso(expected)
 
 
 def test_previous_fire_berlin_gap_shifted_fire():
@@ -301,15 +299,10 @@ def test_fires_between_half_hour_zones():
         "2024-10-06T02:30:00+11:00"
     )
     # Fall back 2024-04-07 02:00+11:00 -> 01:30+10:30 (01:30-01:59 repeats).
-    got = fires_between(
-        "0,45 * * * *", lh, iso("2024-04-07T00:50:00+11:00"), iso("2024-04-07T02:00:00+10:30")
-    )
-    assert got == isos(
-        "2024-04-07T01:00:00+11:00",
-        "2024-04-07T01:45:00+11:00",
-        "2024-04-07T01:45:00+10:30",
-        "2024-04-07T02:00:00+10:30",
-    )
+    a, b = iso("2024-04-07T00:50:00+11:00"), iso("2024-04-07T02:00:00+10:30")
+    assert fires_between("0,45 * * * *", lh, a, b) == isos(
+        "2024-04-07T01:00:00+11:00", "2024-04-07T01:45:00+11:00",
+        "2024-04-07T01:45:00+10:30", "2024-04-07T02:00:00+10:30")
     # Chatham: 02:45+12:45 -> 03:45+13:45 on 2024-09-29.
     assert next_fire("0 3 * * *", "Pacific/Chatham", iso("2024-09-29T00:00:00+12:45")) == iso(
         "2024-09-29T03:45:00+13:45"
@@ -655,7 +648,8 @@ def test_debian_matches_cronsim(expr, zs):
         validate_cron(expr, "UTC")
     except ScheduleError:
         # Never fires: cronsim gives up after 50 years without a result.
-        assert next(sim, None) is None
+        with hang_guard(30):
+            assert next(sim, None) is None
         return
 
     cut = None
@@ -668,7 +662,8 @@ def test_debian_matches_cronsim(expr, zs):
     got, t = [], start
     expected = []
     for _ in range(5):
-        e = next(sim, None)
+        with hang_guard(30):  # cronsim hangs on some inputs: fail, do not hang
+            e = next(sim, None)
         if e is None:
             break
         if cut is not None and e.astimezone(UTC) >= cut:

@@ -19,29 +19,20 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from alerts.integrations import (
-    USER_AGENT,
-    OutgoingRequest,
-    check_fields,
-    check_notifiable,
-    encode_json,
-    isoformat,
-    outage_text,
-    validate_url,
-)
+from alerts.integrations import common
 from alerts.models import Channel, Incident, IncidentEvent
 
 SUMMARY_MAX = 1024  # PagerDuty truncates payload.summary at 1024 characters
 WARNING_CAUSES = frozenset({Incident.Cause.OVERLAP, Incident.Cause.TOO_FAST})
 
 
-def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
+def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The Events API v2 POST: ``trigger`` for ``opened``, ``resolve`` for ``resolved``.
 
     Raises ``ValueError`` for an event kind that does not notify, ``KeyError`` if
     the channel config lacks ``routing_key``.
     """
-    check_notifiable(event)
+    common.check_notifiable(event)
     incident = event.incident
     document = {
         "routing_key": channel.config["routing_key"],
@@ -55,7 +46,7 @@ def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
             "summary": incident.summary[:SUMMARY_MAX],
             "source": f"{project}/{monitor.slug}",
             "severity": "warning" if incident.cause in WARNING_CAUSES else "critical",
-            "timestamp": isoformat(incident.opened_at),
+            "timestamp": common.isoformat(incident.opened_at),
             "component": monitor.slug,
             "group": project,
             "class": incident.cause,
@@ -68,14 +59,11 @@ def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
                 "failure_count": incident.failure_count,
             },
         }
-    return OutgoingRequest(
-        url=channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL,
-        body=encode_json(document),
-        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
-    )
+    url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
+    return common.json_post(url, document)
 
 
-def build_outage(channel: Channel, impact) -> OutgoingRequest:
+def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
     """The Change Event for an ``OutageImpact``: ``{"routing_key", "payload":
     {"summary", "source", "timestamp", "custom_details"}}``."""
     outage = impact.outage
@@ -83,22 +71,18 @@ def build_outage(channel: Channel, impact) -> OutgoingRequest:
     document = {
         "routing_key": channel.config["routing_key"],
         "payload": {
-            "summary": outage_text(impact)[:SUMMARY_MAX],
+            "summary": common.outage_text(impact)[:SUMMARY_MAX],
             "source": "cronradar",
-            "timestamp": isoformat(outage.summarized_at),
+            "timestamp": common.isoformat(outage.summarized_at),
             "custom_details": {
                 "project": impact.project.name,
-                "outage_started_at": isoformat(outage.started_at),
-                "outage_ended_at": isoformat(outage.ended_at),
+                "outage_started_at": common.isoformat(outage.started_at),
+                "outage_ended_at": common.isoformat(outage.ended_at),
                 "unknown_slots": impact.unknown_slots,
             },
         },
     }
-    return OutgoingRequest(
-        url=events_url.removesuffix("/enqueue") + "/change/enqueue",
-        body=encode_json(document),
-        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
-    )
+    return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:
@@ -106,7 +90,7 @@ def validate_config(config: dict, previous: dict | None = None) -> dict:
 
     ``events_url`` is stored only when given. Raises ``ValueError("<field>: <message>")``.
     """
-    check_fields(config, {"routing_key", "events_url"})
+    common.check_fields(config, {"routing_key", "events_url"})
     key = config.get("routing_key")
     if key is None or (isinstance(key, str) and not key.strip()):
         raise ValueError("routing_key: this field is required")
@@ -114,5 +98,5 @@ def validate_config(config: dict, previous: dict | None = None) -> dict:
         raise ValueError("routing_key: must be a string of at most 255 characters")
     cleaned = {"routing_key": key.strip()}
     if config.get("events_url") is not None:
-        cleaned["events_url"] = validate_url(config, "events_url")
+        cleaned["events_url"] = common.validate_url(config, "events_url")
     return cleaned

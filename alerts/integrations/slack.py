@@ -16,28 +16,19 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from alerts.integrations import (
-    USER_AGENT,
-    OutgoingRequest,
-    check_fields,
-    check_notifiable,
-    encode_json,
-    isoformat,
-    outage_text,
-    validate_url,
-)
+from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
 
 HEADER_MAX = 150  # Slack's limit for a header block's text
 
 
-def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
+def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The incoming-webhook POST announcing ``event`` (opened or resolved).
 
     Raises ``ValueError`` for an event kind that does not notify, ``KeyError`` if
     the channel config lacks ``url``.
     """
-    check_notifiable(event)
+    common.check_notifiable(event)
     incident = event.incident
     monitor = incident.monitor
     where = f"{monitor.project.name}/{monitor.slug}"
@@ -69,16 +60,12 @@ def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
             {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
         ],
     }
-    return OutgoingRequest(
-        url=channel.config["url"],
-        body=encode_json(message),
-        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
-    )
+    return common.json_post(channel.config["url"], message)
 
 
-def build_outage(channel: Channel, impact) -> OutgoingRequest:
+def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
     """The incoming-webhook POST summarizing an ``OutageImpact``."""
-    text = outage_text(impact)
+    text = common.outage_text(impact)
     message = {
         "text": _escape(f"CronRadar: {text}"),
         "blocks": [
@@ -87,11 +74,7 @@ def build_outage(channel: Channel, impact) -> OutgoingRequest:
             {"type": "section", "text": {"type": "mrkdwn", "text": _escape(text)}},
         ],
     }
-    return OutgoingRequest(
-        url=channel.config["url"],
-        body=encode_json(message),
-        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
-    )
+    return common.json_post(channel.config["url"], message)
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:
@@ -99,8 +82,8 @@ def validate_config(config: dict, previous: dict | None = None) -> dict:
 
     Raises ``ValueError("<field>: <message>")``.
     """
-    check_fields(config, {"url"})
-    return {"url": validate_url(config, "url", https_only=True)}
+    common.check_fields(config, {"url"})
+    return {"url": common.validate_url(config, "url", https_only=True)}
 
 
 def _escape(text: str) -> str:
@@ -111,4 +94,4 @@ def _escape(text: str) -> str:
 def _date(value: datetime) -> str:
     """A Slack date token for ``value`` with the ISO-8601 UTC text as fallback."""
     epoch = int(value.timestamp())
-    return f"<!date^{epoch}^{{date_short_pretty}} {{time_secs}}|{isoformat(value)}>"
+    return f"<!date^{epoch}^{{date_short_pretty}} {{time_secs}}|{common.isoformat(value)}>"

@@ -64,42 +64,34 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from alerts.integrations import (
-    USER_AGENT,
-    OutgoingRequest,
-    check_fields,
-    check_notifiable,
-    encode_json,
-    isoformat,
-    validate_url,
-)
+from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
 
 SCHEMA = "cronradar.incident.v1"
 OUTAGE_SCHEMA = "cronradar.outage.v1"
 
 
-def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
+def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The signed ``cronradar.incident.v1`` POST for ``event`` (see module docstring).
 
     Raises ``ValueError`` for an event kind that does not notify, ``KeyError`` if
     the channel config lacks ``url`` or ``secret``.
     """
-    check_notifiable(event)
+    common.check_notifiable(event)
     incident = event.incident
     monitor = incident.monitor
     name = f"incident.{event.kind}"
-    body = encode_json({
+    body = common.encode_json({
         "schema": SCHEMA,
         "event": name,
         "event_id": event.pk,
-        "occurred_at": isoformat(event.at),
+        "occurred_at": common.isoformat(event.at),
         "incident": {
             "id": incident.pk,
             "cause": incident.cause,
             "summary": incident.summary,
-            "opened_at": isoformat(incident.opened_at),
-            "resolved_at": isoformat(incident.resolved_at),
+            "opened_at": common.isoformat(incident.opened_at),
+            "resolved_at": common.isoformat(incident.resolved_at),
             "resolution": incident.resolution,
             "missed_count": incident.missed_count,
             "failure_count": incident.failure_count,
@@ -117,17 +109,17 @@ def build_request(channel: Channel, event: IncidentEvent) -> OutgoingRequest:
     return _signed(channel, name, body)
 
 
-def build_outage(channel: Channel, impact) -> OutgoingRequest:
+def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
     """The signed ``outage.summary`` POST for an ``OutageImpact`` (module docstring)."""
     outage = impact.outage
-    body = encode_json({
+    body = common.encode_json({
         "schema": OUTAGE_SCHEMA,
         "event": "outage.summary",
         "event_id": f"outage-{impact.pk}",
-        "occurred_at": isoformat(outage.summarized_at),
+        "occurred_at": common.isoformat(outage.summarized_at),
         "outage": {
-            "started_at": isoformat(outage.started_at),
-            "ended_at": isoformat(outage.ended_at),
+            "started_at": common.isoformat(outage.started_at),
+            "ended_at": common.isoformat(outage.ended_at),
             "unknown_slots": impact.unknown_slots,
         },
         "project": impact.project.name,
@@ -135,13 +127,13 @@ def build_outage(channel: Channel, impact) -> OutgoingRequest:
     return _signed(channel, "outage.summary", body)
 
 
-def _signed(channel: Channel, name: str, body: bytes) -> OutgoingRequest:
-    return OutgoingRequest(
+def _signed(channel: Channel, name: str, body: bytes) -> common.OutgoingRequest:
+    return common.OutgoingRequest(
         url=channel.config["url"],
         body=body,
         headers={
             "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
+            "User-Agent": common.USER_AGENT,
             "X-CronRadar-Event": name,
             "X-CronRadar-Signature": "sha256=" + sign(channel.config["secret"], body),
         },
@@ -159,8 +151,8 @@ def validate_config(config: dict, previous: dict | None = None) -> dict:
     A missing secret is kept from ``previous`` (the stored config, on a change),
     or generated for a new channel. Raises ``ValueError("<field>: <message>")``.
     """
-    check_fields(config, {"url", "secret"})
-    url = validate_url(config, "url")
+    common.check_fields(config, {"url", "secret"})
+    url = common.validate_url(config, "url")
     secret = config.get("secret")
     if secret is None:
         secret = (previous or {}).get("secret") or Channel.new_secret()

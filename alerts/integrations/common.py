@@ -1,0 +1,105 @@
+"""What the integration modules share: the request type, JSON encoding, time
+formatting, config checks (see the package docstring for the contract)."""
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from alerts.destinations import check_url
+
+USER_AGENT = "CronRadar/0.1"
+# Event kinds that produce notifications; the other kinds only extend a timeline.
+NOTIFY_EVENT_KINDS = frozenset({"opened", "resolved", "channel_removed"})
+
+
+@dataclass(frozen=True)
+class OutgoingRequest:
+    """One HTTP POST to send: ``body`` is sent byte for byte with ``headers``."""
+
+    url: str
+    body: bytes
+    headers: dict[str, str]
+
+
+def encode_json(document: object) -> bytes:
+    """Serialize ``document`` once, canonically (sorted keys, no spaces, UTF-8)."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+def isoformat(value: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a ``Z`` suffix (the API's format), or None."""
+    if value is None:
+        return None
+    text = value.astimezone(UTC).isoformat()
+    return text.removesuffix("+00:00") + "Z"
+
+
+def outage_text(impact) -> str:
+    """One sentence describing an ``outage.summary`` for people."""
+    outage = impact.outage
+    n = impact.unknown_slots
+    runs = "1 expected run" if n == 1 else f"{n} expected runs"
+    return (f"CronRadar could not receive pings from {isoformat(outage.started_at)} to "
+            f"{isoformat(outage.ended_at)}: {runs} of project {impact.project.name} "
+            f"fell in that time and are recorded as unknown, not missed.")
+
+
+def check_notifiable(event) -> None:
+    """Raise ``ValueError`` unless ``event.kind`` is one that notifies."""
+    if event.kind not in NOTIFY_EVENT_KINDS:
+        raise ValueError(f"event kind {event.kind!r} does not notify")
+
+
+def check_fields(config: object, allowed: set[str]) -> dict:
+    """Return ``config`` if it is a dict with only ``allowed`` keys, else ValueError."""
+    if not isinstance(config, dict):
+        raise ValueError("config: must be an object")  # noqa: TRY004 (API contract)
+    unknown = sorted(set(config) - allowed)
+    if unknown:
+        raise ValueError(f"{unknown[0]}: unknown field")
+    return config
+
+
+def validate_url(config: dict, field: str, *, https_only: bool = False) -> str:
+    """Return ``config[field]`` if it is an absolute http(s) URL with a host that
+    notifications may reach (:func:`alerts.destinations.check_url`).
+
+    ``https_only`` still accepts ``http`` for loopback hosts (``localhost``,
+    127.0.0.0/8, ``::1``) so local receivers and tests work.
+    Raises ``ValueError("<field>: <message>")``.
+    """
+    value = config.get(field)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ValueError(f"{field}: this field is required")
+    if not isinstance(value, str):
+        raise ValueError(f"{field}: must be a string")
+    value = value.strip()
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{field}: must be an http(s) URL")
+    try:
+        check_url(value)
+    except ValueError as exc:
+        raise ValueError(f"{field}: {exc}") from None
+    if https_only and parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ValueError(f"{field}: must be an https URL")
+    return value
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def json_post(url: str, document: object, **headers: str) -> OutgoingRequest:
+    """A POST of ``document`` as canonical JSON with CronRadar's user agent."""
+    return OutgoingRequest(url=url, body=encode_json(document), headers={
+        "Content-Type": "application/json", "User-Agent": USER_AGENT, **headers})
