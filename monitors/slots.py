@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from monitors import schedule
+from monitors.models import Monitor, Run
+
+INTERVAL, RUNNING = Monitor.Kind.INTERVAL, Run.Outcome.RUNNING
 
 # A run whose first ping comes this early before a cron slot belongs to that slot
 # (clock skew between the job's host and us, or a scheduler that fires a little
@@ -40,7 +43,7 @@ def slot_for(monitor, at: datetime) -> datetime:
     belongs to the minute it started in.
     interval: the expected time ``next_expected_at`` when it has come, else ``at``.
     """
-    if monitor.kind == "interval":
+    if monitor.kind == INTERVAL:
         if monitor.next_expected_at is not None and monitor.next_expected_at <= at:
             return monitor.next_expected_at
         return at
@@ -60,14 +63,14 @@ def slot_for(monitor, at: datetime) -> datetime:
 
 def slot_after(monitor, slot: datetime, first_ping_at: datetime) -> datetime:
     """The slot expected after a run for ``slot`` whose first ping came at ``first_ping_at``."""
-    if monitor.kind == "interval":
+    if monitor.kind == INTERVAL:
         return schedule.next_interval(first_ping_at, monitor.period)
     return schedule.next_fire(monitor.schedule, monitor.timezone, slot, monitor.cron_semantics)
 
 
 def first_slot(monitor, now: datetime) -> datetime:
     """The first slot expected for a monitor (re)armed at ``now`` (creation, resume)."""
-    if monitor.kind == "interval":
+    if monitor.kind == INTERVAL:
         return schedule.next_interval(now, monitor.period)
     return schedule.next_fire(monitor.schedule, monitor.timezone, now, monitor.cron_semantics)
 
@@ -89,7 +92,7 @@ def slot_after_edit(monitor, pending: datetime | None, old_period: timedelta | N
     schedule before that were never expected and are not held against the job.
     Anything else (a change of kind, a monitor never armed): as if armed at ``now``.
     """
-    if monitor.kind == "interval":
+    if monitor.kind == INTERVAL:
         if pending is not None and old_period is not None:
             return pending - old_period + monitor.period
         return first_slot(monitor, now)
@@ -135,7 +138,7 @@ def overdue(monitor, until: datetime, liveness=None) -> Overdue | None:
         if n:
             unknown_by_outage[w.outage_start] = n
     total = _count(monitor, first, first, horizon)
-    if monitor.kind == "interval":
+    if monitor.kind == INTERVAL:
         period = monitor.period
         recent = [first + i * period for i in range(max(0, total - MAX_RUN_ROWS), total)]
         following = first + total * period
@@ -155,7 +158,7 @@ def _count(monitor, first: datetime, lo: datetime, hi: datetime) -> int:
     """How many of the monitor's slots from ``first`` on lie in [lo, hi]."""
     if hi < lo:
         return 0
-    if monitor.kind == "interval":
+    if monitor.kind == INTERVAL:
         period = monitor.period
         i0 = -((first - lo) // period)  # ceil((lo - first) / period)
         return max(0, (hi - first) // period - max(i0, 0) + 1)
@@ -178,7 +181,7 @@ def next_evaluation(monitor, open_runs) -> datetime | None:
     if monitor.next_expected_at is not None and monitor.last_ping_at is not None:
         times.append(monitor.next_expected_at + monitor.grace)
     for run in open_runs:
-        if run.outcome == "running" and run.timeout_at is not None:
+        if run.outcome == RUNNING and run.timeout_at is not None:
             times.append(run.timeout_at)
         if run.deadline_at is not None and not run.deadline_checked:
             times.append(run.deadline_at)

@@ -9,10 +9,12 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from alerts.destinations import check_url
+from alerts.models import IncidentEvent
 
 USER_AGENT = "CronRadar/0.1"
 # Event kinds that produce notifications; the other kinds only extend a timeline.
-NOTIFY_EVENT_KINDS = frozenset({"opened", "resolved", "channel_removed"})
+NOTIFY_EVENT_KINDS = frozenset({IncidentEvent.Kind.OPENED, IncidentEvent.Kind.RESOLVED,
+                                IncidentEvent.Kind.CHANNEL_REMOVED})
 
 
 @dataclass(frozen=True)

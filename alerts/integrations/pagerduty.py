@@ -36,10 +36,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     incident = event.incident
     document = {
         "routing_key": channel.config["routing_key"],
-        "event_action": "trigger" if event.kind == "opened" else "resolve",
+        "event_action": "trigger" if event.kind == IncidentEvent.Kind.OPENED else "resolve",
         "dedup_key": str(incident.dedup_key),
     }
-    if event.kind == "opened":
+    if event.kind == IncidentEvent.Kind.OPENED:
         monitor = incident.monitor
         project = monitor.project.name
         document["payload"] = {

@@ -37,11 +37,11 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         f"*Cause*\n{incident.cause}",
         f"*Opened*\n{_date(incident.opened_at)}",
     ]
-    if event.kind == "opened":
+    if event.kind == IncidentEvent.Kind.OPENED:
         header = f":rotating_light: Incident opened: {monitor.name}"
         detail = incident.summary
         text = f"CronRadar: incident opened ({incident.cause}): {incident.summary}"
-    elif event.kind == "channel_removed":
+    elif event.kind == IncidentEvent.Kind.CHANNEL_REMOVED:
         header = f":information_source: No longer following: {monitor.name}"
         detail = ("This channel was removed from the monitor while its incident is open; "
                   "you will not hear more about this incident here.")
