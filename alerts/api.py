@@ -12,11 +12,20 @@ from drf_spectacular.utils import (
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import generics, serializers
+from rest_framework import generics, serializers, viewsets
+from rest_framework.response import Response
 
-from alerts import incidents
+from alerts import escalation, incidents
 from alerts.integrations import KINDS
-from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
+from alerts.models import (
+    Alerting,
+    Channel,
+    Delivery,
+    EscalationPolicy,
+    EscalationTier,
+    Incident,
+    IncidentEvent,
+)
 from cronradar.api import LIMIT, MAX_PK, flag, get_or_404, limit, object_id
 from monitors import api as monitors_api
 
@@ -56,14 +65,58 @@ class ChannelsField(serializers.Field):
         return {"channels": sorted(set(data))}
 
 
+class AlertingValue(serializers.Field):
+    """One of a monitor's :class:`~alerts.models.Alerting` settings on the monitor's
+    JSON: read from its Alerting (defaults without one), validated by ``inner``."""
+
+    def __init__(self, name: str, inner: serializers.Field, **kw):
+        super().__init__(source="*", required=False, **kw)
+        self.name, self.inner = name, inner
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        self.inner.bind(field_name, parent)
+
+    def to_representation(self, monitor):
+        value = getattr(escalation.alerting_of(monitor), self.name)
+        return None if value in (None, "") else self.inner.to_representation(value)
+
+    def to_internal_value(self, data):
+        return {f"alerting.{self.name}": self.inner.run_validation(data)}
+
+
+class PolicyId(serializers.IntegerField):
+    """An escalation policy of the caller's project, by id (or null: none)."""
+
+    def to_representation(self, value):
+        return value.pk if hasattr(value, "pk") else value
+
+    def to_internal_value(self, data):
+        pk = super().to_internal_value(data)
+        policy = EscalationPolicy.objects.filter(
+            pk=pk if 0 < pk <= MAX_PK else 0, project=self.context["request"].auth.project).first()
+        if policy is None:
+            raise serializers.ValidationError(f"no escalation policy with id {pk} in this project")
+        return policy
+
+
 class MonitorSerializer(monitors_api.MonitorSerializer):
-    """A monitor with its alerting: ``channels``, and ``status`` ``down`` while an
-    incident is open."""
+    """A monitor with its alerting: ``channels``, ``escalation_policy``, ``urgency``,
+    ``severity`` (null: from the cause), ``renotify`` (seconds, null: never), and
+    ``status`` ``down`` while an incident is open."""
 
     channels = ChannelsField(required=False)
+    escalation_policy = AlertingValue("escalation_policy", PolicyId(allow_null=True),
+                                      allow_null=True)
+    urgency = AlertingValue("urgency", serializers.ChoiceField(Alerting.Urgency.choices))
+    severity = AlertingValue("severity", serializers.ChoiceField(
+        Alerting.Severity.choices, allow_null=True), allow_null=True)
+    renotify = AlertingValue("renotify", monitors_api.Seconds(minimum=60, allow_null=True),
+                             allow_null=True)
 
     class Meta(monitors_api.MonitorSerializer.Meta):
-        fields = [*monitors_api.MonitorSerializer.Meta.fields, "channels"]
+        fields = [*monitors_api.MonitorSerializer.Meta.fields, "channels", "escalation_policy",
+                  "urgency", "severity", "renotify"]
 
     def incident_open(self, m) -> bool:
         found = getattr(m, "has_open_incident", None)
@@ -73,19 +126,32 @@ class MonitorSerializer(monitors_api.MonitorSerializer):
 
     def create(self, validated):
         channels = validated.pop("channels", "all")  # alert by default, on every channel
+        settings = _alerting_changes(validated)
         with transaction.atomic():
             monitor = super().create(validated)
             if channels != "all":
                 incidents.set_channels(monitor, channels, timezone.now())
+            incidents.set_alerting(monitor, settings)
         return monitor
 
     def update(self, monitor, validated):
         channels = validated.pop("channels", None)
+        settings = _alerting_changes(validated)
         with transaction.atomic():  # evaluator.edit's row lock lasts until this commits
             monitor = super().update(monitor, validated)
             if channels is not None:
                 incidents.set_channels(monitor, channels, timezone.now())
+            incidents.set_alerting(monitor, settings)
         return monitor
+
+
+def _alerting_changes(validated: dict) -> dict:
+    """Take the ``alerting.<name>`` values out of ``validated``: {name: value}."""
+    keys = [k for k in validated if k.startswith("alerting.")]
+    changes = {k.removeprefix("alerting."): validated.pop(k) for k in keys}
+    if "severity" in changes and changes["severity"] is None:
+        changes["severity"] = ""
+    return changes
 
 
 class MonitorViewSet(monitors_api.MonitorViewSet):
@@ -186,12 +252,28 @@ class IncidentEventSerializer(serializers.ModelSerializer):
 
 
 class IncidentSerializer(serializers.ModelSerializer):
+    """An incident with its timeline. ``tier``: the last escalation tier notified
+    (1-based; null before the first); ``next_escalation_at``: its next step."""
+
     events = IncidentEventSerializer(many=True, read_only=True)
+    tier = serializers.SerializerMethodField()
 
     class Meta:
         model = Incident
-        fields = ["id", "monitor", "cause", "summary", "dedup_key", "opened_at", "resolved_at",
-                  "resolution", "missed_count", "failure_count", "events"]
+        fields = ["id", "monitor", "cause", "summary", "severity", "dedup_key", "opened_at",
+                  "acknowledged_at", "acknowledged_by", "resolved_at", "resolution",
+                  "missed_count", "failure_count", "tier", "next_escalation_at", "events"]
+
+    def get_tier(self, incident) -> int | None:
+        return incident.tier + 1 if incident.tier >= 0 else None
+
+
+def _incidents(qs=None):
+    """Incidents (of ``qs``) with their timelines and notifications, prefetched."""
+    events = IncidentEvent.objects.prefetch_related(
+        Prefetch("deliveries", Delivery.objects.select_related("event").order_by("pk")))
+    return (Incident.objects.all() if qs is None else qs).prefetch_related(
+        Prefetch("events", events))
 
 
 @extend_schema_view(get=extend_schema(parameters=[
@@ -214,10 +296,7 @@ class IncidentList(generics.ListAPIView):
         is_open = flag(self.request, "open")
         if is_open is not None:
             qs = qs.filter(resolved_at__isnull=is_open)
-        events = IncidentEvent.objects.prefetch_related(
-            Prefetch("deliveries", Delivery.objects.select_related("event").order_by("pk")))
-        return (qs.prefetch_related(Prefetch("events", events))
-                .order_by("-opened_at", "-pk")[:limit(self.request)])
+        return _incidents(qs).order_by("-opened_at", "-pk")[:limit(self.request)]
 
 
 @extend_schema_view(get=extend_schema(parameters=[
@@ -247,3 +326,145 @@ class DeliveryList(generics.ListAPIView):
                     {"status": [f"must be one of {', '.join(Delivery.Status.values)}"]})
             qs = qs.filter(status=status)
         return qs.order_by("-pk")[:limit(self.request)]
+
+
+# --- escalation policies -------------------------------------------------------------------
+
+class TierSerializer(serializers.Serializer):
+    """One tier: ``delay`` seconds after the opening (first tier) or the previous
+    tier, and the ``channels`` (ids) it notifies."""
+
+    delay = monitors_api.Seconds(minimum=0)
+    channels = serializers.ListField(child=serializers.IntegerField(), min_length=1,
+                                     max_length=50)
+
+    def to_representation(self, tier):
+        return {"delay": int(tier.delay.total_seconds()),
+                "channels": live(tier.channels.all())}
+
+    def validate_channels(self, ids):
+        project = self.context["request"].auth.project
+        known = set(Channel.objects.filter(project=project, deleted_at__isnull=True,
+                                           pk__in=[i for i in ids if 0 < i <= MAX_PK])
+                    .values_list("pk", flat=True))
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise serializers.ValidationError(f"no channel with id {unknown[0]} in this project")
+        return sorted(set(ids))
+
+
+def live(channels) -> list[int]:
+    return sorted(c.pk for c in channels if c.deleted_at is None)
+
+
+class EscalationPolicySerializer(serializers.ModelSerializer):
+    """``name``, ordered ``tiers`` (1-20) and ``repeat`` (0-9): how many more times
+    the policy runs from the first tier while nobody acknowledges."""
+
+    tiers = TierSerializer(many=True, min_length=1, max_length=20)
+    repeat = serializers.IntegerField(min_value=0, max_value=9, required=False)
+    monitors = serializers.SerializerMethodField()
+
+    class Meta:
+        model = EscalationPolicy
+        fields = ["id", "name", "tiers", "repeat", "monitors", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def get_monitors(self, policy) -> list[int]:
+        """Ids of the monitors that use it."""
+        return sorted(a.monitor_id for a in policy.monitors.all())
+
+    def validate_name(self, name):
+        same = EscalationPolicy.objects.filter(project=self.context["request"].auth.project,
+                                               name=name)
+        if same.exclude(pk=getattr(self.instance, "pk", None)).exists():
+            raise serializers.ValidationError(f"a policy named '{name}' exists in this project")
+        return name
+
+    def create(self, validated):
+        tiers = validated.pop("tiers")
+        with transaction.atomic():
+            policy = EscalationPolicy.objects.create(
+                project=self.context["request"].auth.project, **validated)
+            _set_tiers(policy, tiers)
+        return policy
+
+    def update(self, policy, validated):
+        tiers = validated.pop("tiers", None)
+        with transaction.atomic():
+            for name, value in validated.items():
+                setattr(policy, name, value)
+            policy.save()
+            if tiers is not None:
+                _set_tiers(policy, tiers)
+        return policy
+
+
+def _set_tiers(policy: EscalationPolicy, tiers: list[dict]) -> None:
+    """Replace ``policy``'s tiers (open incidents take their next step by them)."""
+    policy.tiers.all().delete()
+    for position, tier in enumerate(tiers):
+        row = EscalationTier.objects.create(policy=policy, position=position,
+                                            delay=tier["delay"])
+        row.channels.set(tier["channels"])
+
+
+class EscalationPolicyViewSet(viewsets.ModelViewSet):
+    """``/api/v1/escalation-policies/`` list/create, ``.../<id>/`` get/patch/delete.
+    A policy in use by monitors cannot be deleted (400 naming them)."""
+
+    serializer_class = EscalationPolicySerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    pagination_class = None
+
+    def get_queryset(self):
+        return (EscalationPolicy.objects.filter(project=self.request.auth.project)
+                .prefetch_related("tiers__channels", "monitors").order_by("pk"))
+
+    def perform_destroy(self, policy):
+        users = sorted(a.monitor_id for a in policy.monitors.all())
+        if users:
+            raise serializers.ValidationError(
+                {"detail": f"in use by monitors {users}: give them another policy first"})
+        policy.delete()
+
+
+# --- acknowledging and resolving -------------------------------------------------------------
+
+class IncidentAction(serializers.Serializer):
+    """``by`` (default: the API key's name) and an optional ``note``."""
+
+    by = serializers.CharField(max_length=200, required=False)
+    note = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
+
+
+class _IncidentActionView(generics.GenericAPIView):
+    serializer_class = IncidentAction
+
+    def post(self, request, pk):
+        incident = get_or_404(Incident, pk, monitor__project=request.auth.project,
+                              monitor__deleted_at__isnull=True)
+        action = IncidentAction(data=request.data)
+        action.is_valid(raise_exception=True)
+        by = action.validated_data.get("by") or str(request.auth)
+        try:
+            self.act(incident.pk, by, action.validated_data["note"], timezone.now())
+        except incidents.IncidentClosed as exc:
+            return Response({"detail": str(exc)}, status=409)
+        return Response(IncidentSerializer(_incidents().get(pk=incident.pk)).data)
+
+
+@extend_schema(request=IncidentAction, responses=None)
+class IncidentAcknowledge(_IncidentActionView):
+    """``POST /api/v1/incidents/<id>/ack/``: stop escalating it and tell every notified
+    channel (409 when it is resolved; acknowledging twice changes nothing)."""
+
+    act = staticmethod(incidents.acknowledge)
+
+
+@extend_schema(request=IncidentAction, responses=None)
+class IncidentResolve(_IncidentActionView):
+    """``POST /api/v1/incidents/<id>/resolve/``: resolve it by hand; every notified
+    channel gets the resolve."""
+
+    act = staticmethod(incidents.resolve_by_hand)

@@ -1,10 +1,17 @@
 from django.urls import path
+from rest_framework.routers import SimpleRouter
 
 from alerts import api
+
+router = SimpleRouter()
+router.register("escalation-policies", api.EscalationPolicyViewSet, basename="escalation-policy")
 
 urlpatterns = [
     path("channels/", api.ChannelList.as_view(), name="channels"),
     path("channels/<int:pk>/", api.ChannelDetail.as_view(), name="channel"),
     path("incidents/", api.IncidentList.as_view(), name="incidents"),
+    path("incidents/<int:pk>/ack/", api.IncidentAcknowledge.as_view(), name="incident-ack"),
+    path("incidents/<int:pk>/resolve/", api.IncidentResolve.as_view(), name="incident-resolve"),
     path("deliveries/", api.DeliveryList.as_view(), name="deliveries"),
+    *router.urls,
 ]

@@ -16,4 +16,5 @@ class AlertsConfig(AppConfig):
                                        dispatch_uid="alerts-outage")
         signals.purge_requested.connect(incidents.on_purge_requested,
                                         dispatch_uid="alerts-purge")
+        signals.tick.connect(incidents.on_tick, dispatch_uid="alerts-escalate")
         signals.tick_done.connect(incidents.on_tick_done, dispatch_uid="alerts-tick")

@@ -47,6 +47,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from alerts import escalation
 from alerts.destinations import BlockedDestination, GuardedTransport
 from alerts.integrations import KINDS, OutgoingRequest
 from alerts.models import Channel, Delivery, DeliveryAttempt
@@ -160,6 +161,8 @@ def send(claim: Claim, *, client: httpx.Client | None = None, clock=timezone.now
                            delivery.pk)
             return ""
         _record_health(delivery.channel, fields["status"], error, now)
+        if fields["status"] == Delivery.Status.FAILED:
+            escalation.on_delivery_failed(delivery, now)
     log = logger.warning if fields["status"] == Delivery.Status.FAILED else logger.info
     log("delivery %s attempt %s to channel %s: %s %s", delivery.pk, number,
         delivery.channel_id, fields["status"], error or status_code)

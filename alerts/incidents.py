@@ -31,6 +31,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from alerts import escalation
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.tasks import dispatch
 from monitors.detections import CLOSING, PROBLEMS, Detection, Kind
@@ -57,17 +58,22 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
         if d.kind not in PROBLEMS:
             raise ValueError(f"unknown detection kind {d.kind!r}")
         if incident is None:
+            opening = escalation.plan_opening(monitor, d.at, lambda: targets(monitor))
             incident = Incident.objects.create(
                 monitor=monitor,
                 cause=d.kind,
                 summary=f"{monitor.name}: {d.message}"[:500],
+                severity=severity(monitor, d.kind),
                 opened_at=d.at,
                 last_event_at=d.at,
                 missed_count=d.count if d.kind == Kind.MISSED else 0,
                 failure_count=1 if d.kind == Kind.FAILED else 0,
+                tier=opening.tier,
+                next_escalation_at=opening.next_escalation_at,
             )
-            ev = _event(incident, IncidentEvent.Kind.OPENED, d.at, d, cause=d.kind)
-            _notify(ev, targets(monitor))
+            ev = _event(incident, IncidentEvent.Kind.OPENED, d.at, d, step="opened",
+                        cause=d.kind, **opening.detail)
+            _notify(ev, opening.channels)
         else:
             ev = _repeat(incident, d)
         events.append(ev)
@@ -77,6 +83,67 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
 def open_incident(monitor) -> Incident | None:
     """The monitor's open incident, if any."""
     return Incident.objects.filter(monitor=monitor, resolved_at__isnull=True).first()
+
+
+WARNING_CAUSES = frozenset({Kind.OVERLAP, Kind.TOO_FAST})
+
+
+def severity(monitor, cause: str) -> str:
+    """The severity an incident of ``monitor`` opens with: the monitor's, or from
+    its cause (``warning`` for overlap and too_fast, else ``critical``)."""
+    chosen = escalation.alerting_of(monitor).severity
+    return chosen or (Alerting.Severity.WARNING if cause in WARNING_CAUSES
+                      else Alerting.Severity.CRITICAL)
+
+
+class IncidentClosed(Exception):
+    """The incident is resolved already: nothing to acknowledge."""
+
+
+def acknowledge(incident_id: int, by: str, note: str, at: datetime) -> Incident:
+    """Acknowledge incident ``incident_id`` at ``at``: escalation stops and every
+    channel that was notified is told (PagerDuty ``acknowledge``). Acknowledging
+    again changes nothing. Raises ``Incident.DoesNotExist`` or :class:`IncidentClosed`.
+    """
+    with transaction.atomic():
+        incident = _locked(incident_id)
+        if incident.resolved_at is not None:
+            raise IncidentClosed(f"incident {incident_id} is resolved")
+        if incident.acknowledged_at is not None:
+            return incident
+        at = stamp(incident, at)
+        incident.acknowledged_at, incident.acknowledged_by = at, by[:200]
+        incident.next_escalation_at = None
+        incident.save(update_fields=["acknowledged_at", "acknowledged_by",
+                                     "next_escalation_at", "last_event_at"])
+        message = f"acknowledged by {by}" + (f": {note}" if note else "")
+        ev = IncidentEvent.objects.create(incident=incident, at=at, step="acknowledged",
+                                          kind=IncidentEvent.Kind.ACKNOWLEDGED,
+                                          message=message[:500], detail={"by": by, "note": note})
+        _notify(ev, notified_channels(incident))
+        return incident
+
+
+def resolve_by_hand(incident_id: int, by: str, note: str, at: datetime) -> Incident:
+    """Resolve incident ``incident_id`` by hand: as a good run does, every channel
+    that was notified gets the resolve. Resolving again changes nothing. Raises
+    ``Incident.DoesNotExist``."""
+    with transaction.atomic():
+        incident = _locked(incident_id)
+        if incident.resolved_at is None:
+            message = f"resolved by {by}" + (f": {note}" if note else "")
+            _resolve(incident, at, message, {"by": by, "note": note})
+        return incident
+
+
+def _locked(incident_id: int) -> Incident:
+    """Incident ``incident_id`` with its monitor's row lock held (the caller's
+    transaction), as every writer of an incident takes it."""
+    from monitors.models import Monitor
+
+    monitor_id = Incident.objects.values_list("monitor_id", flat=True).get(pk=incident_id)
+    Monitor.objects.select_for_update().filter(pk=monitor_id).first()
+    return Incident.objects.select_related("monitor").get(pk=incident_id)
 
 
 def channels_removed(monitor, channel_ids: Iterable[int], at: datetime) -> list[IncidentEvent]:
@@ -89,7 +156,7 @@ def channels_removed(monitor, channel_ids: Iterable[int], at: datetime) -> list[
     gone = set(channel_ids) & set(notified_channels(incident))
     events = []
     for channel in Channel.objects.filter(pk__in=gone).order_by("pk"):
-        at = _time(incident, at)
+        at = stamp(incident, at)
         ev = IncidentEvent.objects.create(
             incident=incident, kind=IncidentEvent.Kind.CHANNEL_REMOVED, at=at,
             message=f"channel {channel} no longer follows this monitor and was sent a resolve",
@@ -121,8 +188,8 @@ def targets(monitor) -> list[int]:
     """Ids of the channels an incident of ``monitor`` opens on: every live channel of
     its project (the default, ``Alerting.all_channels``), else the live channels
     its :class:`Alerting` lists."""
-    alerting = Alerting.objects.filter(monitor=monitor).first()
-    if alerting is None or alerting.all_channels:
+    alerting = escalation.alerting_of(monitor)
+    if alerting.all_channels:
         qs = Channel.objects.filter(project_id=monitor.project_id)
     else:
         qs = alerting.channels.all()
@@ -135,18 +202,31 @@ def set_channels(monitor, channels, at: datetime) -> None:
     and no longer follows it gets a resolve (:func:`channels_removed`). The caller
     holds the monitor's row lock."""
     following = set(targets(monitor))
-    alerting, _ = Alerting.objects.get_or_create(monitor=monitor)
+    alerting = escalation.alerting_of(monitor)
     alerting.all_channels = channels == "all"
-    alerting.save(update_fields=["all_channels"])
+    alerting.save()
     alerting.channels.set([] if alerting.all_channels else channels)
     channels_removed(monitor, following - set(targets(monitor)), at)
 
 
+def set_alerting(monitor, changes: dict) -> None:
+    """Change ``monitor``'s :class:`Alerting` settings (``escalation_policy``,
+    ``urgency``, ``severity``, ``renotify``): they apply from the next incident
+    and the next escalation step on. Nothing to change: nothing written."""
+    if not changes:
+        return
+    alerting = escalation.alerting_of(monitor)
+    for name, value in changes.items():
+        setattr(alerting, name, value)
+    alerting.save()
+
+
 def notified_channels(incident: Incident) -> list[int]:
-    """Ids of the channels holding ``incident`` open: sent its ``opened`` event (and
-    not abandoned), not yet sent a ``channel_removed`` resolve."""
-    sent = Delivery.objects.filter(event__incident=incident)
-    opened = set(sent.filter(event__kind=IncidentEvent.Kind.OPENED)
+    """Ids of the channels holding ``incident`` open: sent its ``opened``,
+    ``escalated`` or ``renotified`` events (not all abandoned), not yet sent a
+    ``channel_removed`` resolve."""
+    sent = Delivery.objects.filter(incident=incident)
+    opened = set(sent.filter(event__kind__in=IncidentEvent.PAGING)
                  .exclude(status=Delivery.Status.FAILED).values_list("channel_id", flat=True))
     closed = set(sent.filter(event__kind=IncidentEvent.Kind.CHANNEL_REMOVED)
                  .values_list("channel_id", flat=True))
@@ -164,12 +244,15 @@ def notify_outage(impact) -> None:
 
 
 def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> IncidentEvent:
-    at = _time(incident, at)
+    at = stamp(incident, at)
     incident.resolved_at = at
     incident.resolution = message[:200]
-    incident.save(update_fields=["resolved_at", "resolution", "last_event_at"])
+    incident.next_escalation_at = None
+    incident.save(update_fields=["resolved_at", "resolution", "last_event_at",
+                                 "next_escalation_at"])
     ev = IncidentEvent.objects.create(incident=incident, kind=IncidentEvent.Kind.RESOLVED,
-                                      at=at, message=message[:500], detail=detail)
+                                      at=at, message=message[:500], detail=detail,
+                                      step="resolved")
     _notify(ev, notified_channels(incident))
     return ev
 
@@ -177,7 +260,7 @@ def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> In
 def _repeat(incident: Incident, d: Detection) -> IncidentEvent:
     """A problem seen again while ``incident`` is open: counted on its event of that
     kind (created the first time), with the latest message and detail."""
-    at = _time(incident, d.at)
+    at = stamp(incident, d.at)
     if d.kind == Kind.MISSED:
         incident.missed_count += d.count
     elif d.kind == Kind.FAILED:
@@ -194,8 +277,9 @@ def _repeat(incident: Incident, d: Detection) -> IncidentEvent:
     return ev
 
 
-def _time(incident: Incident, at: datetime) -> datetime:
-    """``at``, or the incident's latest event time if that is later; records it."""
+def stamp(incident: Incident, at: datetime) -> datetime:
+    """The time for a new event of ``incident``: ``at``, or its latest event's time
+    if that is later (times never go backwards in a timeline); records it."""
     if incident.last_event_at is not None and incident.last_event_at > at:
         at = incident.last_event_at
     incident.last_event_at = at
@@ -209,8 +293,9 @@ def _detail(d: Detection, **extra) -> dict:
     return detail
 
 
-def _event(incident: Incident, kind: str, at: datetime, d: Detection, **extra) -> IncidentEvent:
-    return IncidentEvent.objects.create(incident=incident, kind=kind, at=at,
+def _event(incident: Incident, kind: str, at: datetime, d: Detection, step: str | None = None,
+           **extra) -> IncidentEvent:
+    return IncidentEvent.objects.create(incident=incident, kind=kind, at=at, step=step,
                                         message=d.message[:500], detail=_detail(d, **extra),
                                         count=d.count if kind == d.kind else 1)
 
@@ -246,6 +331,11 @@ def on_purge_requested(sender, monitor, **kwargs) -> bool:
     notification of its incidents is still to be sent."""
     return not Delivery.objects.filter(incident__monitor=monitor,
                                        status__in=Delivery.ACTIVE).exists()
+
+
+def on_tick(sender, now, **kwargs) -> None:
+    """monitors.signals.tick receiver: take the escalation steps due."""
+    escalation.advance(now, _notify)
 
 
 def on_tick_done(sender, now, **kwargs) -> None:

@@ -55,18 +55,76 @@ class Channel(models.Model):
         return secrets.token_hex(24)
 
 
+class EscalationPolicy(models.Model):
+    """Who is told of an incident, and when, until somebody acknowledges it.
+
+    Its :class:`EscalationTier` rows are notified in ``position`` order; a tier's
+    ``delay`` counts from the incident's opening for the first tier and from the
+    previous tier for the others. While nobody acknowledges, the policy runs again
+    from the first tier ``repeat`` (0-9) more times. See :mod:`alerts.escalation`.
+    """
+
+    project = models.ForeignKey("monitors.Project", on_delete=models.CASCADE,
+                                related_name="escalation_policies")
+    name = models.CharField(max_length=200)
+    repeat = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "name"],
+                                               name="policy_name_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EscalationTier(models.Model):
+    """One step of an escalation policy: its ``channels``, ``delay`` after the
+    previous step (after the opening, for the first)."""
+
+    policy = models.ForeignKey(EscalationPolicy, on_delete=models.CASCADE, related_name="tiers")
+    position = models.PositiveSmallIntegerField()
+    delay = models.DurationField()
+    channels = models.ManyToManyField(Channel, related_name="tiers")
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["policy", "position"],
+                                               name="tier_position_unique")]
+
+
 class Alerting(models.Model):
     """How one monitor's incidents are notified.
 
     ``all_channels``: every live channel of the monitor's project, as they come
-    and go; otherwise the ``channels`` listed. A monitor without a row notifies
-    every channel (the default).
+    and go; otherwise the ``channels`` listed. With an ``escalation_policy`` its
+    tiers are notified instead (:mod:`alerts.escalation`). ``urgency`` ``low``:
+    the first tier only, as PagerDuty's low urgency. ``severity``: what the
+    integrations are told (empty: from the cause, ``critical`` for missed, stuck,
+    deadline and failed, ``warning`` for overlap and too_fast). ``renotify``: an
+    open, unacknowledged incident is sent again this often to the last tier
+    reached (or the channels). A monitor without a row has the defaults.
     """
+
+    class Urgency(models.TextChoices):
+        HIGH = "high"
+        LOW = "low"
+
+    class Severity(models.TextChoices):
+        CRITICAL = "critical"
+        ERROR = "error"
+        WARNING = "warning"
+        INFO = "info"
 
     monitor = models.OneToOneField("monitors.Monitor", on_delete=models.CASCADE,
                                    primary_key=True, related_name="alerting")
     all_channels = models.BooleanField(default=True)
     channels = models.ManyToManyField(Channel, blank=True, related_name="alerting")
+    escalation_policy = models.ForeignKey(EscalationPolicy, on_delete=models.PROTECT,
+                                          null=True, blank=True, related_name="monitors")
+    urgency = models.CharField(max_length=4, choices=Urgency.choices, default=Urgency.HIGH)
+    severity = models.CharField(max_length=8, choices=Severity.choices, blank=True, default="")
+    renotify = models.DurationField(null=True, blank=True)
 
 
 class Incident(models.Model):
@@ -74,6 +132,11 @@ class Incident(models.Model):
 
     ``last_event_at`` is the time of its latest timeline event: event times never
     go backwards within an incident (see :func:`alerts.incidents.apply`).
+    Escalation (:mod:`alerts.escalation`): ``tier`` is the last tier notified
+    (-1: none yet) in round ``round`` (0 = the first pass), ``renotified`` how
+    many times it was sent again, ``next_escalation_at`` (indexed) when the
+    evaluator's tick must take the next step (None: nothing left, acknowledged
+    or resolved). ``severity`` is fixed when it opens.
     """
 
     # The problems of monitors.detections, one vocabulary.
@@ -90,6 +153,13 @@ class Incident(models.Model):
     missed_count = models.PositiveBigIntegerField(default=0)
     failure_count = models.PositiveBigIntegerField(default=0)
     last_event_at = models.DateTimeField(null=True, blank=True)
+    severity = models.CharField(max_length=8, default="critical")
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.CharField(max_length=200, blank=True, default="")
+    tier = models.SmallIntegerField(default=-1)
+    round = models.PositiveSmallIntegerField(default=0)
+    renotified = models.PositiveIntegerField(default=0)
+    next_escalation_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -98,7 +168,12 @@ class Incident(models.Model):
             models.UniqueConstraint(fields=["monitor"], condition=Q(resolved_at__isnull=True),
                                     name="one_open_incident_per_monitor"),
         ]
-        indexes = [models.Index(fields=["-opened_at"], name="incident_opened")]
+        indexes = [
+            models.Index(fields=["-opened_at"], name="incident_opened"),
+            # the tick's escalation step reads only incidents whose step is due
+            models.Index(fields=["next_escalation_at"], name="incident_escalation_due",
+                         condition=Q(next_escalation_at__isnull=False)),
+        ]
 
     @property
     def is_open(self) -> bool:
@@ -113,12 +188,21 @@ class IncidentEvent(models.Model):
     timeline has at most one event per kind besides ``opened``/``resolved`` and
     stays bounded however long the incident lasts. ``channel_removed``: a channel
     that had been notified stopped following the monitor and was sent a resolve
-    (``detail.channel``).
+    (``detail.channel``). ``escalated`` (a tier notified), ``renotified`` (sent
+    again), ``acknowledged``: see :mod:`alerts.escalation`.
+
+    ``step`` names an event that notifies (``opened``, ``tier:<tier>:<round>``,
+    ``renotify:<n>``, ``acknowledged``, ``resolved``): unique per incident, so two
+    evaluators, a restart or a retried task can never make one step twice.
     """
 
     Kind = models.TextChoices("Kind", [
         ("OPENED", "opened"), *[(k.name, k.value) for k in PROBLEMS],
-        ("RESOLVED", "resolved"), ("CHANNEL_REMOVED", "channel_removed")])
+        ("ESCALATED", "escalated"), ("RENOTIFIED", "renotified"),
+        ("ACKNOWLEDGED", "acknowledged"), ("RESOLVED", "resolved"),
+        ("CHANNEL_REMOVED", "channel_removed")])
+    # Events whose notification opens the incident on a channel (PagerDuty trigger).
+    PAGING = ("opened", "escalated", "renotified")
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -127,9 +211,14 @@ class IncidentEvent(models.Model):
     last_at = models.DateTimeField(null=True, blank=True)
     message = models.CharField(max_length=500, blank=True, default="")
     detail = models.JSONField(default=dict, blank=True)
+    step = models.CharField(max_length=32, null=True, blank=True)
 
     class Meta:
         ordering = ["at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["incident", "step"], name="one_event_per_step",
+                                    condition=Q(step__isnull=False)),
+        ]
 
 
 class Delivery(models.Model):

@@ -358,6 +358,10 @@ def tick(now: datetime) -> int:
         except Exception as exc:
             log.exception("evaluating monitor %s failed", pk)
             _back_off(pk, now, exc)
+    try:
+        signals.tick.send(sender=None, now=now)
+    except Exception:
+        log.exception("a tick receiver failed")
     if len(due) < BATCH:
         try:
             summarize_outages(now, alive)

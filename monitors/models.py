@@ -34,22 +34,29 @@ class Project(models.Model):
 
 
 class ApiKey(models.Model):
-    """A project API key. Only its SHA-256 is stored; the key is shown once."""
+    """A project API key. Only its SHA-256 is stored; the key is shown once.
+    ``name`` says whose it is: it signs acknowledgements made with it."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True, default="")
     key_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name or f"API key {self.prefix}…"
 
     @staticmethod
     def hash(key: str) -> str:
         return hashlib.sha256(key.encode()).hexdigest()
 
     @classmethod
-    def issue(cls, project: Project) -> tuple["ApiKey", str]:
+    def issue(cls, project: Project, name: str = "") -> tuple["ApiKey", str]:
         """Create a key for ``project``; returns (row, plaintext key)."""
         key = "cr_" + secrets.token_urlsafe(30)
-        return cls.objects.create(project=project, key_hash=cls.hash(key), prefix=key[:8]), key
+        row = cls.objects.create(project=project, name=name, key_hash=cls.hash(key),
+                                 prefix=key[:8])
+        return row, key
 
 
 class Monitor(models.Model):

@@ -8,6 +8,8 @@ monitor go through :mod:`monitors.detections` instead.
 - ``purge_requested(monitor)``: a deleted monitor is about to be removed; a
   receiver that still needs it (notifications to send) returns False and the
   evaluator asks again later.
+- ``tick(now)``: every evaluator tick, after the monitors due (work that is due
+  at a time, as escalation steps, runs on it).
 - ``tick_done(now)``: an evaluator tick that caught up with every due monitor
   (housekeeping may run).
 """
@@ -15,4 +17,5 @@ from django.dispatch import Signal
 
 outage_settled = Signal()
 purge_requested = Signal()
+tick = Signal()
 tick_done = Signal()

@@ -72,6 +72,7 @@ def webhook_document(event, incident, event_name, occurred_at, resolved_at=None,
         "event": event_name,
         "event_id": event.pk,
         "occurred_at": occurred_at,
+        "message": event.message,
         "incident": {
             "id": incident.pk,
             "cause": "missed",
@@ -82,6 +83,9 @@ def webhook_document(event, incident, event_name, occurred_at, resolved_at=None,
             "missed_count": 1,
             "failure_count": 0,
             "dedup_key": DEDUP,
+            "severity": "critical",
+            "acknowledged_at": None,
+            "acknowledged_by": "",
         },
         "monitor": {
             "id": incident.monitor.pk,
@@ -340,16 +344,22 @@ def test_pagerduty_dedup_key_is_stable_per_incident(project, incident, resolved)
     assert keys == {DEDUP}
 
 
-@pytest.mark.parametrize(("cause", "severity"), [
-    ("missed", "critical"), ("stuck", "critical"), ("deadline", "critical"),
-    ("failed", "critical"), ("overlap", "warning"), ("too_fast", "warning"),
+@pytest.mark.parametrize(("cause", "chosen", "severity"), [
+    ("missed", "", "critical"), ("stuck", "", "critical"), ("deadline", "", "critical"),
+    ("failed", "", "critical"), ("overlap", "", "warning"), ("too_fast", "", "warning"),
+    ("missed", "info", "info"), ("overlap", "error", "error"),
 ])
-def test_pagerduty_severity(project, incident, opened, cause, severity):
-    incident.cause = cause
-    incident.save()
-    ch = channel(project, "pagerduty", routing_key="k")
-    payload = json.loads(
-        pagerduty.build_request(ch, IncidentEvent.objects.get(pk=opened.pk)).body)["payload"]
+def test_pagerduty_severity(project, monitor, cause, chosen, severity):
+    from alerts.incidents import severity as severity_of
+    from alerts.models import Alerting
+
+    Alerting.objects.create(monitor=monitor, severity=chosen)
+    monitor.refresh_from_db()
+    inc = Incident.objects.create(monitor=monitor, cause=cause, summary="x", opened_at=OPENED,
+                                  severity=severity_of(monitor, cause))
+    event = IncidentEvent.objects.create(incident=inc, kind="opened", at=OPENED)
+    payload = json.loads(pagerduty.build_request(channel(project, "pagerduty", routing_key="k"),
+                                                 event).body)["payload"]
     assert (payload["severity"], payload["class"]) == (severity, cause)
 
 

@@ -13,8 +13,8 @@ from alerts.models import IncidentEvent
 
 USER_AGENT = "CronRadar/0.1"
 # Event kinds that produce notifications; the other kinds only extend a timeline.
-NOTIFY_EVENT_KINDS = frozenset({IncidentEvent.Kind.OPENED, IncidentEvent.Kind.RESOLVED,
-                                IncidentEvent.Kind.CHANNEL_REMOVED})
+NOTIFY_EVENT_KINDS = frozenset({*IncidentEvent.PAGING, IncidentEvent.Kind.ACKNOWLEDGED,
+                                IncidentEvent.Kind.RESOLVED, IncidentEvent.Kind.CHANNEL_REMOVED})
 
 
 @dataclass(frozen=True)

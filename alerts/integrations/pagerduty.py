@@ -11,41 +11,47 @@ send ``event_action: "resolve"`` with only ``routing_key``, ``event_action`` and
 every event of one incident into one alert. An outage summary is a Change Event
 (informational, never pages), sent to the events URL with its final ``/enqueue``
 replaced by ``/change/enqueue`` (developer docs, events-API-v2 "Send a Change Event").
-Severity is ``critical`` for missed/stuck/deadline/failed and ``warning`` for
-overlap/too_fast. PagerDuty answers 202 when it accepts an event, 400 for an
-invalid one and 429 when rate limiting.
+Severity is the incident's (the monitor's ``severity``, else ``critical`` for
+missed/stuck/deadline/failed and ``warning`` for overlap/too_fast). PagerDuty
+answers 202 when it accepts an event, 400 for an invalid one and 429 when rate
+limiting.
 """
 from __future__ import annotations
 
 from django.conf import settings
 
 from alerts.integrations import common
-from alerts.models import Channel, Incident, IncidentEvent
+from alerts.models import Channel, IncidentEvent
 
 SUMMARY_MAX = 1024  # PagerDuty truncates payload.summary at 1024 characters
-WARNING_CAUSES = frozenset({Incident.Cause.OVERLAP, Incident.Cause.TOO_FAST})
+# The incident's severity is one of PagerDuty's own: critical, error, warning, info.
+ACTIONS = {"acknowledged": "acknowledge", "resolved": "resolve", "channel_removed": "resolve"}
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
-    """The Events API v2 POST: ``trigger`` for ``opened``, ``resolve`` for ``resolved``.
+    """The Events API v2 POST: ``trigger`` for ``opened``, ``escalated`` and
+    ``renotified`` (the same ``dedup_key``, so PagerDuty folds them into one alert),
+    ``acknowledge`` for ``acknowledged``, ``resolve`` for ``resolved`` and
+    ``channel_removed``.
 
     Raises ``ValueError`` for an event kind that does not notify, ``KeyError`` if
     the channel config lacks ``routing_key``.
     """
     common.check_notifiable(event)
     incident = event.incident
+    trigger = event.kind in IncidentEvent.PAGING
     document = {
         "routing_key": channel.config["routing_key"],
-        "event_action": "trigger" if event.kind == IncidentEvent.Kind.OPENED else "resolve",
+        "event_action": "trigger" if trigger else ACTIONS[event.kind],
         "dedup_key": str(incident.dedup_key),
     }
-    if event.kind == IncidentEvent.Kind.OPENED:
+    if trigger:
         monitor = incident.monitor
         project = monitor.project.name
         document["payload"] = {
             "summary": incident.summary[:SUMMARY_MAX],
             "source": f"{project}/{monitor.slug}",
-            "severity": "warning" if incident.cause in WARNING_CAUSES else "critical",
+            "severity": incident.severity,
             "timestamp": common.isoformat(incident.opened_at),
             "component": monitor.slug,
             "group": project,

@@ -23,7 +23,8 @@ HEADER_MAX = 150  # Slack's limit for a header block's text
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
-    """The incoming-webhook POST announcing ``event`` (opened or resolved).
+    """The incoming-webhook POST announcing ``event`` (opened, escalated,
+    renotified, acknowledged, resolved, channel_removed).
 
     Raises ``ValueError`` for an event kind that does not notify, ``KeyError`` if
     the channel config lacks ``url``.
@@ -37,11 +38,21 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         f"*Cause*\n{incident.cause}",
         f"*Opened*\n{_date(incident.opened_at)}",
     ]
-    if event.kind == IncidentEvent.Kind.OPENED:
+    kind = event.kind
+    if kind == IncidentEvent.Kind.OPENED:
         header = f":rotating_light: Incident opened: {monitor.name}"
         detail = incident.summary
         text = f"CronRadar: incident opened ({incident.cause}): {incident.summary}"
-    elif event.kind == IncidentEvent.Kind.CHANNEL_REMOVED:
+    elif kind in (IncidentEvent.Kind.ESCALATED, IncidentEvent.Kind.RENOTIFIED):
+        what = "Escalated" if kind == IncidentEvent.Kind.ESCALATED else "Still open"
+        header = f":rotating_light: {what}: {monitor.name}"
+        detail = f"{incident.summary}\n{event.message}"
+        text = f"CronRadar: {what.lower()} ({incident.cause}): {incident.summary}"
+    elif kind == IncidentEvent.Kind.ACKNOWLEDGED:
+        header = f":eyes: Acknowledged: {monitor.name}"
+        detail = event.message
+        text = f"CronRadar: incident {event.message}: {monitor.name}"
+    elif kind == IncidentEvent.Kind.CHANNEL_REMOVED:
         header = f":information_source: No longer following: {monitor.name}"
         detail = ("This channel was removed from the monitor while its incident is open; "
                   "you will not hear more about this incident here.")

@@ -96,7 +96,11 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
             "missed_count": incident.missed_count,
             "failure_count": incident.failure_count,
             "dedup_key": str(incident.dedup_key),
+            "severity": incident.severity,
+            "acknowledged_at": common.isoformat(incident.acknowledged_at),
+            "acknowledged_by": incident.acknowledged_by,
         },
+        "message": event.message,
         "monitor": {
             "id": monitor.pk,
             "uuid": str(monitor.uuid),

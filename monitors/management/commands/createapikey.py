@@ -10,10 +10,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True, help="project name")
+        parser.add_argument("--name", default="",
+                            help="whose key it is (signs the acknowledgements made with it)")
 
-    def handle(self, *args, project: str, **options):
+    def handle(self, *args, project: str, name: str, **options):
         proj, created = Project.objects.get_or_create(name=project)
-        _, key = ApiKey.issue(proj)
+        _, key = ApiKey.issue(proj, name[:100])
         self.stdout.write(f"{'Created' if created else 'Using'} project '{proj.name}' "
                           f"(ping key {proj.ping_key}); new API key:")
         self.stdout.write(key)

@@ -1,0 +1,206 @@
+"""Escalation: who is told of an open incident, and when, until somebody acts.
+
+Without a policy an incident notifies the monitor's channels when it opens (once),
+and again every ``Alerting.renotify`` while nobody acknowledges, if that is set.
+
+With an :class:`~alerts.models.EscalationPolicy` its tiers are notified in order:
+the first ``delay`` after the opening (in the same transaction when that delay is
+0), each next one its ``delay`` after the previous; after the last tier the policy
+starts again from the first, ``repeat`` more times; then, with ``renotify`` set,
+the last tier reached is notified again every ``renotify``. ``urgency`` ``low``
+notifies the first tier only. Acknowledging or resolving stops it all.
+
+A tier is escalated past early, and the reason recorded on the timeline, when
+every one of its notifications failed for good (a non-retryable answer, or the
+delivery engine gave up); at a tier's time the reason says whether anything was
+delivered at all ("no channel of tier 1 took the notification within 300s").
+
+State is on the incident (``tier``, ``round``, ``renotified``, and the indexed
+``next_escalation_at``); :func:`advance`, run by every evaluator tick, takes the
+due steps, O(due). Each step is an :class:`~alerts.models.IncidentEvent` with a
+unique ``step`` name per incident, taken under the monitor's row lock: two
+evaluators, a restarted worker or a retried tick never take a step twice (the
+second insert fails and its transaction rolls back), and a step is never lost
+(it is only marked taken in the transaction that makes its deliveries).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, connection, transaction
+
+from alerts.models import Alerting, Delivery, EscalationTier, Incident, IncidentEvent
+
+log = logging.getLogger(__name__)
+BATCH = 500
+
+
+def alerting_of(monitor) -> Alerting:
+    """The monitor's :class:`Alerting` (an unsaved default one when it has none),
+    cached on the monitor object."""
+    try:
+        return monitor.alerting
+    except Alerting.DoesNotExist:
+        default = Alerting(monitor=monitor)
+        monitor.alerting = default
+        return default
+
+
+def tiers_of(alerting: Alerting) -> list[EscalationTier]:
+    """The tiers in force: the policy's, the first only at low urgency; [] without one."""
+    if alerting.escalation_policy_id is None:
+        return []
+    tiers = list(EscalationTier.objects.filter(policy_id=alerting.escalation_policy_id)
+                 .prefetch_related("channels").order_by("position"))
+    return tiers[:1] if alerting.urgency == Alerting.Urgency.LOW else tiers
+
+
+def live_channels(channels) -> list[int]:
+    return sorted(c.pk for c in channels if c.deleted_at is None)
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What happens when an incident opens: the channels its ``opened`` event
+    notifies now (with ``detail`` to record), the tier that makes (-1: none yet),
+    and when the next step is due (None: none)."""
+
+    channels: list[int]
+    detail: dict
+    tier: int
+    next_escalation_at: datetime | None
+
+
+def plan_opening(monitor, at: datetime, default_channels) -> Opening:
+    """The :class:`Opening` of an incident of ``monitor`` opening at ``at``.
+    ``default_channels()`` gives the monitor's channels (for a monitor without a
+    policy; called only then)."""
+    alerting = alerting_of(monitor)
+    tiers = tiers_of(alerting)
+    if tiers and tiers[0].delay > timedelta(0):
+        return Opening([], {}, -1, at + tiers[0].delay)
+    channels = live_channels(tiers[0].channels.all()) if tiers else default_channels()
+    after = Incident(tier=0, round=0)
+    _schedule(after, alerting, tiers, at)
+    return Opening(channels, {"tier": 1, "round": 1} if tiers else {}, 0,
+                   after.next_escalation_at)
+
+
+def advance(now: datetime, notify) -> int:
+    """Take every escalation step due at ``now`` (the evaluator's tick); returns how
+    many were taken. ``notify(event, channel_ids)`` makes the deliveries."""
+    due = list(Incident.objects.filter(next_escalation_at__lte=now)
+               .order_by("next_escalation_at").values_list("pk", "monitor_id")[:BATCH])
+    taken = 0
+    for incident_id, monitor_id in due:
+        try:
+            with transaction.atomic():
+                if _step(incident_id, monitor_id, now, notify):
+                    taken += 1
+        except IntegrityError:  # another evaluator took this step first
+            log.info("escalation step of incident %s already taken", incident_id)
+        except Exception:
+            log.exception("escalating incident %s failed", incident_id)
+    return taken
+
+
+def _step(incident_id: int, monitor_id: int, now: datetime, notify) -> bool:
+    from monitors.models import Monitor
+
+    lock = Monitor.objects.filter(pk=monitor_id)
+    if connection.features.has_select_for_update_skip_locked:
+        lock = lock.select_for_update(skip_locked=True)
+    else:
+        lock = lock.select_for_update()
+    if lock.first() is None:
+        return False  # another evaluator holds it; it takes the step
+    incident = Incident.objects.select_related("monitor").filter(
+        pk=incident_id, resolved_at__isnull=True, acknowledged_at__isnull=True,
+        next_escalation_at__lte=now).first()
+    if incident is None:
+        return False
+    from alerts import incidents
+
+    alerting = alerting_of(incident.monitor)
+    tiers = tiers_of(alerting)
+    at = incidents.stamp(incident, now)
+    nxt = _next_tier(incident, alerting, tiers)
+    if nxt is not None:
+        tier, rnd = nxt
+        why = _why(incident, tiers)
+        event = IncidentEvent.objects.create(
+            incident=incident, kind=IncidentEvent.Kind.ESCALATED, at=at,
+            step=f"tier:{tier}:{rnd}", message=f"tier {tier + 1} notified: {why}"[:500],
+            detail={"tier": tier + 1, "round": rnd + 1, "reason": why})
+        incident.tier, incident.round = tier, rnd
+        notify(event, live_channels(tiers[tier].channels.all()))
+    else:  # nothing left to escalate to: send again to the last tier reached
+        incident.renotified += 1
+        channels = (live_channels(tiers[incident.tier].channels.all()) if tiers
+                    else incidents.notified_channels(incident))
+        event = IncidentEvent.objects.create(
+            incident=incident, kind=IncidentEvent.Kind.RENOTIFIED, at=at,
+            step=f"renotify:{incident.renotified}",
+            message=f"still open and not acknowledged: sent again ({incident.renotified})",
+            detail={"tier": incident.tier + 1 if tiers else None, "count": incident.renotified})
+        notify(event, channels)
+    _schedule(incident, alerting, tiers, at)
+    incident.save(update_fields=["tier", "round", "renotified", "next_escalation_at",
+                                 "last_event_at"])
+    return True
+
+
+def _next_tier(incident: Incident, alerting: Alerting, tiers) -> tuple[int, int] | None:
+    """(tier, round) to notify next, or None when no tier is left."""
+    if not tiers:
+        return None
+    if incident.tier + 1 < len(tiers):
+        return incident.tier + 1, incident.round
+    policy_repeat = alerting.escalation_policy.repeat if alerting.escalation_policy else 0
+    if alerting.urgency == Alerting.Urgency.HIGH and incident.round < policy_repeat:
+        return 0, incident.round + 1
+    return None
+
+
+def _schedule(incident: Incident, alerting: Alerting, tiers, at: datetime) -> None:
+    """Set ``next_escalation_at`` after a step taken at ``at``."""
+    nxt = _next_tier(incident, alerting, tiers)
+    if nxt is not None:
+        incident.next_escalation_at = at + tiers[nxt[0]].delay
+    elif alerting.renotify:
+        incident.next_escalation_at = at + alerting.renotify
+    else:
+        incident.next_escalation_at = None
+
+
+def _why(incident: Incident, tiers) -> str:
+    """Why the step after ``incident.tier`` is taken now."""
+    if incident.tier < 0:
+        return f"{int(tiers[0].delay.total_seconds())}s after the incident opened"
+    sent = Delivery.objects.filter(incident=incident, event__step__isnull=False,
+                                   event__detail__tier=incident.tier + 1,
+                                   event__kind__in=IncidentEvent.PAGING)
+    delivered = sent.filter(status=Delivery.Status.DELIVERED).exists()
+    if not delivered and sent.exists() and not sent.filter(status__in=Delivery.ACTIVE).exists():
+        return f"every notification of tier {incident.tier + 1} failed"
+    if not delivered:
+        return f"no channel of tier {incident.tier + 1} took the notification in time"
+    return f"not acknowledged after tier {incident.tier + 1}"
+
+
+def on_delivery_failed(delivery: Delivery, now: datetime) -> None:
+    """A notification failed for good: if every notification of that tier step
+    failed, escalate now instead of waiting for the tier's delay."""
+    if delivery.incident_id is None or delivery.event_id is None:
+        return
+    event = delivery.event
+    if event.kind not in ("opened", "escalated") or "tier" not in event.detail:
+        return
+    if event.deliveries.exclude(status=Delivery.Status.FAILED).exists():
+        return
+    Incident.objects.filter(pk=delivery.incident_id, resolved_at__isnull=True,
+                            acknowledged_at__isnull=True, tier=event.detail["tier"] - 1,
+                            next_escalation_at__gt=now).update(next_escalation_at=now)
+
