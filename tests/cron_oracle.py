@@ -38,7 +38,7 @@ class Oracle:
     @classmethod
     def parse(cls, expr: str, kubernetes: bool = False) -> Oracle:
         fields = ALIASES.get(expr.strip().lower(), expr).split()
-        sets = [_field(i, text) for i, text in enumerate(fields)]
+        sets = [_field(i, text, kubernetes) for i, text in enumerate(fields)]
         dom, dow = fields[2], fields[4]
         if kubernetes:
             day_and = any(_is_star(t) for t in dom.split(",") + dow.split(","))
@@ -74,8 +74,10 @@ def _value(i: int, token: str) -> int:
     return NAMES.get(i, {}).get(token.upper(), None) if not token.isdigit() else int(token)
 
 
-def _field(i: int, text: str) -> set:
+def _field(i: int, text: str, kubernetes: bool = False) -> set:
     lo, hi = BOUNDS[i]
+    if i == 4 and kubernetes:
+        hi = 6  # robfig/cron: day-of-week is 0-6, so 1/2 means 1-6/2
     out: set = set()
     for term in text.split(","):
         if i == 2 and term.upper() in ("L", "LW"):
