@@ -199,6 +199,8 @@ CRONRADAR_DELIVERY_THREADS = env.int("CRONRADAR_DELIVERY_THREADS", default=32)
 CRONRADAR_BLOCK_PRIVATE_ADDRESSES = env_bool("CRONRADAR_BLOCK_PRIVATE_ADDRESSES",
                                              default=PRODUCTION)
 CRONRADAR_ALLOWED_DESTINATIONS = env.list("CRONRADAR_ALLOWED_DESTINATIONS", default=[])
+# Signed acknowledge/resolve links in notifications stay valid this many seconds.
+CRONRADAR_LINK_MAX_AGE = env.int("CRONRADAR_LINK_MAX_AGE", default=24 * 3600)
 # CronRadar's own liveness (monitors.liveness): every web process and the evaluator
 # record that they are alive every CRONRADAR_LIVENESS_INTERVAL seconds (0: off);
 # a silence of the web tier longer than CRONRADAR_OUTAGE_THRESHOLD seconds is an

@@ -3,6 +3,7 @@ from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from alerts.api import MonitorViewSet
+from alerts.views import incident_link
 from cronradar.api import Schema
 
 handler404 = "cronradar.api.not_found"
@@ -13,6 +14,7 @@ router.register("monitors", MonitorViewSet, basename="monitor")
 
 urlpatterns = [
     path("ping/", include("monitors.ping_urls")),
+    path("incident-link/<str:token>/", incident_link, name="incident-link"),
     path("api/v1/schema/", Schema.as_view(), name="schema"),
     path("api/v1/", include("monitors.api_urls")),
     path("api/v1/", include("alerts.api_urls")),

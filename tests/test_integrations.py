@@ -7,10 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from alerts import links
 from alerts.integrations import KINDS, OutgoingRequest, pagerduty, slack, webhook
 from alerts.models import Channel, Incident, IncidentEvent
-from monitors.models import Monitor
+from monitors.models import Monitor, Ping, Run
 
+SLOT = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+LAST_PING = datetime(2025, 1, 1, 12, 0, 4, tzinfo=UTC)
 OPENED = datetime(2025, 1, 1, 12, 0, 5, tzinfo=UTC)
 RESOLVED = datetime(2025, 1, 1, 12, 3, 0, tzinfo=UTC)
 MONITOR_UUID = uuid.UUID("5a6b7c8d-1111-4222-8333-444455556666")
@@ -19,13 +22,43 @@ SECRET = "s3cret-hook-key"
 JSON_HEADERS = {"Content-Type": "application/json", "User-Agent": "CronRadar/0.1"}
 
 
+SIGNED_AT = 1735732900.0  # the time the links in notifications are signed at
+
+
+@pytest.fixture(autouse=True)
+def _links_signed_at_a_fixed_time(monkeypatch):
+    from django.core import signing
+
+    monkeypatch.setattr(signing.time, "time", lambda: SIGNED_AT)
+
+
 @pytest.fixture
 def monitor(project):
-    return Monitor.objects.create(
+    """A monitor in Berlin whose last run (slot 12:00 UTC) failed after 3 s."""
+    m = Monitor.objects.create(
         project=project, name="Nightly backup", slug="nightly-backup", uuid=MONITOR_UUID,
         tags=["db", "prod"], kind="interval", period=timedelta(seconds=60),
-        grace=timedelta(seconds=5),
+        grace=timedelta(seconds=5), timezone="Europe/Berlin", last_ping_at=LAST_PING,
     )
+    run = Run.objects.create(monitor=m, slot_at=SLOT, started_at=SLOT + timedelta(seconds=1),
+                             ended_at=LAST_PING, outcome="failed", exit_status=2)
+    Ping.objects.create(monitor=m, run=run, received_at=LAST_PING, kind="fail", method="POST",
+                        body=b"x" * 600 + b"backup failed: disk full")
+    return m
+
+
+def context(incident):
+    """The facts every incident notification of ``monitor`` carries."""
+    return {
+        "scheduled_at": "2025-01-01T13:00:00+01:00",
+        "timezone": "Europe/Berlin",
+        "last_ping_at": "2025-01-01T12:00:04Z",
+        "run_duration": 3,
+        "last_ping_body": ("x" * 600 + "backup failed: disk full")[-500:],
+        "links": {"acknowledge": links.make(incident.pk, "ack"),
+                  "resolve": links.make(incident.pk, "resolve"),
+                  "monitor": f"http://127.0.0.1:8000/api/v1/monitors/{incident.monitor_id}/"},
+    }
 
 
 @pytest.fixture
@@ -56,7 +89,7 @@ def channel(project, kind, **config):
 
 
 def canonical(document) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def test_registry_maps_every_channel_kind():
@@ -73,6 +106,7 @@ def webhook_document(event, incident, event_name, occurred_at, resolved_at=None,
         "event_id": event.pk,
         "occurred_at": occurred_at,
         "message": event.message,
+        "context": context(incident),
         "incident": {
             "id": incident.pk,
             "cause": "missed",
@@ -201,6 +235,20 @@ def slack_fields(*extra):
          "text": "*Opened*\n<!date^1735732805^{date_short_pretty} {time_secs}"
                  "|2025-01-01T12:00:05Z>"},
         *extra,
+        {"type": "mrkdwn", "text": "*Scheduled*\n2025-01-01T13:00:00+01:00"},
+        {"type": "mrkdwn", "text": "*Run took*\n3s"},
+    ]
+
+
+def slack_context(incident):
+    """The last ping's body and the links, after a Slack message's fields."""
+    c = context(incident)
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": (
+            "*Last ping body*\n```" + c["last_ping_body"] + "```")}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": (
+            f"<{c['links']['acknowledge']}|Acknowledge> · <{c['links']['resolve']}|Resolve> · "
+            f"<{c['links']['monitor']}|Monitor>")}]},
     ]
 
 
@@ -221,6 +269,7 @@ def test_slack_opened(project, opened):
                 {"type": "section", "text": {
                     "type": "mrkdwn", "text": "Nightly backup: no ping within 60s + 5s grace"}},
                 {"type": "section", "fields": slack_fields()},
+                *slack_context(opened.incident),
             ],
         }),
         headers=JSON_HEADERS,
@@ -244,6 +293,7 @@ def test_slack_resolved(project, resolved):
                  "text": "*Resolved*\n<!date^1735732980^{date_short_pretty} {time_secs}"
                          "|2025-01-01T12:03:00Z>"},
             )},
+            *slack_context(resolved.incident),
         ],
     }
     assert req.headers == JSON_HEADERS
@@ -296,6 +346,8 @@ def test_pagerduty_trigger(project, incident, opened):
             "routing_key": "R" * 32,
             "event_action": "trigger",
             "dedup_key": DEDUP,
+            "links": [{"href": context(incident)["links"]["acknowledge"], "text": "Acknowledge"},
+                      {"href": context(incident)["links"]["monitor"], "text": "Monitor"}],
             "payload": {
                 "summary": "Nightly backup: no ping within 60s + 5s grace",
                 "source": "acme/nightly-backup",
@@ -311,6 +363,10 @@ def test_pagerduty_trigger(project, incident, opened):
                     "incident_id": incident.pk,
                     "missed_count": 1,
                     "failure_count": 0,
+                    "scheduled_at": "2025-01-01T13:00:00+01:00",
+                    "last_ping_at": "2025-01-01T12:00:04Z",
+                    "run_duration": 3,
+                    "last_ping_body": context(incident)["last_ping_body"],
                 },
             },
         }),
@@ -465,3 +521,40 @@ def test_webhook_validate_config_keeps_the_stored_secret_on_a_change():
     assert webhook.validate_config({"url": "https://new.test/"},
                                    {"url": "https://old.test/", "secret": "kept"}) == {
         "url": "https://new.test/", "secret": "kept"}
+
+
+# --- escalation events ---------------------------------------------------------------------
+
+def test_pagerduty_acknowledge_and_escalation(project, incident, opened):
+    ch = channel(project, "pagerduty", routing_key="R")
+    ack = IncidentEvent.objects.create(incident=incident, kind="acknowledged", at=RESOLVED,
+                                       message="acknowledged by ana")
+    assert json.loads(pagerduty.build_request(ch, ack).body) == {
+        "routing_key": "R", "event_action": "acknowledge", "dedup_key": DEDUP}
+    up = IncidentEvent.objects.create(incident=incident, kind="escalated", at=RESOLVED,
+                                      message="tier 2 notified")
+    body = json.loads(pagerduty.build_request(ch, up).body)
+    assert (body["event_action"], body["dedup_key"]) == ("trigger", DEDUP)
+
+
+def test_webhook_escalated(project, incident, opened):
+    up = IncidentEvent.objects.create(incident=incident, kind="escalated", at=RESOLVED,
+                                      message="tier 2 notified: not acknowledged after tier 1")
+    req = webhook.build_request(channel(project, "webhook", url="https://x.test/",
+                                        secret=SECRET), up)
+    assert req.headers["X-CronRadar-Event"] == "incident.escalated"
+    assert json.loads(req.body) == webhook_document(up, incident, "incident.escalated",
+                                                    "2025-01-01T12:03:00Z")
+
+
+def test_slack_keeps_within_its_limits(project, monitor, incident, opened):
+    Ping.objects.create(monitor=monitor, received_at=RESOLVED, kind="log", method="POST",
+                        body=b"y" * 5000)
+    incident.summary = "z" * 5000
+    incident.save()
+    body = json.loads(slack.build_request(channel(project, "slack", url="https://h.test/x"),
+                                          IncidentEvent.objects.get(pk=opened.pk)).body)
+    sections = [b["text"]["text"] for b in body["blocks"] if b["type"] == "section" and
+                "text" in b]
+    assert all(len(text) <= 3000 for text in sections)
+    assert sections[0] == "z" * 3000  # cut, not refused

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 from alerts.destinations import check_url
 from alerts.models import IncidentEvent
@@ -105,3 +106,38 @@ def json_post(url: str, document: object, **headers: str) -> OutgoingRequest:
     """A POST of ``document`` as canonical JSON with CronRadar's user agent."""
     return OutgoingRequest(url=url, body=encode_json(document), headers={
         "Content-Type": "application/json", "User-Agent": USER_AGENT, **headers})
+
+
+BODY_TAIL = 500  # characters of the last ping's body a notification carries
+
+
+def context(incident) -> dict:
+    """What every incident notification carries besides the incident itself:
+    ``scheduled_at`` (the latest run's slot, in the monitor's time zone with its
+    offset), ``timezone``, ``last_ping_at``, ``run_duration`` (seconds, of that run,
+    when it ended), ``last_ping_body`` (the last 500 characters of the last ping's
+    body) and ``links`` (signed ``acknowledge`` and ``resolve`` links, valid
+    ``CRONRADAR_LINK_MAX_AGE``; the monitor's API URL). Reads the monitor's
+    latest run and ping (two small queries)."""
+    from django.conf import settings
+
+    from alerts import links
+
+    monitor = incident.monitor
+    run = monitor.runs.exclude(slot_at=None).order_by("-slot_at", "-pk").first()
+    ping = monitor.pings.order_by("-received_at", "-pk").first()
+    body = bytes(ping.body).decode("utf-8", "replace") if ping else ""
+    return {
+        "scheduled_at": (run.slot_at.astimezone(ZoneInfo(monitor.timezone)).isoformat()
+                         if run else None),
+        "timezone": monitor.timezone,
+        "last_ping_at": isoformat(monitor.last_ping_at),
+        "run_duration": (int(run.duration.total_seconds())
+                         if run and run.duration is not None else None),
+        "last_ping_body": body[-BODY_TAIL:],
+        "links": {
+            "acknowledge": links.make(incident.pk, "ack"),
+            "resolve": links.make(incident.pk, "resolve"),
+            "monitor": f"{settings.CRONRADAR_BASE_URL}/api/v1/monitors/{monitor.pk}/",
+        },
+    }

@@ -48,6 +48,9 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     if trigger:
         monitor = incident.monitor
         project = monitor.project.name
+        facts = common.context(incident)
+        document["links"] = [{"href": facts["links"]["acknowledge"], "text": "Acknowledge"},
+                             {"href": facts["links"]["monitor"], "text": "Monitor"}]
         document["payload"] = {
             "summary": incident.summary[:SUMMARY_MAX],
             "source": f"{project}/{monitor.slug}",
@@ -63,6 +66,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
                 "incident_id": incident.pk,
                 "missed_count": incident.missed_count,
                 "failure_count": incident.failure_count,
+                "scheduled_at": facts["scheduled_at"],
+                "last_ping_at": facts["last_ping_at"],
+                "run_duration": facts["run_duration"],
+                "last_ping_body": facts["last_ping_body"],
             },
         }
     url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL

@@ -20,6 +20,9 @@ from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
 
 HEADER_MAX = 150  # Slack's limit for a header block's text
+SECTION_MAX = 3000  # a section's text (docs.slack.dev, section block)
+FIELD_MAX = 2000  # each of a section's fields
+FENCE = "`" * 3
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -62,15 +65,27 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         detail = event.message or "Resolved."
         text = f"CronRadar: incident resolved: {monitor.name}: {detail}"
         fields.append(f"*Resolved*\n{_date(event.at)}")
-    message = {
-        "text": _escape(text),
-        "blocks": [
-            {"type": "header",
-             "text": {"type": "plain_text", "text": header[:HEADER_MAX], "emoji": True}},
-            {"type": "section", "text": {"type": "mrkdwn", "text": _escape(detail)}},
-            {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
-        ],
-    }
+    facts = common.context(incident)
+    if facts["scheduled_at"]:
+        fields.append(f"*Scheduled*\n{facts['scheduled_at']}")
+    if facts["run_duration"] is not None:
+        fields.append(f"*Run took*\n{facts['run_duration']}s")
+    blocks = [
+        {"type": "header",
+         "text": {"type": "plain_text", "text": header[:HEADER_MAX], "emoji": True}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": _escape(detail)[:SECTION_MAX]}},
+        {"type": "section", "fields": [{"type": "mrkdwn", "text": f[:FIELD_MAX]}
+                                       for f in fields]},
+    ]
+    if facts["last_ping_body"]:
+        tail = _escape(facts["last_ping_body"].replace(FENCE, "'" * 3))[-(SECTION_MAX - 40):]
+        blocks.append({"type": "section", "text": {
+            "type": "mrkdwn", "text": f"*Last ping body*\n{FENCE}{tail}{FENCE}"}})
+    links = facts["links"]
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": (
+        f"<{links['acknowledge']}|Acknowledge> · <{links['resolve']}|Resolve> · "
+        f"<{links['monitor']}|Monitor>")}]})
+    message = {"text": _escape(text), "blocks": blocks}
     return common.json_post(channel.config["url"], message)
 
 

@@ -101,6 +101,7 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
             "acknowledged_by": incident.acknowledged_by,
         },
         "message": event.message,
+        "context": common.context(incident),
         "monitor": {
             "id": monitor.pk,
             "uuid": str(monitor.uuid),

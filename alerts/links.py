@@ -1,0 +1,33 @@
+"""Signed links in notifications: acknowledge or resolve an incident without a login.
+
+A link carries the incident id and the action, signed with ``SECRET_KEY``
+(Django's ``TimestampSigner``) and valid for ``CRONRADAR_LINK_MAX_AGE`` seconds
+(24 h by default). Opening it (GET) only shows a page with a button; the button's
+POST acts, so mail scanners and link previews that fetch it change nothing. An
+incident is acknowledged or resolved once: the link works once, later visits say
+what happened and when, and the timeline records that a link did it.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core import signing
+
+SALT = "cronradar.incident-link"
+ACTIONS = ("ack", "resolve")
+
+
+def make(incident_id: int, action: str) -> str:
+    """The absolute URL of a signed ``action`` (``ack`` or ``resolve``) link."""
+    token = signing.TimestampSigner(salt=SALT).sign_object({"i": incident_id, "a": action})
+    return f"{settings.CRONRADAR_BASE_URL}/incident-link/{token}/"
+
+
+def read(token: str) -> tuple[int, str]:
+    """(incident id, action) of a link's token. Raises ``signing.SignatureExpired``
+    for an old link and ``signing.BadSignature`` for anything else not made here."""
+    data = signing.TimestampSigner(salt=SALT).unsign_object(
+        token, max_age=settings.CRONRADAR_LINK_MAX_AGE)
+    if not isinstance(data, dict) or data.get("a") not in ACTIONS or not isinstance(
+            data.get("i"), int):
+        raise signing.BadSignature("not an incident link")
+    return data["i"], data["a"]
