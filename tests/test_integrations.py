@@ -558,3 +558,13 @@ def test_slack_keeps_within_its_limits(project, monitor, incident, opened):
                 "text" in b]
     assert all(len(text) <= 3000 for text in sections)
     assert sections[0] == "z" * 3000  # cut, not refused
+
+
+@pytest.mark.parametrize("severity,emoji", [
+    ("critical", ":rotating_light:"), ("error", ":red_circle:"), ("warning", ":warning:"),
+    ("info", ":information_source:")])
+def test_slack_shows_the_severity(project, incident, opened, severity, emoji):
+    Incident.objects.filter(pk=incident.pk).update(severity=severity)
+    body = json.loads(slack.build_request(channel(project, "slack", url="https://h.test/x"),
+                                          IncidentEvent.objects.get(pk=opened.pk)).body)
+    assert body["blocks"][0]["text"]["text"] == f"{emoji} Incident opened: Nightly backup"

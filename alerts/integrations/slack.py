@@ -23,6 +23,9 @@ HEADER_MAX = 150  # Slack's limit for a header block's text
 SECTION_MAX = 3000  # a section's text (docs.slack.dev, section block)
 FIELD_MAX = 2000  # each of a section's fields
 FENCE = "`" * 3
+# The incident's severity, as Slack readers see it (README: severity table).
+SEVERITY_EMOJI = {"critical": ":rotating_light:", "error": ":red_circle:",
+                  "warning": ":warning:", "info": ":information_source:"}
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -42,13 +45,14 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         f"*Opened*\n{_date(incident.opened_at)}",
     ]
     kind = event.kind
+    emoji = SEVERITY_EMOJI.get(incident.severity, ":rotating_light:")
     if kind == IncidentEvent.Kind.OPENED:
-        header = f":rotating_light: Incident opened: {monitor.name}"
+        header = f"{emoji} Incident opened: {monitor.name}"
         detail = incident.summary
         text = f"CronRadar: incident opened ({incident.cause}): {incident.summary}"
     elif kind in (IncidentEvent.Kind.ESCALATED, IncidentEvent.Kind.RENOTIFIED):
         what = "Escalated" if kind == IncidentEvent.Kind.ESCALATED else "Still open"
-        header = f":rotating_light: {what}: {monitor.name}"
+        header = f"{emoji} {what}: {monitor.name}"
         detail = f"{incident.summary}\n{event.message}"
         text = f"CronRadar: {what.lower()} ({incident.cause}): {incident.summary}"
     elif kind == IncidentEvent.Kind.ACKNOWLEDGED:
