@@ -217,3 +217,36 @@ def test_cronradar_down_15s_is_one_outage_summary_not_an_alert_storm(tmp_path, r
     for monitor_runs in runs:  # pings got through again: the slots after it succeeded
         assert monitor_runs[0]["outcome"] == "succeeded"
         assert {r["outcome"] for r in monitor_runs} == {"succeeded", "unknown"}
+
+
+def test_a_two_tier_policy_end_to_end(api, receiver):
+    """tier 1 at once, tier 2 three seconds later, acknowledged and resolved through
+    the API: each receiver gets what it should, in order, once."""
+    second = Receiver()
+    try:
+        one = _hook(api, receiver)["id"]
+        two = api.post("/channels/", json={"kind": "webhook",
+                                           "config": {"url": second.url + "/hook"}}).json()["id"]
+        policy = api.post("/escalation-policies/", json={"name": "p", "tiers": [
+            {"delay": 0, "channels": [one]}, {"delay": 3, "channels": [two]}]}).json()
+        m = api.post("/monitors/", json={"name": "esc", "period": 60, "grace": 5,
+                                         "escalation_policy": policy["id"]}).json()
+        httpx.get(m["ping_url"] + "/fail")
+        opened = receiver.wait_for(lambda r: r.json()["event"] == "incident.opened", timeout=5)
+        escalated = second.wait_for(lambda r: r.json()["event"] == "incident.escalated",
+                                    timeout=10)
+        assert 2.5 <= escalated.at - opened.at < 5
+        incident = opened.json()["incident"]["id"]
+        assert api.post(f"/incidents/{incident}/ack/", json={"by": "ana"}).status_code == 200
+        for r in (receiver, second):
+            r.wait_for(lambda x: x.json()["event"] == "incident.acknowledged", timeout=5)
+        assert api.post(f"/incidents/{incident}/resolve/").status_code == 200
+        for r in (receiver, second):
+            r.wait_for(lambda x: x.json()["event"] == "incident.resolved", timeout=5)
+        time.sleep(4)  # nothing more comes: acknowledged stops the escalation
+        assert [r.json()["event"] for r in receiver.requests] == [
+            "incident.opened", "incident.acknowledged", "incident.resolved"]
+        assert [r.json()["event"] for r in second.requests] == [
+            "incident.escalated", "incident.acknowledged", "incident.resolved"]
+    finally:
+        second.close()

@@ -215,3 +215,39 @@ def test_a_database_restart_gives_503_then_no_failed_request(project, tmp_path):
         web.terminate()
         web.wait(30)
         proxy.down()
+
+
+@needs_pg
+@pytest.mark.django_db(transaction=True)
+def test_two_evaluator_processes_take_each_escalation_step_once(project, receiver):
+    from alerts.models import Alerting, EscalationPolicy, EscalationTier
+
+    first = Channel.objects.create(project=project, kind="webhook", name="t1",
+                                   config={"url": receiver.url + "/t1", "secret": "s"})
+    second = Channel.objects.create(project=project, kind="webhook", name="t2",
+                                    config={"url": receiver.url + "/t2", "secret": "s"})
+    policy = EscalationPolicy.objects.create(project=project, name="p", repeat=1)
+    for position, channel in enumerate((first, second)):
+        EscalationTier.objects.create(policy=policy, position=position,
+                                      delay=timedelta(seconds=10)).channels.set([channel])
+    t0 = timezone.now() - timedelta(hours=1)
+    n = 30
+    for i in range(n):
+        m = Monitor.objects.create(project=project, name=f"e{i}", slug=f"e{i}",
+                                   period=timedelta(hours=2), grace=timedelta(seconds=60))
+        Alerting.objects.create(monitor=m, escalation_policy=policy)
+        ingest(m.pk, PingInput("fail"), t0)  # tier 1 due at t0+10s, long ago
+    env = _child_env()
+    base = timezone.now()
+    for k in range(4):  # four ticks 11 s apart, each by two evaluator processes at once
+        now = (base + timedelta(seconds=11 * k)).isoformat()
+        start = str(time.time() + 1.5)
+        procs = [subprocess.Popen([sys.executable, "-c", EVALUATOR, now, start], cwd=ROOT,
+                                  env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        for p in procs:
+            p.communicate(timeout=120)
+    steps = list(IncidentEvent.objects.filter(kind="escalated").values_list("incident", "step"))
+    assert len(steps) == len(set(steps)) == 4 * n  # tiers 1, 2, then both again: once each
+    assert send_due(base + timedelta(seconds=40)) == 4 * n
+    paths = sorted(r.path for r in receiver.requests)
+    assert paths == sorted(["/t1"] * 2 * n + ["/t2"] * 2 * n)
