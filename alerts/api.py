@@ -409,6 +409,20 @@ def _set_tiers(policy: EscalationPolicy, tiers: list[dict]) -> None:
         row.channels.set(tier["channels"])
 
 
+class ChannelTest(generics.GenericAPIView):
+    """``POST /api/v1/channels/<id>/test/``: send a test notification now (an
+    ``incident.opened`` of a made-up monitor, severity ``info``) and answer what
+    the receiver said: ``{"ok", "status_code", "error"}``. Nothing is stored."""
+
+    serializer_class = None
+
+    @extend_schema(request=None, responses=None)
+    def post(self, request, pk):
+        channel = get_or_404(Channel, pk, project=request.auth.project, deleted_at__isnull=True)
+        status_code, error = incidents.send_test(channel, timezone.now())
+        return Response({"ok": error == "", "status_code": status_code, "error": error})
+
+
 class EscalationPolicyViewSet(viewsets.ModelViewSet):
     """``/api/v1/escalation-policies/`` list/create, ``.../<id>/`` get/patch/delete.
     A policy in use by monitors cannot be deleted (400 naming them)."""

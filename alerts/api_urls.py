@@ -9,6 +9,7 @@ router.register("escalation-policies", api.EscalationPolicyViewSet, basename="es
 urlpatterns = [
     path("channels/", api.ChannelList.as_view(), name="channels"),
     path("channels/<int:pk>/", api.ChannelDetail.as_view(), name="channel"),
+    path("channels/<int:pk>/test/", api.ChannelTest.as_view(), name="channel-test"),
     path("incidents/", api.IncidentList.as_view(), name="incidents"),
     path("incidents/<int:pk>/ack/", api.IncidentAcknowledge.as_view(), name="incident-ack"),
     path("incidents/<int:pk>/resolve/", api.IncidentResolve.as_view(), name="incident-resolve"),

@@ -36,6 +36,7 @@ import email.utils
 import functools
 import logging
 import random
+import smtplib
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -43,13 +44,14 @@ from datetime import datetime, timedelta
 
 import httpx
 from django.conf import settings
+from django.core import mail
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from alerts import escalation
 from alerts.destinations import BlockedDestination, GuardedTransport
-from alerts.integrations import KINDS, OutgoingRequest
+from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest
 from alerts.models import Channel, Delivery, DeliveryAttempt
 
 logger = logging.getLogger(__name__)
@@ -218,7 +220,36 @@ def _send(delivery: Delivery, client: httpx.Client | None
     except Exception as exc:  # any builder failure is a config/data problem: no retry
         logger.exception("delivery %s: cannot build the request", delivery.pk)
         return None, f"build error: {type(exc).__name__}: {exc}", False, None
+    return transmit(request, client)
+
+
+def transmit(request, client: httpx.Client | None = None
+             ) -> tuple[int | None, str, bool, float | None]:
+    """Send one built request: an HTTP POST, or an email through Django's mail
+    backend (its "status code" 250, SMTP's OK, on success). Returns (status_code,
+    error, retryable, retry_after); never raises for a failed send."""
+    if isinstance(request, OutgoingEmail):
+        return _mail(request)
     return _post(client or _shared_client(), request)
+
+
+def _mail(message: OutgoingEmail) -> tuple[int | None, str, bool, float | None]:
+    """Send ``message``: SMTP 5xx and refused recipients fail for good; connection
+    trouble and 4xx are retried."""
+    try:
+        connection = mail.get_connection(timeout=settings.CRONRADAR_DELIVERY_TIMEOUT)
+        email = mail.EmailMultiAlternatives(message.subject, message.text,
+                                            settings.CRONRADAR_EMAIL_FROM, list(message.to),
+                                            connection=connection)
+        email.attach_alternative(message.html, "text/html")
+        email.send()
+    except smtplib.SMTPRecipientsRefused as exc:
+        return None, f"recipients refused: {exc.recipients}", False, None
+    except smtplib.SMTPResponseException as exc:
+        return exc.smtp_code, f"SMTP {exc.smtp_code}: {exc.smtp_error!r}", exc.smtp_code < 500, None
+    except (OSError, smtplib.SMTPException) as exc:
+        return None, f"mail error: {type(exc).__name__}: {exc}", True, None
+    return 250, "", False, None
 
 
 @functools.cache

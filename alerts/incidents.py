@@ -233,6 +233,30 @@ def notified_channels(incident: Incident) -> list[int]:
     return sorted(opened - closed)
 
 
+def send_test(channel: Channel, at: datetime) -> tuple[int | None, str]:
+    """Send ``channel`` a test notification now, synchronously, through the same
+    builder and transport as real ones (the SSRF guard included), storing
+    nothing: an ``opened`` event of a made-up monitor and incident. Returns
+    (status_code, error); error is "" when it was delivered."""
+    from alerts.delivery import transmit
+    from alerts.integrations import KINDS
+    from monitors.models import Monitor
+
+    monitor = Monitor(project=channel.project, name="CronRadar test notification",
+                      slug="test", tags=["test"], timezone="UTC", kind=Monitor.Kind.INTERVAL)
+    incident = Incident(monitor=monitor, cause=Kind.FAILED, severity=Alerting.Severity.INFO,
+                        summary="This is a test notification from CronRadar: all is well.",
+                        dedup_key=f"cronradar-test-{channel.pk}", opened_at=at)
+    event = IncidentEvent(incident=incident, kind=IncidentEvent.Kind.OPENED, at=at,
+                          message="test notification")
+    try:
+        request = KINDS[channel.kind].build_request(channel, event)
+    except Exception as exc:  # a channel whose config cannot make a request
+        return None, f"build error: {type(exc).__name__}: {exc}"
+    status_code, error, _, _ = transmit(request)
+    return status_code, error
+
+
 def notify_outage(impact) -> None:
     """Send ``impact`` (a :class:`monitors.models.OutageImpact`: slots of one project
     recorded ``unknown`` during an outage of CronRadar) to every live channel of its

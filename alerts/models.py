@@ -25,6 +25,11 @@ class Channel(models.Model):
         WEBHOOK = "webhook"
         SLACK = "slack"
         PAGERDUTY = "pagerduty"
+        EMAIL = "email"
+        TEAMS = "teams"
+        DISCORD = "discord"
+        OPSGENIE = "opsgenie"
+        NTFY = "ntfy"
 
     project = models.ForeignKey("monitors.Project", on_delete=models.CASCADE,
                                 related_name="channels")

@@ -199,6 +199,10 @@ CRONRADAR_DELIVERY_THREADS = env.int("CRONRADAR_DELIVERY_THREADS", default=32)
 CRONRADAR_BLOCK_PRIVATE_ADDRESSES = env_bool("CRONRADAR_BLOCK_PRIVATE_ADDRESSES",
                                              default=PRODUCTION)
 CRONRADAR_ALLOWED_DESTINATIONS = env.list("CRONRADAR_ALLOWED_DESTINATIONS", default=[])
+# Email notifications: EMAIL_URL (django-environ: smtp://user:pass@host:587,
+# submission://… for TLS); the console by default, so the embedded default shows them.
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+CRONRADAR_EMAIL_FROM = env("CRONRADAR_EMAIL_FROM", default="cronradar@localhost")
 # Signed acknowledge/resolve links in notifications stay valid this many seconds.
 CRONRADAR_LINK_MAX_AGE = env.int("CRONRADAR_LINK_MAX_AGE", default=24 * 3600)
 # CronRadar's own liveness (monitors.liveness): every web process and the evaluator

@@ -210,7 +210,8 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
     assert resp.status_code == 200
     doc = resp.json()
     assert sorted(doc["paths"]) == [
-        "/api/v1/channels/", "/api/v1/channels/{id}/", "/api/v1/deliveries/",
+        "/api/v1/channels/", "/api/v1/channels/{id}/", "/api/v1/channels/{id}/test/",
+        "/api/v1/deliveries/",
         "/api/v1/escalation-policies/", "/api/v1/escalation-policies/{id}/",
         "/api/v1/incidents/", "/api/v1/incidents/{id}/ack/", "/api/v1/incidents/{id}/resolve/",
         "/api/v1/monitors/", "/api/v1/monitors/{id}/", "/api/v1/monitors/{id}/pings/",

@@ -2,7 +2,8 @@
 
 Every kind module exposes the same three functions:
 
-- ``build_request(channel, event) -> OutgoingRequest``: the HTTP POST that
+- ``build_request(channel, event) -> OutgoingRequest | OutgoingEmail``: the HTTP
+  POST (or, for ``email``, the message) that
   notifies ``channel`` of ``event`` (an ``IncidentEvent`` of kind ``opened``,
   ``resolved`` or ``channel_removed``, the last being a resolve for that one
   channel; any other kind raises ``ValueError``). Pure: no I/O besides reading
@@ -18,8 +19,9 @@ Every kind module exposes the same three functions:
 
 :data:`KINDS` maps ``Channel.kind`` to its module.
 """
-from alerts.integrations import pagerduty, slack, webhook
-from alerts.integrations.common import NOTIFY_EVENT_KINDS, OutgoingRequest
+from alerts.integrations import discord, email, ntfy, opsgenie, pagerduty, slack, teams, webhook
+from alerts.integrations.common import NOTIFY_EVENT_KINDS, OutgoingEmail, OutgoingRequest
 
-KINDS = {"webhook": webhook, "slack": slack, "pagerduty": pagerduty}
-__all__ = ["KINDS", "NOTIFY_EVENT_KINDS", "OutgoingRequest"]
+KINDS = {"webhook": webhook, "slack": slack, "pagerduty": pagerduty, "email": email,
+         "teams": teams, "discord": discord, "opsgenie": opsgenie, "ntfy": ntfy}
+__all__ = ["KINDS", "NOTIFY_EVENT_KINDS", "OutgoingEmail", "OutgoingRequest"]

@@ -27,6 +27,60 @@ class OutgoingRequest:
     headers: dict[str, str]
 
 
+@dataclass(frozen=True)
+class OutgoingEmail:
+    """One email to send through Django's mail backend: a text and an HTML part."""
+
+    to: tuple[str, ...]
+    subject: str
+    text: str
+    html: str
+
+
+TITLES = {"opened": "Incident opened", "escalated": "Escalated", "renotified": "Still open",
+          "acknowledged": "Acknowledged", "resolved": "Resolved",
+          "channel_removed": "No longer following"}
+
+
+def describe(event) -> tuple[str, str]:
+    """(title, text) of a notifying event for people: "Incident opened: Nightly
+    backup" and the incident's summary (or what the event says)."""
+    incident = event.incident
+    title = f"{TITLES[event.kind]}: {incident.monitor.name}"
+    if event.kind == "opened":
+        return title, incident.summary
+    if event.kind == "channel_removed":
+        return title, ("This channel was removed from the monitor while its incident is "
+                       "open; you will not hear more about this incident here.")
+    if event.kind in ("escalated", "renotified"):
+        return title, f"{incident.summary}\n{event.message}"
+    return title, event.message or incident.summary
+
+
+def facts(event) -> list[tuple[str, str]]:
+    """(name, value) pairs every notification shows: monitor, cause, severity,
+    scheduled time, last ping, run duration."""
+    incident = event.incident
+    monitor = incident.monitor
+    c = context(incident)
+    out = [("Monitor", f"{monitor.name} ({monitor.project.name}/{monitor.slug})"),
+           ("Cause", incident.cause), ("Severity", incident.severity),
+           ("Opened", isoformat(incident.opened_at))]
+    if c["scheduled_at"]:
+        out.append(("Scheduled", c["scheduled_at"]))
+    if c["last_ping_at"]:
+        out.append(("Last ping", c["last_ping_at"]))
+    if c["run_duration"] is not None:
+        out.append(("Run took", f"{c['run_duration']}s"))
+    return out
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters (an ellipsis marks the cut):
+    integrations truncate to their service's limits, never fail on them."""
+    return text if len(text) <= limit else text[:max(0, limit - 1)] + "…"
+
+
 def encode_json(document: object) -> bytes:
     """Serialize ``document`` once, canonically (sorted keys, no spaces, UTF-8)."""
     return json.dumps(document, sort_keys=True, separators=(",", ":"),
@@ -124,6 +178,10 @@ def context(incident) -> dict:
     from alerts import links
 
     monitor = incident.monitor
+    if monitor.pk is None or incident.pk is None:  # a test notification
+        return {"scheduled_at": None, "timezone": monitor.timezone, "last_ping_at": None,
+                "run_duration": None, "last_ping_body": "",
+                "links": {"acknowledge": None, "resolve": None, "monitor": None}}
     run = monitor.runs.exclude(slot_at=None).order_by("-slot_at", "-pk").first()
     ping = monitor.pings.order_by("-received_at", "-pk").first()
     body = bytes(ping.body).decode("utf-8", "replace") if ping else ""

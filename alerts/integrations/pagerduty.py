@@ -49,8 +49,8 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         monitor = incident.monitor
         project = monitor.project.name
         facts = common.context(incident)
-        document["links"] = [{"href": facts["links"]["acknowledge"], "text": "Acknowledge"},
-                             {"href": facts["links"]["monitor"], "text": "Monitor"}]
+        document["links"] = [{"href": facts["links"][key], "text": text} for key, text in (
+            ("acknowledge", "Acknowledge"), ("monitor", "Monitor")) if facts["links"][key]]
         document["payload"] = {
             "summary": incident.summary[:SUMMARY_MAX],
             "source": f"{project}/{monitor.slug}",

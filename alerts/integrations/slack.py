@@ -86,9 +86,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         blocks.append({"type": "section", "text": {
             "type": "mrkdwn", "text": f"*Last ping body*\n{FENCE}{tail}{FENCE}"}})
     links = facts["links"]
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": (
-        f"<{links['acknowledge']}|Acknowledge> · <{links['resolve']}|Resolve> · "
-        f"<{links['monitor']}|Monitor>")}]})
+    if links["acknowledge"]:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": (
+            f"<{links['acknowledge']}|Acknowledge> · <{links['resolve']}|Resolve> · "
+            f"<{links['monitor']}|Monitor>")}]})
     message = {"text": _escape(text), "blocks": blocks}
     return common.json_post(channel.config["url"], message)
 

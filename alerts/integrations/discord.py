@@ -1,0 +1,63 @@
+"""Discord webhook (discord.com developers, Execute Webhook).
+
+Channel config: ``{"url": "https://discord.com/api/webhooks/…"}``. Request:
+``POST <url>?wait=true`` (so a failure is an error status, not a silent 204)
+with ``content`` (at most 2,000 characters), one embed (title 256, description
+4,096, at most 25 fields of 256/1,024, footer; 6,000 characters in all) and
+``allowed_mentions`` empty, so a monitor name can never ping ``@everyone``.
+Texts are cut to those limits. 429 comes with ``Retry-After``.
+"""
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from alerts.integrations import common
+from alerts.models import Channel, IncidentEvent
+
+COLOURS = {"critical": 0xD0021B, "error": 0xE8590C, "warning": 0xF5A623, "info": 0x4A90D9}
+RESOLVED_COLOUR = 0x2E7D32
+
+
+def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The message POST for ``event`` (any notifying kind). Raises ``ValueError``
+    for an event kind that does not notify, ``KeyError`` without a ``url``."""
+    common.check_notifiable(event)
+    title, text = common.describe(event)
+    links = common.context(event.incident)["links"]
+    if links["acknowledge"]:
+        text += f"\n\n[Acknowledge]({links['acknowledge']}) · [Resolve]({links['resolve']})"
+    colour = (RESOLVED_COLOUR if event.kind in ("resolved", "acknowledged")
+              else COLOURS.get(event.incident.severity, COLOURS["critical"]))
+    return _message(channel, title, text, common.facts(event), colour)
+
+
+def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
+    """The message POST summarizing an ``OutageImpact``."""
+    return _message(channel, "CronRadar was unreachable", common.outage_text(impact), [],
+                    COLOURS["info"])
+
+
+def _message(channel, title, text, facts, colour) -> common.OutgoingRequest:
+    fields = [{"name": common.cut(k, 256), "value": common.cut(v, 1024), "inline": True}
+              for k, v in facts[:25]]
+    content = common.cut(title, 2000)
+    title = common.cut(title, 256)
+    room = 6000 - len(title) - len("CronRadar") - sum(len(f["name"]) + len(f["value"])
+                                                        for f in fields)
+    embed = {"title": title, "description": common.cut(text, min(4096, max(room, 0))),
+             "color": colour, "fields": fields, "footer": {"text": "CronRadar"}}
+    return common.json_post(_wait(channel.config["url"]), {
+        "content": content, "embeds": [embed],
+        "allowed_mentions": {"parse": []}})
+
+
+def _wait(url: str) -> str:
+    parts = urlsplit(url)
+    query = "&".join(q for q in (parts.query, "wait=true") if q)
+    return urlunsplit(parts._replace(query=query))
+
+
+def validate_config(config: dict, previous: dict | None = None) -> dict:
+    """``{"url"}`` -> ``{"url"}`` (https; http only for loopback)."""
+    common.check_fields(config, {"url"})
+    return {"url": common.validate_url(config, "url", https_only=True)}

@@ -1,0 +1,71 @@
+"""Email through Django's mail backend (``EMAIL_URL``: SMTP in production; the
+console in the embedded default, so notifications show in ``serve``'s output).
+
+Channel config: ``{"to": ["ops@example.com", …]}`` (1-20 addresses). Each
+notification is one message with a text and an HTML part, from
+``CRONRADAR_EMAIL_FROM``; the subject is ``[SEVERITY] <title>`` on one line
+(line breaks in names never reach a header); Django encodes non-ASCII headers
+(RFC 2047) and long lines (RFC 5322's 998-octet limit).
+"""
+from __future__ import annotations
+
+from django.core.validators import validate_email
+from django.forms import ValidationError
+from django.utils.html import escape
+
+from alerts.integrations import common
+from alerts.models import Channel, IncidentEvent
+
+
+def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingEmail:
+    """The message for ``event``. Raises ``ValueError`` for an event kind that does
+    not notify, ``KeyError`` without ``to``."""
+    common.check_notifiable(event)
+    title, text = common.describe(event)
+    c = common.context(event.incident)
+    facts = common.facts(event)
+    links = [(label, c["links"][key]) for key, label in (
+        ("acknowledge", "Acknowledge"), ("resolve", "Resolve"), ("monitor", "Monitor"))
+        if c["links"][key]]
+    body = c["last_ping_body"]
+    plain = "\n".join([text, "", *(f"{k}: {v}" for k, v in facts),
+                       *([f"\nLast ping body:\n{body}"] if body else []), "",
+                       *(f"{label}: {url}" for label, url in links)])
+    html = "".join([
+        f"<p>{escape(text)}</p><table>",
+        *(f"<tr><th align=left>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts),
+        "</table>",
+        f"<pre>{escape(body)}</pre>" if body else "",
+        "<p>" + " · ".join(f'<a href="{escape(u)}">{escape(label)}</a>'
+                           for label, u in links) + "</p>"])
+    severity = event.incident.severity.upper()
+    return _message(channel, f"[{severity}] {title}", plain, html)
+
+
+def build_outage(channel: Channel, impact) -> common.OutgoingEmail:
+    """The message summarizing an ``OutageImpact``."""
+    text = common.outage_text(impact)
+    return _message(channel, "[INFO] CronRadar was unreachable", text,
+                    f"<p>{escape(text)}</p>")
+
+
+def _message(channel, subject, text, html) -> common.OutgoingEmail:
+    one_line = " ".join(subject.split())
+    return common.OutgoingEmail(to=tuple(channel.config["to"]),
+                                subject=common.cut(one_line, 200), text=text, html=html)
+
+
+def validate_config(config: dict, previous: dict | None = None) -> dict:
+    """``{"to": [addresses]}`` (1-20 valid addresses; a single string is one)."""
+    common.check_fields(config, {"to"})
+    to = config.get("to")
+    if isinstance(to, str):
+        to = [to]
+    if not isinstance(to, list) or not 1 <= len(to) <= 20:
+        raise ValueError("to: a list of 1 to 20 email addresses is required")
+    for address in to:
+        try:
+            validate_email(address)
+        except (ValidationError, TypeError):
+            raise ValueError(f"to: {address!r} is not an email address") from None
+    return {"to": [a.strip() for a in to]}

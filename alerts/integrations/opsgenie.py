@@ -1,0 +1,78 @@
+"""Opsgenie Alert API v2 (docs.opsgenie.com, "Alert API").
+
+Channel config: ``{"api_key": "<integration key>", "region": "us" | "eu"}``
+(EU accounts use ``api.eu.opsgenie.com``). Paging events create an alert:
+``POST /v2/alerts`` with ``alias`` the incident's ``dedup_key`` (Opsgenie keeps
+one open alert per alias, so escalations and re-notifications fold into it),
+``message`` (at most 130 characters), ``description`` (15,000), ``priority``
+(P1 highest to P5, from the severity: critical P1, error P2, warning P3, info
+P4), ``tags`` (at most 20 of 50 characters) and ``details``. Acknowledgements
+``POST /v2/alerts/<alias>/acknowledge?identifierType=alias``, resolves
+``…/close?identifierType=alias``. Authorization ``GenieKey <api_key>``; Opsgenie
+answers 202. (Opsgenie is being folded into Jira Service Management; its end of
+support is announced for 2027-04-05.)
+"""
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from alerts.integrations import common
+from alerts.models import Channel, IncidentEvent
+
+HOSTS = {"us": "https://api.opsgenie.com", "eu": "https://api.eu.opsgenie.com"}
+PRIORITY = {"critical": "P1", "error": "P2", "warning": "P3", "info": "P4"}
+
+
+def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """Create, acknowledge or close the incident's alert. Raises ``ValueError`` for
+    an event kind that does not notify, ``KeyError`` without an ``api_key``."""
+    common.check_notifiable(event)
+    incident = event.incident
+    base, alias = _base(channel), str(incident.dedup_key)
+    if event.kind in IncidentEvent.PAGING:
+        monitor = incident.monitor
+        title, text = common.describe(event)
+        c = common.context(incident)
+        details = {k: v for k, v in common.facts(event)}
+        details.update({k: v for k, v in c["links"].items() if v})
+        document = {
+            "message": common.cut(title, 130), "alias": alias, "source": "CronRadar",
+            "description": common.cut(f"{text}\n\n{c['last_ping_body']}".strip(), 15000),
+            "priority": PRIORITY.get(incident.severity, "P1"),
+            "entity": common.cut(f"{monitor.project.name}/{monitor.slug}", 512),
+            "tags": [common.cut(str(t), 50) for t in monitor.tags[:20]],
+            "details": details,
+        }
+        return _post(channel, f"{base}/v2/alerts", document)
+    action = "acknowledge" if event.kind == "acknowledged" else "close"
+    return _post(channel, f"{base}/v2/alerts/{quote(alias)}/{action}?identifierType=alias",
+                 {"source": "CronRadar", "user": "CronRadar",
+                  "note": common.cut(event.message or action, 25000)})
+
+
+def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
+    """A P5 (informational) alert summarizing an ``OutageImpact``."""
+    return _post(channel, f"{_base(channel)}/v2/alerts", {
+        "message": "CronRadar was unreachable", "alias": f"cronradar-outage-{impact.pk}",
+        "description": common.outage_text(impact), "priority": "P5", "source": "CronRadar"})
+
+
+def _base(channel) -> str:
+    return HOSTS[channel.config.get("region", "us")]
+
+
+def _post(channel, url, document) -> common.OutgoingRequest:
+    return common.json_post(url, document, Authorization=f"GenieKey {channel.config['api_key']}")
+
+
+def validate_config(config: dict, previous: dict | None = None) -> dict:
+    """``{"api_key", "region"?}`` -> ``{"api_key", "region"}`` (``us`` by default).
+    A missing ``api_key`` is kept from ``previous``."""
+    common.check_fields(config, {"api_key", "region"})
+    key = config.get("api_key") or (previous or {}).get("api_key")
+    if not isinstance(key, str) or not key.strip() or len(key) > 200:
+        raise ValueError("api_key: a string of at most 200 characters is required")
+    region = config.get("region", "us")
+    if region not in HOSTS:
+        raise ValueError("region: must be us or eu")
+    return {"api_key": key.strip(), "region": region}

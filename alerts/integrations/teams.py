@@ -1,0 +1,58 @@
+"""Microsoft Teams through a Workflows (Power Automate) webhook.
+
+Channel config: ``{"url": "https://….logic.azure.com/workflows/…"}`` (the old
+Office 365 connectors are retired). Request: ``POST <url>`` with
+``{"type": "message", "attachments": [{"contentType":
+"application/vnd.microsoft.card.adaptive", "content": <Adaptive Card 1.4>}]}``:
+a title, the text, a fact set (monitor, cause, severity, times) and buttons to
+acknowledge, resolve and open the monitor. Teams caps a message at 28 KB: texts
+are cut to fit. Teams answers 202 when it accepts one (Microsoft Learn, incoming
+webhooks with Workflows).
+"""
+from __future__ import annotations
+
+from alerts.integrations import common
+from alerts.models import Channel, IncidentEvent
+
+MAX_BYTES = 28 * 1024
+TEXT_MAX = 4000
+
+
+def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The card POST for ``event`` (any notifying kind). Raises ``ValueError`` for
+    an event kind that does not notify, ``KeyError`` without a ``url``."""
+    common.check_notifiable(event)
+    title, text = common.describe(event)
+    links = common.context(event.incident)["links"]
+    actions = [{"type": "Action.OpenUrl", "title": label, "url": links[key]}
+               for key, label in (("acknowledge", "Acknowledge"), ("resolve", "Resolve"),
+                                  ("monitor", "Monitor")) if links[key]]
+    return _card(channel, title, text, common.facts(event), actions)
+
+
+def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
+    """The card POST summarizing an ``OutageImpact``."""
+    return _card(channel, "CronRadar was unreachable", common.outage_text(impact), [], [])
+
+
+def _card(channel, title, text, facts, actions) -> common.OutgoingRequest:
+    text = common.cut(text, TEXT_MAX)
+    while True:
+        card = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+                "type": "AdaptiveCard", "version": "1.4", "body": [
+                    {"type": "TextBlock", "text": common.cut(title, 200), "weight": "Bolder",
+                     "size": "Medium", "wrap": True},
+                    {"type": "TextBlock", "text": text, "wrap": True},
+                    {"type": "FactSet", "facts": [{"title": k, "value": v} for k, v in facts]},
+                ], "actions": actions}
+        request = common.json_post(channel.config["url"], {"type": "message", "attachments": [
+            {"contentType": "application/vnd.microsoft.card.adaptive", "content": card}]})
+        if len(request.body) <= MAX_BYTES or not text:
+            return request
+        text = common.cut(text, len(text) // 2)
+
+
+def validate_config(config: dict, previous: dict | None = None) -> dict:
+    """``{"url"}`` -> ``{"url"}`` (https; http only for loopback)."""
+    common.check_fields(config, {"url"})
+    return {"url": common.validate_url(config, "url", https_only=True)}
