@@ -113,10 +113,14 @@ class MonitorSerializer(monitors_api.MonitorSerializer):
         Alerting.Severity.choices, allow_null=True), allow_null=True)
     renotify = AlertingValue("renotify", monitors_api.Seconds(minimum=60, allow_null=True),
                              allow_null=True)
+    failure_threshold = AlertingValue("failure_threshold", serializers.IntegerField(
+        min_value=1, max_value=100))
+    recovery_threshold = AlertingValue("recovery_threshold", serializers.IntegerField(
+        min_value=1, max_value=100))
 
     class Meta(monitors_api.MonitorSerializer.Meta):
         fields = [*monitors_api.MonitorSerializer.Meta.fields, "channels", "escalation_policy",
-                  "urgency", "severity", "renotify"]
+                  "urgency", "severity", "renotify", "failure_threshold", "recovery_threshold"]
 
     def incident_open(self, m) -> bool:
         found = getattr(m, "has_open_incident", None)

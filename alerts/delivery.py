@@ -147,7 +147,7 @@ def send(claim: Claim, *, client: httpx.Client | None = None, clock=timezone.now
                       next_attempt_at=now + timedelta(seconds=retry_delay(number, retry_after)))
     else:
         if retryable:
-            fields["last_error"] = (f"gave up after {number} attempts over "
+            fields["last_error"] = (f"gave up after {number} attempt{'s' * (number > 1)} over "
                                     f"{_age(delivery, now)}: {error}")[:ERROR_MAX]
         fields.update(status=Delivery.Status.FAILED, next_attempt_at=None)
     with transaction.atomic():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from ipaddress import IPv4Address, IPv6Address
+from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -110,20 +111,45 @@ def check_url(url: str) -> str:
     if any(ord(c) < 33 or ord(c) == 127 for c in url):
         raise ValueError("must not contain spaces or control characters")
     try:
+        port = urlsplit(url).port
         host = httpx.URL(url).host
     except (httpx.InvalidURL, UnicodeError, ValueError) as exc:
         raise ValueError(f"is not a valid URL: {exc}") from None
     if not host:
         raise ValueError("must have a host")
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"port {port} is not a port (1-65535)")
     if guard_on():
-        address = literal_address(host)
-        if allowed(host, address):
+        name = host.lower().rstrip(".")
+        address = literal_address(name)
+        if allowed(name, address):
             return url
         if address is not None and (why := blocked_reason(address)):
             raise ValueError(f"{host} is a {why}; notifications only go to public addresses")
-        if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        if name in LOOPBACK_NAMES or name.endswith(".localhost"):
             raise ValueError(f"{host} is this machine; notifications only go to public addresses")
+        if address is None and (why := _resolves_to_blocked(name, port or 443)):
+            raise ValueError(f"{host} resolves to a {why}; notifications only go to public "
+                             "addresses")
     return url
+
+
+# Names that mean this machine without a DNS query (glibc's /etc/hosts defaults).
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+
+
+def _resolves_to_blocked(host: str, port: int) -> str | None:
+    """Why ``host`` resolves to a non-public address now, or None (also when it
+    does not resolve: the check at send time refuses it later if it must)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return None
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if not allowed(host, address) and (why := blocked_reason(address)):
+            return why
+    return None
 
 
 def resolve(host: str, port: int) -> str:

@@ -49,6 +49,9 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
     incident = open_incident(monitor)
     events: list[IncidentEvent] = []
     for d in detections:
+        if d.kind == Kind.RECOVERED and incident is not None and not _streak(
+                monitor, good=True):
+            continue  # not enough good runs in a row yet
         if d.kind in CLOSING:
             if incident is not None:
                 detail = d.detail if d.kind == Kind.RECOVERED else {"reason": d.message}
@@ -57,6 +60,8 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
             continue
         if d.kind not in PROBLEMS:
             raise ValueError(f"unknown detection kind {d.kind!r}")
+        if incident is None and not _streak(monitor, good=False):
+            continue  # under the threshold: the run history shows it, nothing opens
         if incident is None:
             opening = escalation.plan_opening(monitor, d.at, lambda: targets(monitor))
             incident = Incident.objects.create(
@@ -78,6 +83,24 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
             ev = _repeat(incident, d)
         events.append(ev)
     return events
+
+
+GOOD, BAD = ("succeeded",), ("failed", "missed", "stuck")
+
+
+def _streak(monitor, good: bool) -> bool:
+    """Whether ``monitor``'s latest runs reach its recovery (``good``) or failure
+    threshold: that many finished runs in a row, newest first, all succeeded (all
+    failed, missed or stuck). A threshold of 1 needs no look at the history."""
+    from monitors.models import Run
+
+    alerting = escalation.alerting_of(monitor)
+    n = alerting.recovery_threshold if good else alerting.failure_threshold
+    if n <= 1:
+        return True
+    latest = list(Run.objects.filter(monitor=monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
+                  .order_by("-pk").values_list("outcome", flat=True)[:n])
+    return len(latest) == n and all(o in (GOOD if good else BAD) for o in latest)
 
 
 def open_incident(monitor) -> Incident | None:
@@ -211,8 +234,9 @@ def set_channels(monitor, channels, at: datetime) -> None:
 
 def set_alerting(monitor, changes: dict) -> None:
     """Change ``monitor``'s :class:`Alerting` settings (``escalation_policy``,
-    ``urgency``, ``severity``, ``renotify``): they apply from the next incident
-    and the next escalation step on. Nothing to change: nothing written."""
+    ``urgency``, ``severity``, ``renotify``, ``failure_threshold``,
+    ``recovery_threshold``): they apply from the next incident, escalation step
+    or run on. Nothing to change: nothing written."""
     if not changes:
         return
     alerting = escalation.alerting_of(monitor)

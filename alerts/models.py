@@ -108,7 +108,10 @@ class Alerting(models.Model):
     integrations are told (empty: from the cause, ``critical`` for missed, stuck,
     deadline and failed, ``warning`` for overlap and too_fast). ``renotify``: an
     open, unacknowledged incident is sent again this often to the last tier
-    reached (or the channels). A monitor without a row has the defaults.
+    reached (or the channels). ``failure_threshold`` / ``recovery_threshold``:
+    consecutive bad runs (failed, missed or stuck; read from the run history)
+    before an incident opens, good runs before it resolves. A monitor without a
+    row has the defaults.
     """
 
     class Urgency(models.TextChoices):
@@ -130,6 +133,9 @@ class Alerting(models.Model):
     urgency = models.CharField(max_length=4, choices=Urgency.choices, default=Urgency.HIGH)
     severity = models.CharField(max_length=8, choices=Severity.choices, blank=True, default="")
     renotify = models.DurationField(null=True, blank=True)
+    # Consecutive bad runs before an incident opens, good runs before it resolves.
+    failure_threshold = models.PositiveSmallIntegerField(default=1)
+    recovery_threshold = models.PositiveSmallIntegerField(default=1)
 
 
 class Incident(models.Model):

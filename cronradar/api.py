@@ -58,7 +58,8 @@ def object_id(request, name: str) -> int | None:
     if raw is None:
         return None
     if not (raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_PK):
-        raise serializers.ValidationError({name: [f"must be a {name} id"]})
+        article = "an" if name[0] in "aeiou" else "a"
+        raise serializers.ValidationError({name: [f"must be {article} {name} id"]})
     return int(raw)
 
 

@@ -62,6 +62,7 @@ class MonitorSerializer(serializers.ModelSerializer):
     slug = serializers.SlugField(max_length=100, required=False, allow_blank=True)
     tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False,
                                  max_length=MAX_TAGS)
+    max_attempts = serializers.IntegerField(min_value=1, max_value=100, required=False)
     ping_url = serializers.CharField(read_only=True)
     status = serializers.SerializerMethodField()
     next_expected_at = serializers.DateTimeField(read_only=True)
@@ -70,6 +71,7 @@ class MonitorSerializer(serializers.ModelSerializer):
         model = Monitor
         fields = ["id", "uuid", "name", "slug", "kind", "schedule", "timezone", "cron_semantics",
                   "period", "grace", "max_runtime", "deadline", "min_runtime", "concurrency",
+                  "max_attempts",
                   "tags", "paused", "ping_url", "status", "next_expected_at",
                   "last_ping_at", "created_at", "evaluation_error"]
         read_only_fields = ["id", "uuid", "last_ping_at", "created_at", "evaluation_error"]

@@ -107,6 +107,9 @@ class Monitor(models.Model):
         max_length=8, choices=Concurrency.choices, default=Concurrency.ALLOW
     )
     paused = models.BooleanField(default=False)
+    # Attempts a slot may take (a Kubernetes Job's backoffLimit + 1): a failed
+    # attempt that a later one of the same slot may still make good raises nothing.
+    max_attempts = models.PositiveSmallIntegerField(default=1)
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)

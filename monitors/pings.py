@@ -173,8 +173,12 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     run.save()
     if failed:
         status = f" (exit status {ping.exit_status})" if ping.exit_status is not None else ""
-        found.append(Detection(Kind.FAILED, now, f"run failed{status}",
-                                    detail={"run": run.pk, "exit_status": ping.exit_status}))
+        attempt = _attempt(monitor, run)
+        if attempt >= monitor.max_attempts:  # else a later attempt may still succeed
+            of = (f", attempt {attempt} of {monitor.max_attempts}"
+                  if monitor.max_attempts > 1 else "")
+            found.append(Detection(Kind.FAILED, now, f"run failed{status}{of}",
+                                   detail={"run": run.pk, "exit_status": ping.exit_status}))
     elif monitor.min_runtime and run.duration is not None and run.duration < monitor.min_runtime:
         found.append(Detection(
             Kind.TOO_FAST, now,
@@ -184,6 +188,27 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     else:
         found.append(Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
     return run, False
+
+
+def _attempt(monitor: Monitor, run: Run) -> int:
+    """Which failed attempt of its slot ``run`` is (1 without ``max_attempts``).
+
+    cron: the failed runs of the same slot. interval (whose slots follow the runs):
+    the failed runs in a row up to this one, since the last run that did not fail.
+    """
+    if monitor.max_attempts <= 1 or run.slot_at is None:
+        return 1
+    if monitor.kind == Monitor.Kind.CRON:
+        return Run.objects.filter(monitor=monitor, slot_at=run.slot_at,
+                                  outcome=Run.Outcome.FAILED).count()
+    latest = (Run.objects.filter(monitor=monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
+              .order_by("-pk").values_list("outcome", flat=True)[:monitor.max_attempts])
+    streak = 0
+    for outcome in latest:
+        if outcome != Run.Outcome.FAILED:
+            break
+        streak += 1
+    return streak
 
 
 def _new_run(monitor: Monitor, rid: UUID | None, now: datetime) -> Run:

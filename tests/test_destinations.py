@@ -114,3 +114,22 @@ def test_without_the_guard_requests_go_as_they_are(monkeypatch):
     seen = []
     guarded(seen).post("http://127.0.0.1:9/h", content=json.dumps({}))
     assert str(seen[0].url) == "http://127.0.0.1:9/h"
+
+
+@pytest.mark.parametrize("url", ["http://localhost./x", "http://LOCALHOST./x",
+                                 "http://ip6-localhost/x", "http://localhost.localdomain/x"])
+def test_other_names_of_this_machine_are_refused_on_save(guard, url):
+    with pytest.raises(ValueError, match="is this machine"):
+        check_url(url)
+
+
+def test_a_name_that_resolves_to_a_private_address_is_refused_on_save(guard, monkeypatch):
+    fake_dns(monkeypatch, "10.0.0.7")
+    with pytest.raises(ValueError, match="resolves to a non-public address 10.0.0.7"):
+        check_url("https://hooks.example.com/cr")
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/x", "http://x.test:0/x"])
+def test_ports_out_of_range_are_refused(url):
+    with pytest.raises(ValueError):
+        check_url(url)
