@@ -15,7 +15,7 @@ from drf_spectacular.utils import (
 from rest_framework import generics, serializers, viewsets
 from rest_framework.response import Response
 
-from alerts import escalation, incidents
+from alerts import escalation, incidents, maintenance
 from alerts.integrations import KINDS
 from alerts.models import (
     Alerting,
@@ -25,9 +25,11 @@ from alerts.models import (
     EscalationTier,
     Incident,
     IncidentEvent,
+    MaintenanceWindow,
 )
 from cronradar.api import LIMIT, MAX_PK, flag, get_or_404, limit, object_id
 from monitors import api as monitors_api
+from monitors.models import Monitor
 
 
 @extend_schema_field({"oneOf": [{"type": "string", "enum": ["all"]},
@@ -445,6 +447,62 @@ class EscalationPolicyViewSet(viewsets.ModelViewSet):
             raise serializers.ValidationError(
                 {"detail": f"in use by monitors {users}: give them another policy first"})
         policy.delete()
+
+
+# --- maintenance windows --------------------------------------------------------------------
+
+class MaintenanceWindowSerializer(serializers.ModelSerializer):
+    """A maintenance window: one-off (``starts_at``, ``ends_at``) or recurring
+    (``schedule``, ``timezone``, ``duration`` seconds), for a ``monitor`` (id) or a
+    ``tag``. ``active_until``: when the maintenance it is part of ends, while it is on."""
+
+    monitor = serializers.IntegerField(required=False, allow_null=True, source="monitor_id")
+    duration = monitors_api.Seconds(minimum=60, required=False, allow_null=True)
+    active_until = serializers.SerializerMethodField()
+
+    class Meta:
+        model = MaintenanceWindow
+        fields = ["id", "name", "monitor", "tag", "starts_at", "ends_at", "schedule",
+                  "timezone", "duration", "active_until", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def get_active_until(self, window) -> str | None:
+        from alerts.maintenance import _end_if_open
+
+        end = _end_if_open(window, timezone.now())
+        return end.isoformat() if end else None
+
+    def validate(self, attrs):
+        project = self.context["request"].auth.project
+        merged = {k: getattr(self.instance, k) for k in
+                  ("monitor_id", "tag", "starts_at", "ends_at", "schedule", "timezone",
+                   "duration")} if self.instance else {}
+        merged.update(attrs)
+        monitor_id = merged.get("monitor_id")
+        if monitor_id is not None and not Monitor.objects.filter(
+                pk=monitor_id if 0 < monitor_id <= MAX_PK else 0, project=project,
+                deleted_at__isnull=True).exists():
+            raise serializers.ValidationError(
+                {"monitor": [f"no monitor with id {monitor_id} in this project"]})
+        errors = maintenance.validate({**merged, "monitor": monitor_id})
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+    def create(self, validated):
+        return MaintenanceWindow.objects.create(project=self.context["request"].auth.project,
+                                                **validated)
+
+
+class MaintenanceWindowViewSet(viewsets.ModelViewSet):
+    """``/api/v1/maintenance-windows/`` list/create, ``…/<id>/`` get/patch/delete."""
+
+    serializer_class = MaintenanceWindowSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    pagination_class = None
+
+    def get_queryset(self):
+        return MaintenanceWindow.objects.filter(project=self.request.auth.project).order_by("pk")
 
 
 # --- acknowledging and resolving -------------------------------------------------------------

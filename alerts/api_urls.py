@@ -5,6 +5,8 @@ from alerts import api
 
 router = SimpleRouter()
 router.register("escalation-policies", api.EscalationPolicyViewSet, basename="escalation-policy")
+router.register("maintenance-windows", api.MaintenanceWindowViewSet,
+                basename="maintenance-window")
 
 urlpatterns = [
     path("channels/", api.ChannelList.as_view(), name="channels"),

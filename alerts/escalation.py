@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
+from alerts import maintenance
 from alerts.models import Alerting, Delivery, EscalationTier, Incident, IncidentEvent
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,13 @@ class Opening:
 def plan_opening(monitor, at: datetime, default_channels) -> Opening:
     """The :class:`Opening` of an incident of ``monitor`` opening at ``at``.
     ``default_channels()`` gives the monitor's channels (for a monitor without a
-    policy; called only then)."""
+    policy; called only then). Inside a maintenance window nothing is notified
+    and the first step is due when it ends."""
+    held = maintenance.covering(monitor, at)
+    if held is not None:
+        window, end = held
+        return Opening([], {"suppressed": f"maintenance window {window.name!r} until "
+                                          f"{end.isoformat()}"}, -1, end)
     alerting = alerting_of(monitor)
     tiers = tiers_of(alerting)
     if tiers and tiers[0].delay > timedelta(0):
@@ -123,11 +130,22 @@ def _step(incident_id: int, monitor_id: int, now: datetime, notify) -> bool:
         return False
     from alerts import incidents
 
+    held = maintenance.covering(incident.monitor, now)
+    if held is not None:  # wait for the end of the maintenance
+        incident.next_escalation_at = held[1]
+        incident.save(update_fields=["next_escalation_at"])
+        return False
     alerting = alerting_of(incident.monitor)
     tiers = tiers_of(alerting)
     at = incidents.stamp(incident, now)
     nxt = _next_tier(incident, alerting, tiers)
-    if nxt is not None:
+    if nxt is None and incident.tier < 0:  # held back until now, without a policy
+        event = IncidentEvent.objects.create(
+            incident=incident, kind=IncidentEvent.Kind.ESCALATED, at=at, step="tier:0:0",
+            message="notified after its maintenance window", detail={"tier": 1, "round": 1})
+        incident.tier = 0
+        notify(event, incidents.targets(incident.monitor))
+    elif nxt is not None:
         tier, rnd = nxt
         why = _why(incident, tiers)
         event = IncidentEvent.objects.create(
@@ -178,6 +196,8 @@ def _schedule(incident: Incident, alerting: Alerting, tiers, at: datetime) -> No
 def _why(incident: Incident, tiers) -> str:
     """Why the step after ``incident.tier`` is taken now."""
     if incident.tier < 0:
+        if incident.events.filter(kind="opened", detail__has_key="suppressed").exists():
+            return "its maintenance window ended"
         return f"{int(tiers[0].delay.total_seconds())}s after the incident opened"
     sent = Delivery.objects.filter(incident=incident, event__step__isnull=False,
                                    event__detail__tier=incident.tier + 1,

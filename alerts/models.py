@@ -98,6 +98,32 @@ class EscalationTier(models.Model):
                                                name="tier_position_unique")]
 
 
+class MaintenanceWindow(models.Model):
+    """A time when a monitor's (or every monitor with a tag's) notifications are
+    held back; pings, runs and incidents are still recorded.
+
+    One-off: ``starts_at`` .. ``ends_at``. Recurring: every fire time of ``schedule``
+    (cron, read in ``timezone``) for ``duration``. Exactly one of ``monitor`` and
+    ``tag`` says what it covers. See :mod:`alerts.maintenance`.
+    """
+
+    project = models.ForeignKey("monitors.Project", on_delete=models.CASCADE,
+                                related_name="maintenance_windows")
+    name = models.CharField(max_length=200)
+    monitor = models.ForeignKey("monitors.Monitor", on_delete=models.CASCADE, null=True,
+                                blank=True, related_name="maintenance_windows")
+    tag = models.CharField(max_length=50, blank=True, default="")
+    starts_at = models.DateTimeField(null=True, blank=True)
+    ends_at = models.DateTimeField(null=True, blank=True)
+    schedule = models.CharField(max_length=200, blank=True, default="")
+    timezone = models.CharField(max_length=64, default="UTC")
+    duration = models.DurationField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Alerting(models.Model):
     """How one monitor's incidents are notified.
 

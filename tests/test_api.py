@@ -214,6 +214,7 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
         "/api/v1/deliveries/",
         "/api/v1/escalation-policies/", "/api/v1/escalation-policies/{id}/",
         "/api/v1/incidents/", "/api/v1/incidents/{id}/ack/", "/api/v1/incidents/{id}/resolve/",
+        "/api/v1/maintenance-windows/", "/api/v1/maintenance-windows/{id}/",
         "/api/v1/monitors/", "/api/v1/monitors/{id}/", "/api/v1/monitors/{id}/pings/",
         "/api/v1/monitors/{id}/runs/"]
     monitor = doc["components"]["schemas"]["Monitor"]["properties"]
