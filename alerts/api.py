@@ -57,14 +57,20 @@ class ChannelsField(serializers.Field):
         if not isinstance(data, list) or not all(
                 isinstance(i, int) and not isinstance(i, bool) for i in data):
             raise serializers.ValidationError('must be "all" or a list of channel ids')
-        project = self.context["request"].auth.project
-        known = set(Channel.objects.filter(project=project, deleted_at__isnull=True,
-                                           pk__in=[i for i in data if 0 < i <= MAX_PK])
-                    .values_list("pk", flat=True))
-        unknown = [i for i in data if i not in known]
-        if unknown:
-            raise serializers.ValidationError(f"no channel with id {unknown[0]} in this project")
-        return {"channels": sorted(set(data))}
+        return {"channels": own_channels(self.context, data)}
+
+
+def own_channels(context: dict, ids: list[int]) -> list[int]:
+    """``ids`` sorted and deduplicated, each a live channel of the caller's project;
+    raises ValidationError naming the first that is not."""
+    project = context["request"].auth.project
+    known = set(Channel.objects.filter(project=project, deleted_at__isnull=True,
+                                       pk__in=[i for i in ids if 0 < i <= MAX_PK])
+                .values_list("pk", flat=True))
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise serializers.ValidationError(f"no channel with id {unknown[0]} in this project")
+    return sorted(set(ids))
 
 
 class AlertingValue(serializers.Field):
@@ -104,8 +110,9 @@ class PolicyId(serializers.IntegerField):
 
 class MonitorSerializer(monitors_api.MonitorSerializer):
     """A monitor with its alerting: ``channels``, ``escalation_policy``, ``urgency``,
-    ``severity`` (null: from the cause), ``renotify`` (seconds, null: never), and
-    ``status`` ``down`` while an incident is open."""
+    ``severity`` (null: from the cause), ``renotify`` (seconds, null: never),
+    ``failure_threshold``/``recovery_threshold``, read-only ``flapping_since`` (see
+    :mod:`alerts.flapping`), and ``status`` ``down`` while an incident is open."""
 
     channels = ChannelsField(required=False)
     escalation_policy = AlertingValue("escalation_policy", PolicyId(allow_null=True),
@@ -119,10 +126,13 @@ class MonitorSerializer(monitors_api.MonitorSerializer):
         min_value=1, max_value=100))
     recovery_threshold = AlertingValue("recovery_threshold", serializers.IntegerField(
         min_value=1, max_value=100))
+    flapping_since = AlertingValue("flapping_since", serializers.DateTimeField(),
+                                   read_only=True, allow_null=True)
 
     class Meta(monitors_api.MonitorSerializer.Meta):
         fields = [*monitors_api.MonitorSerializer.Meta.fields, "channels", "escalation_policy",
-                  "urgency", "severity", "renotify", "failure_threshold", "recovery_threshold"]
+                  "urgency", "severity", "renotify", "failure_threshold", "recovery_threshold",
+                  "flapping_since"]
 
     def incident_open(self, m) -> bool:
         found = getattr(m, "has_open_incident", None)
@@ -349,14 +359,7 @@ class TierSerializer(serializers.Serializer):
                 "channels": live(tier.channels.all())}
 
     def validate_channels(self, ids):
-        project = self.context["request"].auth.project
-        known = set(Channel.objects.filter(project=project, deleted_at__isnull=True,
-                                           pk__in=[i for i in ids if 0 < i <= MAX_PK])
-                    .values_list("pk", flat=True))
-        unknown = [i for i in ids if i not in known]
-        if unknown:
-            raise serializers.ValidationError(f"no channel with id {unknown[0]} in this project")
-        return sorted(set(ids))
+        return own_channels(self.context, ids)
 
 
 def live(channels) -> list[int]:

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
-from alerts import maintenance
+from alerts import flapping, maintenance
 from alerts.models import Alerting, Delivery, EscalationTier, Incident, IncidentEvent
 
 log = logging.getLogger(__name__)
@@ -78,12 +78,32 @@ def plan_opening(monitor, at: datetime, default_channels) -> Opening:
     """The :class:`Opening` of an incident of ``monitor`` opening at ``at``.
     ``default_channels()`` gives the monitor's channels (for a monitor without a
     policy; called only then). Inside a maintenance window nothing is notified
-    and the first step is due when it ends."""
+    and the first step is due when it ends; while the monitor flaps nothing is
+    notified (:mod:`alerts.flapping` decides when)."""
     held = maintenance.covering(monitor, at)
     if held is not None:
         window, end = held
         return Opening([], {"suppressed": f"maintenance window {window.name!r} until "
                                           f"{end.isoformat()}"}, -1, end)
+    state, recent = flapping.on_opening(monitor, at)
+    if state == "flapping":
+        return Opening([], {"suppressed": "the monitor is flapping"}, -1, None)
+    opening = _plan(monitor, at, default_channels)
+    if state == "starts":
+        note = (f"flapping: {recent} incidents in the last hour; until it is quiet for "
+                f"{int(flapping.quiet().total_seconds())}s, more are recorded but not notified")
+        return Opening(opening.channels, {**opening.detail, "flapping": note}, opening.tier,
+                       opening.next_escalation_at)
+    return opening
+
+
+def first_channels(monitor, default_channels) -> list[int]:
+    """The channels the first step notifies: the first tier's, else the monitor's."""
+    tiers = tiers_of(alerting_of(monitor))
+    return live_channels(tiers[0].channels.all()) if tiers else default_channels()
+
+
+def _plan(monitor, at: datetime, default_channels) -> Opening:
     alerting = alerting_of(monitor)
     tiers = tiers_of(alerting)
     if tiers and tiers[0].delay > timedelta(0):
@@ -142,7 +162,7 @@ def _step(incident_id: int, monitor_id: int, now: datetime, notify) -> bool:
     if nxt is None and incident.tier < 0:  # held back until now, without a policy
         event = IncidentEvent.objects.create(
             incident=incident, kind=IncidentEvent.Kind.ESCALATED, at=at, step="tier:0:0",
-            message="notified after its maintenance window", detail={"tier": 1, "round": 1})
+            message=f"notified: {_why(incident, tiers)}", detail={"tier": 1, "round": 1})
         incident.tier = 0
         notify(event, incidents.targets(incident.monitor))
     elif nxt is not None:
@@ -196,7 +216,11 @@ def _schedule(incident: Incident, alerting: Alerting, tiers, at: datetime) -> No
 def _why(incident: Incident, tiers) -> str:
     """Why the step after ``incident.tier`` is taken now."""
     if incident.tier < 0:
-        if incident.events.filter(kind="opened", detail__has_key="suppressed").exists():
+        opened = incident.events.filter(kind="opened").first()
+        held = (opened.detail.get("suppressed", "") if opened else "")
+        if held.startswith("the monitor is flapping"):
+            return "still open after the monitor stopped flapping"
+        if held:
             return "its maintenance window ended"
         return f"{int(tiers[0].delay.total_seconds())}s after the incident opened"
     sent = Delivery.objects.filter(incident=incident, event__step__isnull=False,

@@ -31,7 +31,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from alerts import escalation
+from alerts import escalation, flapping
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.tasks import dispatch
 from monitors.detections import CLOSING, PROBLEMS, Detection, Kind
@@ -64,10 +64,11 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
             continue  # under the threshold: the run history shows it, nothing opens
         if incident is None:
             opening = escalation.plan_opening(monitor, d.at, lambda: targets(monitor))
+            note = f" ({opening.detail['flapping']})" if "flapping" in opening.detail else ""
             incident = Incident.objects.create(
                 monitor=monitor,
                 cause=d.kind,
-                summary=f"{monitor.name}: {d.message}"[:500],
+                summary=f"{monitor.name}: {d.message}{note}"[:500],
                 severity=severity(monitor, d.kind),
                 opened_at=d.at,
                 last_event_at=d.at,
@@ -382,7 +383,8 @@ def on_purge_requested(sender, monitor, **kwargs) -> bool:
 
 
 def on_tick(sender, now, **kwargs) -> None:
-    """monitors.signals.tick receiver: take the escalation steps due."""
+    """monitors.signals.tick receiver: end quiet flapping, take the escalation steps due."""
+    flapping.check(now, _notify)
     escalation.advance(now, _notify)
 
 

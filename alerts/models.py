@@ -162,6 +162,13 @@ class Alerting(models.Model):
     # Consecutive bad runs before an incident opens, good runs before it resolves.
     failure_threshold = models.PositiveSmallIntegerField(default=1)
     recovery_threshold = models.PositiveSmallIntegerField(default=1)
+    # Flapping (alerts.flapping): since when, and when the tick checks it is over.
+    flapping_since = models.DateTimeField(null=True, blank=True)
+    stable_check_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["stable_check_at"], name="alerting_flapping",
+                                condition=Q(stable_check_at__isnull=False))]
 
 
 class Incident(models.Model):
@@ -237,7 +244,7 @@ class IncidentEvent(models.Model):
         ("OPENED", "opened"), *[(k.name, k.value) for k in PROBLEMS],
         ("ESCALATED", "escalated"), ("RENOTIFIED", "renotified"),
         ("ACKNOWLEDGED", "acknowledged"), ("RESOLVED", "resolved"),
-        ("CHANNEL_REMOVED", "channel_removed")])
+        ("CHANNEL_REMOVED", "channel_removed"), ("STABLE", "stable")])
     # Events whose notification opens the incident on a channel (PagerDuty trigger).
     PAGING = ("opened", "escalated", "renotified")
 

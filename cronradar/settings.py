@@ -203,6 +203,10 @@ CRONRADAR_ALLOWED_DESTINATIONS = env.list("CRONRADAR_ALLOWED_DESTINATIONS", defa
 # submission://… for TLS); the console by default, so the embedded default shows them.
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 CRONRADAR_EMAIL_FROM = env("CRONRADAR_EMAIL_FROM", default="cronradar@localhost")
+# Flapping (alerts.flapping): more than this many incidents of a monitor in an hour,
+# and the quiet time (seconds) after which it is stable again.
+CRONRADAR_FLAPPING_INCIDENTS = env.int("CRONRADAR_FLAPPING_INCIDENTS", default=5)
+CRONRADAR_FLAPPING_QUIET = env.int("CRONRADAR_FLAPPING_QUIET", default=3600)
 # Signed acknowledge/resolve links in notifications stay valid this many seconds.
 CRONRADAR_LINK_MAX_AGE = env.int("CRONRADAR_LINK_MAX_AGE", default=24 * 3600)
 # CronRadar's own liveness (monitors.liveness): every web process and the evaluator

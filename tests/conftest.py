@@ -60,6 +60,37 @@ def send_due(now=None, client=None) -> int:
     return made
 
 
+HOOK = "https://hook.test/h"
+
+
+@pytest.fixture
+def hook(project):
+    """A webhook channel of ``project`` to :data:`HOOK` (secret "k")."""
+    from alerts.models import Channel
+
+    return Channel.objects.create(project=project, kind="webhook",
+                                  config={"url": HOOK, "secret": "k"})
+
+
+@pytest.fixture
+def hook_http():
+    """respx router answering 200 at :data:`HOOK`; add routes for other receivers."""
+    import httpx
+    import respx
+
+    with respx.mock(assert_all_called=False) as router:
+        router.post(HOOK).mock(return_value=httpx.Response(200))
+        yield router
+
+
+def hook_bodies(router, now) -> list[dict]:
+    """Send what is due at ``now``, then every JSON body the router received so far."""
+    import json
+
+    send_due(now)
+    return [json.loads(c.request.content) for c in router.calls]
+
+
 @pytest.fixture
 def project(db):
     return Project.objects.create(name="acme")

@@ -4,42 +4,24 @@ from datetime import timedelta
 
 import httpx
 import pytest
-import respx
 
 from alerts.models import Channel, EscalationPolicy, EscalationTier, Incident, MaintenanceWindow
 from monitors import evaluator
 from monitors.pings import PingInput, ingest
-from tests.conftest import T0, send_due
+from tests.conftest import T0, hook_bodies
 
 pytestmark = pytest.mark.django_db
-HOOK = "https://hook.test/h"
 
 
 def s(n):
     return timedelta(seconds=n)
 
 
-@pytest.fixture
-def http():
-    with respx.mock(assert_all_called=False) as router:
-        router.post(HOOK).mock(return_value=httpx.Response(200))
-        yield router
+def events(hook_http, now):
+    return [b["event"] for b in hook_bodies(hook_http, now)]
 
 
-def events(http, now):
-    send_due(now)
-    import json
-
-    return [json.loads(c.request.content)["event"] for c in http.calls]
-
-
-@pytest.fixture
-def hook(project):
-    return Channel.objects.create(project=project, kind="webhook", config={"url": HOOK,
-                                                                           "secret": "k"})
-
-
-def test_an_incident_in_a_window_is_notified_when_it_ends(project, hook, make_monitor, http):
+def test_an_incident_in_a_window_is_notified_when_it_ends(project, hook, make_monitor, hook_http):
     m = make_monitor(period=s(3600), grace=s(60), channels=[hook], tags=["db"])
     MaintenanceWindow.objects.create(project=project, name="upgrade", tag="db",
                                      starts_at=T0 - s(60), ends_at=T0 + s(600))
@@ -49,29 +31,29 @@ def test_an_incident_in_a_window_is_notified_when_it_ends(project, hook, make_mo
         "maintenance window 'upgrade' until 2026-01-05T12:10:00+00:00")
     assert (incident.tier, incident.next_escalation_at) == (-1, T0 + s(600))
     evaluator.tick(T0 + s(599))
-    assert events(http, T0 + s(599)) == []  # held back
+    assert events(hook_http, T0 + s(599)) == []  # held back
     evaluator.tick(T0 + s(600))
-    assert events(http, T0 + s(600)) == ["incident.escalated"]
+    assert events(hook_http, T0 + s(600)) == ["incident.escalated"]
     assert Incident.objects.get().events.get(step="tier:0:0").message == (
-        "notified after its maintenance window")
+        "notified: its maintenance window ended")
 
 
 def test_an_incident_resolved_inside_the_window_is_never_notified(project, hook, make_monitor,
-                                                                  http):
+                                                                  hook_http):
     m = make_monitor(period=s(3600), grace=s(60), channels=[hook])
     MaintenanceWindow.objects.create(project=project, name="w", monitor=m,
                                      starts_at=T0 - s(60), ends_at=T0 + s(600))
     ingest(m.pk, PingInput("fail"), T0)
     ingest(m.pk, PingInput("success"), T0 + s(100))
     evaluator.tick(T0 + s(700))
-    assert events(http, T0 + s(700)) == []
+    assert events(hook_http, T0 + s(700)) == []
     assert Incident.objects.get().resolved_at == T0 + s(100)
 
 
-def test_a_recurring_window_holds_escalation_steps(project, hook, make_monitor, http):
+def test_a_recurring_window_holds_escalation_steps(project, hook, make_monitor, hook_http):
     other = Channel.objects.create(project=project, kind="webhook",
                                    config={"url": "https://two.test/h", "secret": "k"})
-    http.post("https://two.test/h").mock(return_value=httpx.Response(200))
+    hook_http.post("https://two.test/h").mock(return_value=httpx.Response(200))
     policy = EscalationPolicy.objects.create(project=project, name="p")
     EscalationTier.objects.create(policy=policy, position=0, delay=s(0)).channels.set([hook])
     EscalationTier.objects.create(policy=policy, position=1, delay=s(300)).channels.set([other])
@@ -88,7 +70,7 @@ def test_a_recurring_window_holds_escalation_steps(project, hook, make_monitor, 
     incident = Incident.objects.get()
     assert (incident.tier, incident.next_escalation_at) == (0, T0 + s(120 + 1800))
     evaluator.tick(T0 + s(1920))
-    assert events(http, T0 + s(1920)) == ["incident.opened", "incident.escalated"]
+    assert events(hook_http, T0 + s(1920)) == ["incident.opened", "incident.escalated"]
 
 
 def test_windows_through_the_api(api, make_monitor):

@@ -92,10 +92,10 @@ def test_evaluating_a_missed_monitor(project, monitor, django_assert_num_queries
     monitor.alerting.channels.add(Channel.objects.create(project=project, kind="webhook",
                                                 config={"url": "http://example.invalid"}))
     # transaction, lock monitor, pending runs, insert missed run, update monitor,
-    # open incident?, maintenance windows, its alerting, its channels, insert
-    # incident, insert "opened" event, insert deliveries, end transaction (they are
-    # sent after commit)
-    with django_assert_num_queries(13):
+    # open incident?, maintenance windows, its alerting, its incidents of the last
+    # hour (flapping?), its channels, insert incident, insert "opened" event, insert
+    # deliveries, end transaction (they are sent after commit)
+    with django_assert_num_queries(14):
         assert evaluator.evaluate_monitor(monitor.pk, T0 + s(4), ALIVE) is not None
     assert Run.objects.get(monitor=monitor, outcome="missed").slot_at == T0 + s(3)
     assert Delivery.objects.filter(event__incident__monitor=monitor).count() == 1
@@ -113,9 +113,9 @@ def test_evaluating_a_stuck_run(make_monitor, django_assert_num_queries):
     m = make_monitor(period=s(3600), grace=s(60), max_runtime=s(10))
     ingest(m.pk, PingInput("start"), T0)
     # transaction, lock monitor, pending runs, mark stuck, update monitor, open
-    # incident?, maintenance windows, alerting, channels (none), insert incident,
-    # insert "opened" event, end
-    with django_assert_num_queries(12):
+    # incident?, maintenance windows, alerting, incidents of the last hour, channels
+    # (none), insert incident, insert "opened" event, end
+    with django_assert_num_queries(13):
         d = evaluator.evaluate_monitor(m.pk, T0 + s(10), ALIVE)
     assert len(d.stuck_runs) == 1 and not d.missed_slots
     assert Run.objects.get(monitor=m).outcome == "stuck"

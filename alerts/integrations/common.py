@@ -15,7 +15,8 @@ from alerts.models import IncidentEvent
 USER_AGENT = "CronRadar/0.1"
 # Event kinds that produce notifications; the other kinds only extend a timeline.
 NOTIFY_EVENT_KINDS = frozenset({*IncidentEvent.PAGING, IncidentEvent.Kind.ACKNOWLEDGED,
-                                IncidentEvent.Kind.RESOLVED, IncidentEvent.Kind.CHANNEL_REMOVED})
+                                IncidentEvent.Kind.RESOLVED, IncidentEvent.Kind.CHANNEL_REMOVED,
+                                IncidentEvent.Kind.STABLE})
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class OutgoingEmail:
 
 TITLES = {"opened": "Incident opened", "escalated": "Escalated", "renotified": "Still open",
           "acknowledged": "Acknowledged", "resolved": "Resolved",
-          "channel_removed": "No longer following"}
+          "channel_removed": "No longer following", "stable": "Stable again"}
 
 
 def describe(event) -> tuple[str, str]:

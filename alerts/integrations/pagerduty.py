@@ -25,7 +25,8 @@ from alerts.models import Channel, IncidentEvent
 
 SUMMARY_MAX = 1024  # PagerDuty truncates payload.summary at 1024 characters
 # The incident's severity is one of PagerDuty's own: critical, error, warning, info.
-ACTIONS = {"acknowledged": "acknowledge", "resolved": "resolve", "channel_removed": "resolve"}
+ACTIONS = {"acknowledged": "acknowledge", "resolved": "resolve", "channel_removed": "resolve",
+           "stable": "resolve"}
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:

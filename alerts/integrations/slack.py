@@ -59,6 +59,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         header = f":eyes: Acknowledged: {monitor.name}"
         detail = event.message
         text = f"CronRadar: incident {event.message}: {monitor.name}"
+    elif kind == IncidentEvent.Kind.STABLE:
+        header = f":white_check_mark: Stable again: {monitor.name}"
+        detail = event.message
+        text = f"CronRadar: {monitor.name} is {event.message}"
     elif kind == IncidentEvent.Kind.CHANNEL_REMOVED:
         header = f":information_source: No longer following: {monitor.name}"
         detail = ("This channel was removed from the monitor while its incident is open; "
