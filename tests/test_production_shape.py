@@ -251,3 +251,57 @@ def test_two_evaluator_processes_take_each_escalation_step_once(project, receive
     assert send_due(base + timedelta(seconds=40)) == 4 * n
     paths = sorted(r.path for r in receiver.requests)
     assert paths == sorted(["/t1"] * 2 * n + ["/t2"] * 2 * n)
+
+
+KILLED_MID_TICK = """
+import os, signal, sys, django
+django.setup()
+from datetime import datetime
+from alerts import escalation
+from monitors.evaluator import tick
+real, calls = escalation._step, []
+
+def step_then_die(*args):
+    taken = real(*args)
+    calls.append(taken)
+    if len(calls) == int(sys.argv[2]):  # inside the step's transaction, before its commit
+        os.kill(os.getpid(), signal.SIGKILL)
+    return taken
+
+escalation._step = step_then_die
+tick(datetime.fromisoformat(sys.argv[1]))
+"""
+
+
+@needs_pg
+@pytest.mark.django_db(transaction=True)
+def test_an_evaluator_killed_mid_escalation_loses_and_repeats_nothing(project, receiver):
+    """An evaluator process is SIGKILLed in the middle of a tick, inside the 8th
+    incident's step: the 7 committed steps stay, the 8th rolls back, and the next
+    evaluator takes the 13 left (8th included) once each."""
+    from alerts.models import Alerting, EscalationPolicy, EscalationTier
+
+    hook = Channel.objects.create(project=project, kind="webhook", name="t1",
+                                  config={"url": receiver.url + "/t1", "secret": "s"})
+    policy = EscalationPolicy.objects.create(project=project, name="p")
+    EscalationTier.objects.create(policy=policy, position=0,
+                                  delay=timedelta(seconds=10)).channels.set([hook])
+    t0 = timezone.now() - timedelta(hours=1)
+    for i in range(20):
+        m = Monitor.objects.create(project=project, name=f"k{i}", slug=f"k{i}",
+                                   period=timedelta(hours=2), grace=timedelta(seconds=60))
+        Alerting.objects.create(monitor=m, escalation_policy=policy)
+        ingest(m.pk, PingInput("fail"), t0)  # tier 1 due at t0+10s, long ago
+    now = timezone.now().isoformat()
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_TICK, now, "8"], cwd=ROOT,
+                            env=_child_env(), capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    assert IncidentEvent.objects.filter(step="tier:0:0").count() == 7
+    survivor = subprocess.run([sys.executable, "-c", EVALUATOR, now, "0"], cwd=ROOT,
+                              env=_child_env(), capture_output=True, text=True, timeout=120)
+    assert survivor.returncode == 0, survivor.stderr
+    steps = list(IncidentEvent.objects.filter(step="tier:0:0").values_list("incident", flat=True))
+    assert sorted(steps) == sorted(Incident.objects.values_list("pk", flat=True))  # 20, once
+    assert Delivery.objects.filter(channel=hook).count() == 20
+    assert send_due(timezone.now()) == 20
+    assert len(receiver.requests) == 20
