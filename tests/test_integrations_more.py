@@ -168,17 +168,36 @@ def test_configs_are_checked(kind, config, message):
     assert str(exc.value).startswith(message)
 
 
-@pytest.mark.parametrize("kind", ["teams", "discord", "ntfy"])
-def test_a_local_server_receives_exactly_the_built_request(project, event, kind):
+LOCAL = {  # kind -> (config, where the receiver sees the request), receiver at {r}
+    "webhook": ({"url": "{r}/hook", "secret": "k"}, "/hook"),
+    "slack": ({"url": "{r}/services/T/B/X"}, "/services/T/B/X"),
+    "pagerduty": ({"routing_key": "R" * 32, "events_url": "{r}/v2/enqueue"}, "/v2/enqueue"),
+    "opsgenie": ({"api_key": "k", "region": "us"}, "/v2/alerts"),
+    "teams": ({"url": "{r}/topic"}, "/topic"),
+    "discord": ({"url": "{r}/topic"}, "/topic?wait=true"),
+    "ntfy": ({"url": "{r}/topic"}, "/"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LOCAL))
+def test_a_local_server_receives_exactly_the_built_request(project, event, kind, monkeypatch):
+    """Every HTTP integration's request, sent for real: the receiver gets the exact
+    body and headers that were built (the payloads themselves are asserted above
+    and in test_integrations.py)."""
+    from alerts.integrations import KINDS
+
     receiver = Receiver()
     try:
-        url = receiver.url + "/topic"
-        ch = channel(project, kind, url=url)
-        req = {"teams": teams, "discord": discord, "ntfy": ntfy}[kind].build_request(ch, event)
-        assert transmit(req)[:2] == (200, "")
+        monkeypatch.setitem(opsgenie.HOSTS, "us", receiver.url)
+        config, path = LOCAL[kind]
+        ch = channel(project, kind, **{k: v.replace("{r}", receiver.url)
+                                       for k, v in config.items()})
+        req = KINDS[kind].build_request(ch, event)
+        assert transmit(req)[0] == 200
         [got] = receiver.requests
-        assert got.body == req.body
-        assert got.path == {"teams": "/topic", "discord": "/topic?wait=true", "ntfy": "/"}[kind]
+        assert (got.path, got.body) == (path, req.body)
+        for name, value in req.headers.items():
+            assert got.headers[name] == value
     finally:
         receiver.close()
 
