@@ -29,7 +29,8 @@ from alerts.models import (
 )
 from cronradar.api import LIMIT, MAX_PK, flag, get_or_404, limit, object_id
 from monitors import api as monitors_api
-from monitors.models import Monitor
+from monitors import tenancy
+from monitors.models import Membership, Monitor
 
 
 @extend_schema_field({"oneOf": [{"type": "string", "enum": ["all"]},
@@ -57,13 +58,12 @@ class ChannelsField(serializers.Field):
         if not isinstance(data, list) or not all(
                 isinstance(i, int) and not isinstance(i, bool) for i in data):
             raise serializers.ValidationError('must be "all" or a list of channel ids')
-        return {"channels": own_channels(self.context, data)}
+        return {"channels": data}  # checked against the monitor's project in validate
 
 
-def own_channels(context: dict, ids: list[int]) -> list[int]:
-    """``ids`` sorted and deduplicated, each a live channel of the caller's project;
-    raises ValidationError naming the first that is not."""
-    project = context["request"].auth.project
+def own_channels(project, ids: list[int]) -> list[int]:
+    """``ids`` sorted and deduplicated, each a live channel of ``project``; raises
+    ValidationError naming the first that is not."""
     known = set(Channel.objects.filter(project=project, deleted_at__isnull=True,
                                        pk__in=[i for i in ids if 0 < i <= MAX_PK])
                 .values_list("pk", flat=True))
@@ -94,18 +94,21 @@ class AlertingValue(serializers.Field):
 
 
 class PolicyId(serializers.IntegerField):
-    """An escalation policy of the caller's project, by id (or null: none)."""
+    """An escalation policy by id (or null: none); checked against the monitor's
+    project by :func:`own_policy`."""
 
     def to_representation(self, value):
         return value.pk if hasattr(value, "pk") else value
 
-    def to_internal_value(self, data):
-        pk = super().to_internal_value(data)
-        policy = EscalationPolicy.objects.filter(
-            pk=pk if 0 < pk <= MAX_PK else 0, project=self.context["request"].auth.project).first()
-        if policy is None:
-            raise serializers.ValidationError(f"no escalation policy with id {pk} in this project")
-        return policy
+
+def own_policy(project, pk: int) -> EscalationPolicy:
+    """Escalation policy ``pk`` of ``project``; ValidationError when it is not one."""
+    policy = EscalationPolicy.objects.filter(pk=pk if 0 < pk <= MAX_PK else 0,
+                                             project=project).first()
+    if policy is None:
+        raise serializers.ValidationError(
+            {"escalation_policy": [f"no escalation policy with id {pk} in this project"]})
+    return policy
 
 
 class MonitorSerializer(monitors_api.MonitorSerializer):
@@ -133,6 +136,18 @@ class MonitorSerializer(monitors_api.MonitorSerializer):
         fields = [*monitors_api.MonitorSerializer.Meta.fields, "channels", "escalation_policy",
                   "urgency", "severity", "renotify", "failure_threshold", "recovery_threshold",
                   "flapping_since"]
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if isinstance(attrs.get("channels"), list):
+            try:
+                attrs["channels"] = own_channels(attrs["project"], attrs["channels"])
+            except serializers.ValidationError as e:
+                raise serializers.ValidationError({"channels": e.detail}) from None
+        if attrs.get("alerting.escalation_policy") is not None:
+            attrs["alerting.escalation_policy"] = own_policy(
+                attrs["project"], attrs["alerting.escalation_policy"])
+        return attrs
 
     def incident_open(self, m) -> bool:
         found = getattr(m, "has_open_incident", None)
@@ -183,14 +198,17 @@ class MonitorViewSet(monitors_api.MonitorViewSet):
 
 
 class ChannelSerializer(serializers.ModelSerializer):
+    project = tenancy.ProjectField()
     config = serializers.JSONField(required=False, default=dict)
 
     class Meta:
         model = Channel
-        fields = ["id", "kind", "name", "config", "created_at", "last_error", "failing_since"]
+        fields = ["id", "project", "kind", "name", "config", "created_at", "last_error",
+                  "failing_since"]
         read_only_fields = ["id", "created_at", "last_error", "failing_since"]
 
     def validate(self, attrs):
+        tenancy.project_for(self, attrs, Membership.Role.ADMIN)
         previous = None
         if self.instance is not None:
             if attrs.get("kind", self.instance.kind) != self.instance.kind:
@@ -207,18 +225,19 @@ class ChannelSerializer(serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        return Channel.objects.create(project=self.context["request"].auth.project, **validated)
+        return Channel.objects.create(**validated)
 
 
 class ChannelList(generics.ListCreateAPIView):
     """``GET/POST /api/v1/channels/``."""
 
     serializer_class = ChannelSerializer
+    write_role = Membership.Role.ADMIN
     pagination_class = None
 
     def get_queryset(self):
-        return Channel.objects.filter(project=self.request.auth.project,
-                                      deleted_at__isnull=True).order_by("pk")
+        return tenancy.visible(self.request, Channel.objects.filter(
+            deleted_at__isnull=True)).order_by("pk")
 
 
 class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
@@ -228,11 +247,14 @@ class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
     """
 
     serializer_class = ChannelSerializer
+    write_role = Membership.Role.ADMIN
     http_method_names = ["get", "patch", "delete", "head", "options"]
 
     def get_object(self):
-        return get_or_404(Channel, self.kwargs["pk"], project=self.request.auth.project,
-                          deleted_at__isnull=True)
+        channel = get_or_404(tenancy.visible(self.request, Channel.objects), self.kwargs["pk"],
+                             deleted_at__isnull=True)
+        self.check_object_permissions(self.request, channel)
+        return channel
 
     def perform_destroy(self, channel):
         incidents.delete_channel(channel, timezone.now())
@@ -304,8 +326,8 @@ class IncidentList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        qs = Incident.objects.filter(monitor__project=self.request.auth.project,
-                                     monitor__deleted_at__isnull=True)
+        qs = tenancy.visible(self.request, Incident.objects.filter(
+            monitor__deleted_at__isnull=True), "monitor__project")
         monitor = object_id(self.request, "monitor")
         if monitor is not None:
             qs = qs.filter(monitor_id=monitor)
@@ -329,8 +351,8 @@ class DeliveryList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        qs = (Delivery.objects.filter(channel__project=self.request.auth.project)
-              .select_related("event"))
+        qs = tenancy.visible(self.request, Delivery.objects.select_related("event"),
+                             "channel__project")
         for name in ("incident", "channel"):
             value = object_id(self.request, name)
             if value is not None:
@@ -358,8 +380,6 @@ class TierSerializer(serializers.Serializer):
         return {"delay": int(tier.delay.total_seconds()),
                 "channels": live(tier.channels.all())}
 
-    def validate_channels(self, ids):
-        return own_channels(self.context, ids)
 
 
 def live(channels) -> list[int]:
@@ -370,31 +390,39 @@ class EscalationPolicySerializer(serializers.ModelSerializer):
     """``name``, ordered ``tiers`` (1-20) and ``repeat`` (0-9): how many more times
     the policy runs from the first tier while nobody acknowledges."""
 
+    project = tenancy.ProjectField()
     tiers = TierSerializer(many=True, min_length=1, max_length=20)
     repeat = serializers.IntegerField(min_value=0, max_value=9, required=False)
     monitors = serializers.SerializerMethodField()
 
     class Meta:
         model = EscalationPolicy
-        fields = ["id", "name", "tiers", "repeat", "monitors", "created_at"]
+        fields = ["id", "project", "name", "tiers", "repeat", "monitors", "created_at"]
         read_only_fields = ["id", "created_at"]
+        validators = []  # the unique name is checked in validate, in the policy's project
 
     def get_monitors(self, policy) -> list[int]:
         """Ids of the monitors that use it."""
         return sorted(a.monitor_id for a in policy.monitors.all())
 
-    def validate_name(self, name):
-        same = EscalationPolicy.objects.filter(project=self.context["request"].auth.project,
-                                               name=name)
-        if same.exclude(pk=getattr(self.instance, "pk", None)).exists():
-            raise serializers.ValidationError(f"a policy named '{name}' exists in this project")
-        return name
+    def validate(self, attrs):
+        project = tenancy.project_for(self, attrs, Membership.Role.ADMIN)
+        name = attrs.get("name")
+        if name is not None and EscalationPolicy.objects.filter(project=project, name=name) \
+                .exclude(pk=getattr(self.instance, "pk", None)).exists():
+            raise serializers.ValidationError(
+                {"name": [f"a policy named '{name}' exists in this project"]})
+        try:
+            for tier in attrs.get("tiers", []):
+                tier["channels"] = own_channels(project, tier["channels"])
+        except serializers.ValidationError as e:
+            raise serializers.ValidationError({"tiers": e.detail}) from None
+        return attrs
 
     def create(self, validated):
         tiers = validated.pop("tiers")
         with transaction.atomic():
-            policy = EscalationPolicy.objects.create(
-                project=self.context["request"].auth.project, **validated)
+            policy = EscalationPolicy.objects.create(**validated)
             _set_tiers(policy, tiers)
         return policy
 
@@ -427,7 +455,9 @@ class ChannelTest(generics.GenericAPIView):
 
     @extend_schema(request=None, responses=None)
     def post(self, request, pk):
-        channel = get_or_404(Channel, pk, project=request.auth.project, deleted_at__isnull=True)
+        channel = get_or_404(tenancy.visible(request, Channel.objects), pk,
+                             deleted_at__isnull=True)
+        self.check_object_permissions(request, channel)
         status_code, error = incidents.send_test(channel, timezone.now())
         return Response({"ok": error == "", "status_code": status_code, "error": error})
 
@@ -437,11 +467,12 @@ class EscalationPolicyViewSet(viewsets.ModelViewSet):
     A policy in use by monitors cannot be deleted (400 naming them)."""
 
     serializer_class = EscalationPolicySerializer
+    write_role = Membership.Role.ADMIN
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     pagination_class = None
 
     def get_queryset(self):
-        return (EscalationPolicy.objects.filter(project=self.request.auth.project)
+        return (tenancy.visible(self.request, EscalationPolicy.objects)
                 .prefetch_related("tiers__channels", "monitors").order_by("pk"))
 
     def perform_destroy(self, policy):
@@ -459,13 +490,14 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
     (``schedule``, ``timezone``, ``duration`` seconds), for a ``monitor`` (id) or a
     ``tag``. ``active_until``: when the maintenance it is part of ends, while it is on."""
 
+    project = tenancy.ProjectField()
     monitor = serializers.IntegerField(required=False, allow_null=True, source="monitor_id")
     duration = monitors_api.Seconds(minimum=60, required=False, allow_null=True)
     active_until = serializers.SerializerMethodField()
 
     class Meta:
         model = MaintenanceWindow
-        fields = ["id", "name", "monitor", "tag", "starts_at", "ends_at", "schedule",
+        fields = ["id", "project", "name", "monitor", "tag", "starts_at", "ends_at", "schedule",
                   "timezone", "duration", "active_until", "created_at"]
         read_only_fields = ["id", "created_at"]
 
@@ -476,11 +508,12 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
         return end.isoformat() if end else None
 
     def validate(self, attrs):
-        project = self.context["request"].auth.project
+        project = tenancy.project_for(self, attrs, Membership.Role.MEMBER)
         merged = {k: getattr(self.instance, k) for k in
                   ("monitor_id", "tag", "starts_at", "ends_at", "schedule", "timezone",
                    "duration")} if self.instance else {}
         merged.update(attrs)
+        merged.pop("project")
         monitor_id = merged.get("monitor_id")
         if monitor_id is not None and not Monitor.objects.filter(
                 pk=monitor_id if 0 < monitor_id <= MAX_PK else 0, project=project,
@@ -493,8 +526,7 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        return MaintenanceWindow.objects.create(project=self.context["request"].auth.project,
-                                                **validated)
+        return MaintenanceWindow.objects.create(**validated)
 
 
 class MaintenanceWindowViewSet(viewsets.ModelViewSet):
@@ -505,7 +537,7 @@ class MaintenanceWindowViewSet(viewsets.ModelViewSet):
     pagination_class = None
 
     def get_queryset(self):
-        return MaintenanceWindow.objects.filter(project=self.request.auth.project).order_by("pk")
+        return tenancy.visible(self.request, MaintenanceWindow.objects).order_by("pk")
 
 
 # --- acknowledging and resolving -------------------------------------------------------------
@@ -521,11 +553,12 @@ class _IncidentActionView(generics.GenericAPIView):
     serializer_class = IncidentAction
 
     def post(self, request, pk):
-        incident = get_or_404(Incident, pk, monitor__project=request.auth.project,
-                              monitor__deleted_at__isnull=True)
+        incident = get_or_404(tenancy.visible(request, Incident.objects, "monitor__project"),
+                              pk, monitor__deleted_at__isnull=True)
+        self.check_object_permissions(request, incident)
         action = IncidentAction(data=request.data)
         action.is_valid(raise_exception=True)
-        by = action.validated_data.get("by") or str(request.auth)
+        by = action.validated_data.get("by") or tenancy.caller(request).name
         try:
             self.act(incident.pk, by, action.validated_data["note"], timezone.now())
         except incidents.IncidentClosed as exc:

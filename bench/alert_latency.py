@@ -36,7 +36,7 @@ from django.utils import timezone  # noqa: E402
 from alerts.models import Channel, Delivery  # noqa: E402
 from alerts.tasks import delivery_loop  # noqa: E402
 from cronradar.management.commands.serve import evaluator_loop  # noqa: E402
-from monitors.models import Monitor, Project  # noqa: E402
+from monitors.models import Monitor, Organisation  # noqa: E402
 
 RECEIVER = r"""
 import sys, threading, time
@@ -62,7 +62,8 @@ try:
     port = int(receiver.stdout.readline())
     threading.Thread(target=lambda: arrivals.extend(float(x) for x in receiver.stdout),
                      daemon=True).start()
-    project = Project.objects.create(name="bench-latency")
+    project = Organisation.objects.create(name="bench-latency").projects.create(
+        name="bench-latency")
     channel = Channel.objects.create(project=project, kind="webhook", name="receiver",
                                      config={"url": f"http://127.0.0.1:{port}/hook",
                                              "secret": Channel.new_secret()})

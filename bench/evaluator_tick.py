@@ -27,11 +27,11 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from monitors import evaluator  # noqa: E402
-from monitors.models import Monitor, Project  # noqa: E402
+from monitors.models import Monitor, Organisation  # noqa: E402
 
 call_command("migrate", verbosity=0)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-project = Project.objects.create(name="bench")
+project = Organisation.objects.create(name="bench").projects.create(name="bench")
 s = timedelta(seconds=1)
 
 

@@ -33,14 +33,15 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from monitors.models import Monitor, Project, Run  # noqa: E402
+from monitors.models import Monitor, Organisation, Run  # noqa: E402
 from monitors.pings import PingInput, ingest  # noqa: E402
 
 call_command("migrate", verbosity=0)
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
-project, _ = Project.objects.get_or_create(name="bench-pings")
+organisation, _ = Organisation.objects.get_or_create(name="bench-pings")
+project, _ = organisation.projects.get_or_create(name="bench-pings")
 
 
 def new_monitor(name: str) -> Monitor:

@@ -21,12 +21,23 @@ def not_found(request, exception=None):
     return HttpResponse("not found\n", status=404, content_type="text/plain; charset=utf-8")
 
 
-def get_or_404(model, pk, **filters):
-    """``model`` row ``pk`` matching ``filters`` (the caller's project), or 404 (also
-    for out-of-range ids)."""
+def exception_handler(exc, context):
+    """DRF's handler, with every 404 saying only ``{"detail": "Not found."}``: the
+    answer for another tenant's object is the same as for one that never existed."""
+    from rest_framework.views import exception_handler as drf_handler
+
+    if isinstance(exc, Http404):
+        exc = Http404()
+    return drf_handler(exc, context)
+
+
+def get_or_404(queryset, pk, **filters):
+    """Row ``pk`` of ``queryset`` (already limited to the caller's projects by
+    :func:`monitors.tenancy.visible`) matching ``filters``, or 404 (also for
+    out-of-range ids)."""
     if not 0 < int(pk) <= MAX_PK:
         raise Http404
-    obj = model.objects.filter(pk=pk, **filters).first()
+    obj = queryset.filter(pk=pk, **filters).first()
     if obj is None:
         raise Http404
     return obj

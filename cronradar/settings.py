@@ -39,6 +39,7 @@ if CRONRADAR_ENV not in ("embedded", "production"):
 PRODUCTION = CRONRADAR_ENV == "production"
 DEFAULT_SECRET_KEY = "cronradar-embedded-insecure-key-change-me"
 SECRET_KEY = env("SECRET_KEY", default=DEFAULT_SECRET_KEY)
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])  # old keys, while rotating
 DEBUG = env_bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -126,12 +127,17 @@ STATIC_ROOT = Path(env("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["monitors.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["monitors.auth.HasApiKey"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["monitors.auth.ApiKeyAuthentication",
+                                       "rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["monitors.tenancy.Access"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["monitors.auth.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "cronradar.api.exception_handler",
 }
+AUTH_PASSWORD_VALIDATORS = [{"NAME": f"django.contrib.auth.password_validation.{name}"} for name in
+                            ("UserAttributeSimilarityValidator", "MinimumLengthValidator",
+                             "CommonPasswordValidator", "NumericPasswordValidator")]
 SPECTACULAR_SETTINGS = {
     "TITLE": "CronRadar API",
     "DESCRIPTION": "Monitors, runs, pings, channels and incidents. Durations are whole "

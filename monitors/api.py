@@ -1,5 +1,6 @@
 """The monitors side of the REST API (``/api/v1/``): monitors, their runs and
-pings. Authenticated by project API key; lookups are scoped to the key's project.
+pings. Authenticated by project API key or a person's session; every lookup is scoped by
+:mod:`monitors.tenancy`.
 
 Durations are whole seconds. Views are thin: validation lives in the
 serializers, schedule rules in :mod:`monitors.schedule`, state changes in
@@ -17,8 +18,8 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, serializers, viewsets
 
 from cronradar.api import LIMIT, get_or_404, limit
-from monitors import evaluator, schedule, slots
-from monitors.models import Monitor, Ping, Run
+from monitors import evaluator, schedule, slots, tenancy
+from monitors.models import Membership, Monitor, Ping, Run
 
 MAX_TAGS = 50
 
@@ -63,18 +64,26 @@ class MonitorSerializer(serializers.ModelSerializer):
     tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False,
                                  max_length=MAX_TAGS)
     max_attempts = serializers.IntegerField(min_value=1, max_value=100, required=False)
-    ping_url = serializers.CharField(read_only=True)
+    project = tenancy.ProjectField()
+    ping_url = serializers.SerializerMethodField()
     status = serializers.SerializerMethodField()
     next_expected_at = serializers.DateTimeField(read_only=True)
 
     class Meta:
         model = Monitor
-        fields = ["id", "uuid", "name", "slug", "kind", "schedule", "timezone", "cron_semantics",
-                  "period", "grace", "max_runtime", "deadline", "min_runtime", "concurrency",
-                  "max_attempts",
+        fields = ["id", "project", "uuid", "name", "slug", "kind", "schedule", "timezone",
+                  "cron_semantics", "period", "grace", "max_runtime", "deadline", "min_runtime",
+                  "concurrency", "max_attempts",
                   "tags", "paused", "ping_url", "status", "next_expected_at",
                   "last_ping_at", "created_at", "evaluation_error"]
         read_only_fields = ["id", "uuid", "last_ping_at", "created_at", "evaluation_error"]
+
+    def get_ping_url(self, m) -> str | None:
+        """The URL to ping; null for callers who may only read (viewers, read-only
+        keys): a ping changes the monitor."""
+        if not tenancy.can(self.context["request"], m.project, Membership.Role.MEMBER):
+            return None
+        return m.ping_url
 
     def get_status(self, m) -> str:
         running = getattr(m, "is_running", None)
@@ -90,6 +99,7 @@ class MonitorSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         get = lambda k, default=None: attrs.get(k, getattr(self.instance, k, default))  # noqa: E731
+        project = tenancy.project_for(self, attrs, Membership.Role.MEMBER)
         errors = {}
         kind = get("kind") or Monitor.Kind.INTERVAL
         tz = get("timezone") or "UTC"
@@ -122,8 +132,7 @@ class MonitorSerializer(serializers.ModelSerializer):
             if not attrs["slug"]:
                 errors["slug"] = ["required when the name gives no slug"]
         slug = attrs.get("slug")
-        if slug and Monitor.objects.filter(project=self.context["request"].auth.project, slug=slug,
-                                           deleted_at__isnull=True) \
+        if slug and Monitor.objects.filter(project=project, slug=slug, deleted_at__isnull=True) \
                 .exclude(pk=getattr(self.instance, "pk", None)).exists():
             errors["slug"] = [f"a monitor with slug '{slug}' already exists in this project"]
         if errors:
@@ -131,12 +140,13 @@ class MonitorSerializer(serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        monitor = Monitor(project=self.context["request"].auth.project, **validated)
+        monitor = Monitor(**validated)
         evaluator.rearm(monitor, timezone.now())
         monitor.save()
         return monitor
 
     def update(self, monitor, validated):
+        validated.pop("project")
         return evaluator.edit(monitor.pk, validated, timezone.now())
 
 
@@ -151,8 +161,8 @@ class MonitorViewSet(viewsets.ModelViewSet):
 
     def get_queryset(self):
         open_run = Run.objects.open().filter(monitor=OuterRef("pk"))
-        return (Monitor.objects.filter(project=self.request.auth.project,
-                                       deleted_at__isnull=True)
+        return (tenancy.visible(self.request, Monitor.objects.filter(deleted_at__isnull=True))
+                .select_related("project")
                 .annotate(is_running=Exists(open_run)).order_by("pk"))
 
     def perform_destroy(self, monitor):
@@ -199,8 +209,8 @@ class _MonitorChildList(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        monitor = get_or_404(Monitor, self.kwargs["pk"], project=self.request.auth.project,
-                             deleted_at__isnull=True)
+        monitor = get_or_404(tenancy.visible(self.request, Monitor.objects),
+                             self.kwargs["pk"], deleted_at__isnull=True)
         model = self.serializer_class.Meta.model
         return model.objects.filter(monitor=monitor).order_by("-pk")[:limit(self.request)]
 

@@ -1,14 +1,21 @@
-"""The API's edge, plugged into DRF settings: key authentication, the permission
-that requires a key, and JSON parsing.
+"""The API's edge, plugged into DRF settings: key authentication and JSON
+parsing (who may do what is :mod:`monitors.tenancy`).
 
 The key is sent as ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>``.
 ``request.auth`` becomes the :class:`~monitors.models.ApiKey` (its ``project``
-scopes every lookup); ``request.user`` is left for people, anonymous for now.
+scopes every lookup); people sign in with a session instead (DRF's
+SessionAuthentication, CSRF-checked) and act through their memberships.
 """
+from datetime import timedelta
+
 from django.contrib.auth.models import AnonymousUser
-from rest_framework import authentication, exceptions, parsers, permissions
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework import authentication, exceptions, parsers
 
 from monitors.models import ApiKey
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # last_used_at is written at most this often
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -24,20 +31,19 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             key = value.strip()
         if not key:
             return None
-        api_key = ApiKey.objects.select_related("project").filter(key_hash=ApiKey.hash(key)).first()
+        api_key = ApiKey.find(key)
         if api_key is None:
-            raise exceptions.AuthenticationFailed("invalid API key")
+            raise exceptions.AuthenticationFailed("invalid or revoked API key")
+        now = timezone.now()
+        if api_key.last_used_at is None or api_key.last_used_at < now - LAST_USED_RESOLUTION:
+            ApiKey.objects.filter(Q(last_used_at__isnull=True)
+                                  | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
+                                  pk=api_key.pk).update(last_used_at=now)
+            api_key.last_used_at = now
         return AnonymousUser(), api_key
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'
-
-
-class HasApiKey(permissions.BasePermission):
-    """DRF permission: the request authenticated with a project API key."""
-
-    def has_permission(self, request, view) -> bool:
-        return isinstance(request.auth, ApiKey)
 
 
 class JSONParser(parsers.JSONParser):

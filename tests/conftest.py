@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from monitors.models import ApiKey, Monitor, Project
+from monitors.models import ApiKey, Monitor, Organisation
 
 T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
 
@@ -91,9 +91,14 @@ def hook_bodies(router, now) -> list[dict]:
     return [json.loads(c.request.content) for c in router.calls]
 
 
+def new_project(name: str):
+    """A project ``name`` in an organisation of its own (another tenant)."""
+    return Organisation.objects.create(name=name).projects.create(name=name)
+
+
 @pytest.fixture
 def project(db):
-    return Project.objects.create(name="acme")
+    return new_project("acme")
 
 
 @pytest.fixture

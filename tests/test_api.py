@@ -10,7 +10,7 @@ from alerts.models import Channel, Delivery
 from monitors import evaluator
 from monitors.models import ApiKey, Monitor, Project
 from monitors.pings import PingInput, ingest
-from tests.conftest import T0
+from tests.conftest import T0, new_project
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +26,7 @@ def test_createapikey_prints_key_last(db):
     out = io.StringIO()
     call_command("createapikey", "--project", "ops", stdout=out)
     key = out.getvalue().strip().splitlines()[-1]
-    assert ApiKey.objects.get(key_hash=ApiKey.hash(key)).project.name == "ops"
+    assert ApiKey.find(key).project.name == "ops"
     call_command("createapikey", "--project", "ops", stdout=io.StringIO())
     assert Project.objects.filter(name="ops").count() == 1
     assert ApiKey.objects.filter(project__name="ops").count() == 2
@@ -90,7 +90,7 @@ def test_patch_pause_delete_and_isolation(api, project):
     resp = api.patch(f"/api/v1/monitors/{mid}/", {"paused": True, "grace": 20}, format="json")
     assert resp.json()["status"] == "paused" and resp.json()["grace"] == 20
     assert Monitor.objects.get(pk=mid).next_evaluation_at is None
-    other = Project.objects.create(name="other")
+    other = new_project("other")
     foreign = Monitor.objects.create(project=other, name="f", slug="f",
                                      period=timedelta(seconds=5), grace=timedelta(seconds=1))
     assert api.get(f"/api/v1/monitors/{foreign.pk}/").status_code == 404
@@ -148,7 +148,7 @@ def test_runs_pings_incidents_endpoints(api, make_monitor):
 
 
 def test_channel_config_not_shared_across_projects(api):
-    other = Project.objects.create(name="other")
+    other = new_project("other")
     ch = Channel.objects.create(project=other, kind="webhook", config={"url": "http://x"})
     resp = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1,
                                           "channels": [ch.pk]}, format="json")
@@ -200,7 +200,7 @@ def test_channel_detail_get_patch_delete(api, project):
     assert api.patch(url, {"config": {}}, format="json").status_code == 400
     assert api.delete(url).status_code == 204
     assert api.get(url).status_code == 404
-    other = Channel.objects.create(project=Project.objects.create(name="o"), kind="slack",
+    other = Channel.objects.create(project=new_project("o"), kind="slack",
                                    config={"url": "https://z.test"})
     assert api.get(f"/api/v1/channels/{other.pk}/").status_code == 404
 
@@ -210,13 +210,16 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
     assert resp.status_code == 200
     doc = resp.json()
     assert sorted(doc["paths"]) == [
+        "/api/v1/api-keys/", "/api/v1/api-keys/{id}/",
         "/api/v1/channels/", "/api/v1/channels/{id}/", "/api/v1/channels/{id}/test/",
         "/api/v1/deliveries/",
         "/api/v1/escalation-policies/", "/api/v1/escalation-policies/{id}/",
         "/api/v1/incidents/", "/api/v1/incidents/{id}/ack/", "/api/v1/incidents/{id}/resolve/",
         "/api/v1/maintenance-windows/", "/api/v1/maintenance-windows/{id}/",
+        "/api/v1/members/", "/api/v1/members/{id}/",
         "/api/v1/monitors/", "/api/v1/monitors/{id}/", "/api/v1/monitors/{id}/pings/",
-        "/api/v1/monitors/{id}/runs/"]
+        "/api/v1/monitors/{id}/runs/", "/api/v1/organisations/", "/api/v1/organisations/{id}/",
+        "/api/v1/projects/", "/api/v1/projects/{id}/"]
     monitor = doc["components"]["schemas"]["Monitor"]["properties"]
     assert monitor["grace"]["type"] == "integer"
     assert doc["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
@@ -243,6 +246,6 @@ def test_deliveries_are_visible_per_incident_and_in_a_list(api, make_monitor, pr
     assert api.get("/api/v1/deliveries/?status=lost").json() == {
         "status": ["must be one of pending, sending, delivered, failed"]}
     assert api.get("/api/v1/deliveries/?channel=x").json() == {"channel": ["must be a channel id"]}
-    other = Project.objects.create(name="other")
+    other = new_project("other")
     foreign = Channel.objects.create(project=other, kind="webhook", config={"url": "http://x"})
     assert api.get(f"/api/v1/deliveries/?channel={foreign.pk}").json() == []

@@ -27,6 +27,10 @@ Project, Monitor = old.get_model("monitors", "Project"), old.get_model("monitors
 Channel, Incident = old.get_model("alerts", "Channel"), old.get_model("alerts", "Incident")
 Event, Delivery = old.get_model("alerts", "IncidentEvent"), old.get_model("alerts", "Delivery")
 p = Project.objects.create(name="acme", ping_key="k")
+import hashlib
+old.get_model("monitors", "ApiKey").objects.create(
+    project=p, key_hash=hashlib.sha256(b"cr_oldkey0123456789").hexdigest(),
+    prefix="cr_oldke")
 a, b = (Channel.objects.create(project=p, kind="webhook", config={"url": "http://x", "secret": "s"})
         for _ in range(2))
 every = Monitor.objects.create(project=p, name="e", slug="e", grace=timedelta(0),
@@ -42,8 +46,10 @@ d = Delivery.objects.create(event=ev, channel=b, status="sending")
 
 call_command("migrate", verbosity=0)
 from alerts.models import Alerting, Delivery as NewDelivery
-from monitors.models import Monitor as NewMonitor
+from monitors.models import ApiKey, Monitor as NewMonitor, Project as NewProject
 print(json.dumps({
+    "old_key": ApiKey.find("cr_oldkey0123456789").project.name,
+    "organisation": [(p.name, p.organisation.name) for p in NewProject.objects.all()],
     "grace": NewMonitor.objects.get(slug="e").grace.total_seconds(),
     "alerting": sorted([(x.monitor.slug, x.all_channels, sorted(c.pk for c in x.channels.all()))
                         for x in Alerting.objects.all()]),
@@ -67,3 +73,5 @@ def test_a_database_of_the_last_release_migrates_forward_with_its_data(tmp_path)
     # channels (no row needed); "one" keeps its list, now in alerts.Alerting
     assert result["alerting"] == [["o", False, [result["channel_b"]]]]
     assert result["delivery"] == [True, "pending", True]  # due again, with its incident
+    assert result["organisation"] == [["acme", "acme"]]  # each project got an organisation
+    assert result["old_key"] == "acme"  # a key made before keyed hashing still works

@@ -1,8 +1,10 @@
-"""``manage.py createapikey --project NAME``: create the project if needed and
-print a new API key as the last line of output."""
+"""``manage.py createapikey --project NAME [--organisation ORG] [--name WHO]
+[--read-only]``: create the project if needed and print a new API key as the last
+line of output (the first line says which database it went to)."""
 from django.core.management.base import BaseCommand
 
-from monitors.models import ApiKey, Project
+from monitors.management.common import database_line, find_project
+from monitors.models import ApiKey
 
 
 class Command(BaseCommand):
@@ -10,12 +12,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True, help="project name")
+        parser.add_argument("--organisation", help="organisation name (default: the one the "
+                            "project is in; a new project gets an organisation of its name)")
         parser.add_argument("--name", default="",
                             help="whose key it is (signs the acknowledgements made with it)")
+        parser.add_argument("--read-only", action="store_true",
+                            help="a key that can read everything and change nothing")
 
-    def handle(self, *args, project: str, name: str, **options):
-        proj, created = Project.objects.get_or_create(name=project)
-        _, key = ApiKey.issue(proj, name[:100])
-        self.stdout.write(f"{'Created' if created else 'Using'} project '{proj.name}' "
-                          f"(ping key {proj.ping_key}); new API key:")
+    def handle(self, *args, project: str, organisation: str | None, name: str,
+               read_only: bool, **options):
+        self.stdout.write(database_line())
+        proj, created = find_project(project, organisation, create=True)
+        row, key = ApiKey.issue(proj, name[:100], read_only=read_only)
+        self.stdout.write(f"{'Created' if created else 'Using'} project '{proj.name}' in "
+                          f"organisation '{proj.organisation.name}' (ping key {proj.ping_key}); "
+                          f"new {'read-only' if read_only else 'read-write'} API key "
+                          f"{row.prefix}… (shown once):")
         self.stdout.write(key)

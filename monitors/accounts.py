@@ -1,0 +1,292 @@
+"""The accounts side of the REST API (``/api/v1/``): organisations, projects, API
+keys and members. Who may do what is :mod:`monitors.tenancy`; this module is the
+endpoints.
+
+- ``/organisations/``: the caller's organisations (an owner renames one).
+- ``/projects/``: the caller's projects with their ``ping_key`` (null for callers
+  who may only read); admins create and rename them.
+- ``/api-keys/``: a project's keys (``prefix`` only); POST makes one and answers
+  the key once (``key``); DELETE revokes it (the row stays, ``revoked_at`` set).
+- ``/members/``: people in the caller's organisations and their roles; admins add
+  an existing user (by ``username`` or ``email``), change roles and remove members;
+  only owners grant, change or remove the owner role, and an organisation keeps
+  at least one owner. Members are managed by people: API keys read them only.
+"""
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework import exceptions, serializers, viewsets
+
+from monitors import tenancy
+from monitors.models import ApiKey, Membership, Organisation, Project
+
+ADMIN, OWNER = Membership.Role.ADMIN, Membership.Role.OWNER
+
+
+def _organisations(request):
+    """The caller's organisations (none for the anonymous schema request)."""
+    who = tenancy.caller_or_none(request)
+    return Organisation.objects.none() if who is None else who.organisations()
+
+
+class OrganisationSerializer(serializers.ModelSerializer):
+    """``id``, ``name``, ``role`` (the caller's; null for a key) and ``created_at``."""
+
+    role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Organisation
+        fields = ["id", "name", "role", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def get_role(self, org) -> str | None:
+        """The caller's role there (null for an API key)."""
+        return tenancy.caller(self.context["request"]).org_role(org.pk)
+
+
+class OrganisationViewSet(viewsets.ModelViewSet):
+    """``GET /api/v1/organisations/``, ``GET/PATCH …/<id>/`` (owners rename)."""
+
+    serializer_class = OrganisationSerializer
+    http_method_names = ["get", "patch", "head", "options"]
+    write_role = OWNER
+    pagination_class = None
+
+    def get_queryset(self):
+        return _organisations(self.request).order_by("pk")
+
+    def perform_update(self, serializer):
+        if tenancy.caller(self.request).org_role(serializer.instance.pk) != OWNER:
+            raise exceptions.PermissionDenied("this needs the owner role in the organisation")
+        serializer.save()
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    """``id``, ``organisation`` (id), ``name``, ``ping_key`` (for ``/ping/<ping_key>/
+    <slug>``; null for callers who may only read) and ``created_at``."""
+
+    organisation = serializers.PrimaryKeyRelatedField(
+        queryset=Organisation.objects.none(), required=False,
+        error_messages={"does_not_exist": "no organisation with id {pk_value} that you can see"})
+    ping_key = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = ["id", "organisation", "name", "ping_key", "created_at"]
+        read_only_fields = ["id", "created_at"]
+        validators = []  # the unique name is checked in validate
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["organisation"].queryset = _organisations(self.context["request"])
+        return fields
+
+    def get_ping_key(self, project) -> str | None:
+        if not tenancy.can(self.context["request"], project, Membership.Role.MEMBER):
+            return None
+        return project.ping_key
+
+    def validate(self, attrs):
+        request = self.context["request"]
+        if self.instance is not None:
+            org = self.instance.organisation
+            if attrs.get("organisation", org) != org:
+                raise serializers.ValidationError({"organisation": ["cannot be changed"]})
+        else:
+            org = attrs.get("organisation")
+            if org is None:
+                orgs = list(tenancy.caller(request).organisations()[:2])
+                if len(orgs) != 1:
+                    raise serializers.ValidationError(
+                        {"organisation": ["required: the id of the organisation"]})
+                org = orgs[0]
+            if not tenancy.at_least(tenancy.caller(request).org_role(org.pk), ADMIN):
+                raise exceptions.PermissionDenied("this needs the admin role in the "
+                                                  "organisation")
+            attrs["organisation"] = org
+        name = attrs.get("name")
+        if name and Project.objects.filter(organisation=org, name=name).exclude(
+                pk=getattr(self.instance, "pk", None)).exists():
+            raise serializers.ValidationError(
+                {"name": [f"a project named '{name}' exists in this organisation"]})
+        return attrs
+
+
+class ProjectViewSet(viewsets.ModelViewSet):
+    """``GET/POST /api/v1/projects/``, ``GET/PATCH …/<id>/``. Projects are created by
+    people with the admin role (a key belongs to one project and cannot)."""
+
+    serializer_class = ProjectSerializer
+    http_method_names = ["get", "post", "patch", "head", "options"]
+    write_role = ADMIN
+    pagination_class = None
+
+    def get_queryset(self):
+        return tenancy.visible(self.request, Project.objects, "pk").order_by("pk")
+
+
+class ApiKeySerializer(serializers.ModelSerializer):
+    """``id``, ``project``, ``name``, ``prefix`` (the key's first 12 characters),
+    ``read_only``, ``created_at``, ``last_used_at`` (to the minute), ``revoked_at``;
+    ``key`` only in the answer to the POST that made it."""
+
+    project = tenancy.ProjectField()
+
+    class Meta:
+        model = ApiKey
+        fields = ["id", "project", "name", "prefix", "read_only", "created_at",
+                  "last_used_at", "revoked_at"]
+        read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at"]
+
+    def validate(self, attrs):
+        tenancy.project_for(self, attrs, ADMIN)
+        return attrs
+
+    def create(self, validated):
+        row, key = ApiKey.issue(validated["project"], validated.get("name", ""),
+                                read_only=validated.get("read_only", False))
+        row.plaintext = key
+        return row
+
+    def to_representation(self, row):
+        data = super().to_representation(row)
+        if getattr(row, "plaintext", None):
+            data["key"] = row.plaintext
+        return data
+
+
+class ApiKeyViewSet(viewsets.ModelViewSet):
+    """``GET/POST /api/v1/api-keys/``, ``GET/PATCH/DELETE …/<id>/``: DELETE revokes
+    (204; the key is refused from then on; revoking twice changes nothing)."""
+
+    serializer_class = ApiKeySerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    write_role = ADMIN
+    pagination_class = None
+
+    def get_queryset(self):
+        return tenancy.visible(self.request, ApiKey.objects).order_by("pk")
+
+    def perform_update(self, serializer):
+        if "read_only" in serializer.validated_data and \
+                serializer.validated_data["read_only"] != serializer.instance.read_only:
+            raise serializers.ValidationError(
+                {"read_only": ["cannot be changed: make a new key and revoke this one"]})
+        serializer.save()
+
+    def perform_destroy(self, row):
+        ApiKey.objects.filter(pk=row.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now())
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    """``id``, ``organisation`` (id), ``username``, ``email``, ``role``. Adding one
+    takes ``username`` or ``email`` of an existing user (people are made with
+    ``manage.py createuser``)."""
+
+    organisation = serializers.PrimaryKeyRelatedField(
+        queryset=Organisation.objects.none(), required=False,
+        error_messages={"does_not_exist": "no organisation with id {pk_value} that you can see"})
+    username = serializers.CharField(source="user.username", required=False)
+    email = serializers.EmailField(source="user.email", required=False)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "organisation", "username", "email", "role", "created_at"]
+        read_only_fields = ["id", "created_at"]
+        validators = []
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["organisation"].queryset = _organisations(self.context["request"])
+        return fields
+
+    def validate(self, attrs):
+        request = self.context["request"]
+        who = tenancy.caller(request)
+        if who.key is not None:
+            raise exceptions.PermissionDenied("members are managed by people with the admin "
+                                              "role; API keys can only list them")
+        given_user = attrs.pop("user", {})
+        if self.instance is not None:
+            if given_user or attrs.get("organisation", self.instance.organisation) != \
+                    self.instance.organisation:
+                raise serializers.ValidationError(
+                    {"detail": ["only the role of a member can be changed"]})
+            org = self.instance.organisation
+        else:
+            org = attrs.get("organisation") or _only(list(who.organisations()[:2]))
+            user = _user(given_user)
+            if Membership.objects.filter(organisation=org, user=user).exists():
+                raise serializers.ValidationError(
+                    {"username": [f"{user.username} is already a member"]})
+            attrs.update(organisation=org, user=user)
+        mine = who.org_role(org.pk)
+        if not tenancy.at_least(mine, ADMIN):
+            raise exceptions.PermissionDenied("this needs the admin role in the organisation")
+        touches_owner = attrs.get("role") == OWNER or getattr(self.instance, "role", "") == OWNER
+        if touches_owner and mine != OWNER:
+            raise exceptions.PermissionDenied("only an owner can grant or change the owner role")
+        if self.instance is not None and self.instance.role == OWNER \
+                and attrs.get("role", OWNER) != OWNER:
+            _keep_an_owner(self.instance)
+        return attrs
+
+
+def _only(orgs: list) -> Organisation:
+    if len(orgs) != 1:
+        raise serializers.ValidationError({"organisation": ["required: the id of the "
+                                                            "organisation"]})
+    return orgs[0]
+
+
+def _user(given: dict):
+    users = get_user_model().objects
+    username, email = given.get("username"), given.get("email")
+    if not (username or email):
+        raise serializers.ValidationError({"username": ["give the username or email of "
+                                                        "an existing user"]})
+    found = list(users.filter(Q(username=username) if username else Q(email__iexact=email))[:2])
+    if len(found) != 1:
+        what = f"username '{username}'" if username else f"email '{email}'"
+        raise serializers.ValidationError(
+            {"username" if username else "email":
+             [f"no single user with {what}: create them with manage.py createuser"]})
+    return found[0]
+
+
+def _keep_an_owner(membership: Membership) -> None:
+    others = Membership.objects.filter(organisation=membership.organisation_id, role=OWNER) \
+        .exclude(pk=membership.pk)
+    if not others.exists():
+        raise serializers.ValidationError(
+            {"role": ["an organisation keeps at least one owner: make another owner first"]})
+
+
+class MemberViewSet(viewsets.ModelViewSet):
+    """``GET/POST /api/v1/members/``, ``GET/PATCH/DELETE …/<id>/``."""
+
+    serializer_class = MemberSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    write_role = ADMIN
+    pagination_class = None
+
+    def get_queryset(self):
+        return (Membership.objects.filter(organisation__in=_organisations(self.request))
+                .select_related("user").order_by("pk"))
+
+    def perform_destroy(self, membership):
+        who = tenancy.caller(self.request)
+        if who.key is not None:
+            raise exceptions.PermissionDenied("members are managed by people with the admin "
+                                              "role; API keys can only list them")
+        mine = who.org_role(membership.organisation_id)
+        if not tenancy.at_least(mine, ADMIN) or (membership.role == OWNER and mine != OWNER):
+            raise exceptions.PermissionDenied(
+                "only an owner can remove an owner" if membership.role == OWNER
+                else "this needs the admin role in the organisation")
+        with transaction.atomic():
+            if membership.role == OWNER:
+                _keep_an_owner(membership)
+            membership.delete()

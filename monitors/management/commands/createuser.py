@@ -1,0 +1,75 @@
+"""``manage.py createuser USERNAME --organisation ORG [--role ROLE] [--email E]
+[--password-stdin]``: a person who can sign in, as a member of an organisation.
+
+The organisation is created if needed (its first person is then its ``owner``
+unless ``--role`` says otherwise). An existing user is added to the organisation,
+or given the new role. The password comes from standard input with
+``--password-stdin``, else from ``CRONRADAR_PASSWORD``, else it is asked for on a
+terminal; a new user without any of them is refused.
+"""
+import getpass
+import os
+import sys
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from monitors.management.common import database_line
+from monitors.models import Membership, Organisation
+
+
+class Command(BaseCommand):
+    help = "Create a person (or change their role) in an organisation."
+
+    def add_arguments(self, parser):
+        parser.add_argument("username")
+        parser.add_argument("--organisation", required=True, help="organisation name")
+        parser.add_argument("--role", choices=Membership.Role.values,
+                            help="default: owner of a new organisation, else member")
+        parser.add_argument("--email", default="")
+        parser.add_argument("--password-stdin", action="store_true",
+                            help="read the password from standard input")
+
+    def handle(self, *args, username: str, organisation: str, role: str | None, email: str,
+               password_stdin: bool, **options):
+        self.stdout.write(database_line())
+        users = get_user_model()
+        user = users.objects.filter(username=username).first()
+        password = self._password(user is None, password_stdin)
+        if password is not None:
+            try:
+                validate_password(password, user)
+            except ValidationError as e:
+                raise CommandError("password refused: " + " ".join(e.messages)) from None
+        with transaction.atomic():
+            org, new_org = Organisation.objects.get_or_create(name=organisation)
+            if user is None:
+                user = users.objects.create_user(username=username, email=email)
+            elif email:
+                user.email = email
+            if password is not None:
+                user.set_password(password)
+            user.save()
+            role = role or (Membership.Role.OWNER if new_org else Membership.Role.MEMBER)
+            Membership.objects.update_or_create(organisation=org, user=user,
+                                                defaults={"role": role})
+        self.stdout.write(f"{user.username} is {role} of organisation '{org.name}'"
+                          + (" (new)" if new_org else ""))
+
+    def _password(self, required: bool, from_stdin: bool) -> str | None:
+        if from_stdin:
+            return sys.stdin.readline().rstrip("\n")
+        if os.environ.get("CRONRADAR_PASSWORD"):
+            return os.environ["CRONRADAR_PASSWORD"]
+        if sys.stdin.isatty():
+            first = getpass.getpass("Password: ")
+            if first != getpass.getpass("Password (again): "):
+                raise CommandError("the passwords differ")
+            return first
+        if required:
+            raise CommandError("a new user needs a password: --password-stdin, "
+                               "CRONRADAR_PASSWORD, or run it on a terminal")
+        return None
