@@ -243,7 +243,8 @@ class ChannelList(generics.ListCreateAPIView):
 class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
     """``GET/PATCH/DELETE /api/v1/channels/<id>/``; ``kind`` cannot change.
 
-    DELETE first sends a resolve for every open incident the channel was notified of.
+    DELETE first sends a resolve for every open incident the channel was notified of;
+    the only channel of an escalation policy's tier cannot be deleted (400).
     """
 
     serializer_class = ChannelSerializer
@@ -257,6 +258,10 @@ class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
         return channel
 
     def perform_destroy(self, channel):
+        sole = escalation.tiers_only_on(channel)
+        if sole:
+            raise serializers.ValidationError({"detail": f"the only channel of {sole[0]}: "
+                                               "change the policy first"})
         incidents.delete_channel(channel, timezone.now())
 
 

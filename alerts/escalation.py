@@ -226,12 +226,24 @@ def _why(incident: Incident, tiers) -> str:
     sent = Delivery.objects.filter(incident=incident, event__step__isnull=False,
                                    event__detail__tier=incident.tier + 1,
                                    event__kind__in=IncidentEvent.PAGING)
+    if not sent.exists():
+        return f"tier {incident.tier + 1} had no channel left to notify"
     delivered = sent.filter(status=Delivery.Status.DELIVERED).exists()
     if not delivered and sent.exists() and not sent.filter(status__in=Delivery.ACTIVE).exists():
         return f"every notification of tier {incident.tier + 1} failed"
     if not delivered:
         return f"no channel of tier {incident.tier + 1} took the notification in time"
     return f"not acknowledged after tier {incident.tier + 1}"
+
+
+def tiers_only_on(channel) -> list[str]:
+    """The tiers ``channel`` is the only live channel of, as "tier 2 of escalation
+    policy 'on-call'": deleting it would leave them notifying nobody."""
+    found = []
+    for tier in EscalationTier.objects.filter(channels=channel).select_related("policy"):
+        if live_channels(tier.channels.all()) == [channel.pk]:
+            found.append(f"tier {tier.position + 1} of escalation policy '{tier.policy.name}'")
+    return found
 
 
 def on_delivery_failed(delivery: Delivery, now: datetime) -> None:

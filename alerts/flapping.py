@@ -4,10 +4,12 @@ A monitor that opens more than ``CRONRADAR_FLAPPING_INCIDENTS`` incidents within
 an hour is marked flapping (``Alerting.flapping_since``): the incident that
 crosses the line is notified once, saying so, and the incidents that open while
 it flaps are recorded but not notified. Once ``CRONRADAR_FLAPPING_QUIET``
-seconds (1 h) pass without a new incident, the tick ends it: an incident still
-open then is notified at once (the job is down now, not flapping); otherwise the
-monitor's channels (its first tier, with a policy) get one "stable again" notice
-(event ``stable`` on its last incident).
+seconds (1 h) pass without a new incident, the tick ends it: a held-back
+incident still open then is notified at once (the job is down now, not
+flapping), a notified one that is still open escalates as usual; when all are
+resolved, the monitor's channels (its first tier, with a policy) get one "stable
+again" notice (event ``stable`` on the last notified incident: the one that
+crossed the line, or a later one notified since).
 """
 from __future__ import annotations
 
@@ -68,14 +70,19 @@ def _end(monitor_id: int, now: datetime, notify) -> None:
     last = Incident.objects.filter(monitor=monitor).order_by("-opened_at", "-pk").first()
     if last is None:
         return
-    if last.resolved_at is None and last.tier < 0:  # down now: notify it at once
-        Incident.objects.filter(pk=last.pk).update(next_escalation_at=now)
+    if last.resolved_at is None:
+        if last.tier < 0:  # held back and down now: notify it at once
+            Incident.objects.filter(pk=last.pk).update(next_escalation_at=now)
+        return  # an open incident that was notified escalates as usual: not "stable"
+    crossed = (Incident.objects.filter(monitor=monitor, tier__gte=0)
+               .order_by("-opened_at", "-pk").first())  # the one notified, saying "flapping"
+    if crossed is None:
         return
-    at = incidents.stamp(last, now)
+    at = incidents.stamp(crossed, now)
     event = IncidentEvent.objects.create(
-        incident=last, kind=IncidentEvent.Kind.STABLE, at=at,
+        incident=crossed, kind=IncidentEvent.Kind.STABLE, at=at,
         step=f"stable:{int(at.timestamp())}",
         message=f"stable again: no new incident for {int(quiet().total_seconds())}s")
-    last.save(update_fields=["last_event_at"])
+    crossed.save(update_fields=["last_event_at"])
     monitor.alerting = alerting
     notify(event, escalation.first_channels(monitor, lambda: incidents.targets(monitor)))

@@ -258,11 +258,15 @@ def notified_channels(incident: Incident) -> list[int]:
     return sorted(opened - closed)
 
 
+CLOSES_ITS_TEST = ("pagerduty", "opsgenie")  # tools that keep an alert open until resolved
+
+
 def send_test(channel: Channel, at: datetime) -> tuple[int | None, str]:
     """Send ``channel`` a test notification now, synchronously, through the same
     builder and transport as real ones (the SSRF guard included), storing
-    nothing: an ``opened`` event of a made-up monitor and incident. Returns
-    (status_code, error); error is "" when it was delivered."""
+    nothing: an ``opened`` event of a made-up monitor and incident (PagerDuty and
+    Opsgenie then get its resolve too, so no test alert stays open). Returns
+    (status_code, error) of the first request; error is "" when it was delivered."""
     from alerts.delivery import transmit
     from alerts.integrations import KINDS
     from monitors.models import Monitor
@@ -279,6 +283,10 @@ def send_test(channel: Channel, at: datetime) -> tuple[int | None, str]:
     except Exception as exc:  # a channel whose config cannot make a request
         return None, f"build error: {type(exc).__name__}: {exc}"
     status_code, error, _, _ = transmit(request)
+    if error == "" and channel.kind in CLOSES_ITS_TEST:  # leave no test alert open there
+        resolved = IncidentEvent(incident=incident, kind=IncidentEvent.Kind.RESOLVED, at=at,
+                                 message="test notification")
+        transmit(KINDS[channel.kind].build_request(channel, resolved))
     return status_code, error
 
 

@@ -50,13 +50,21 @@ def validate(data: dict) -> dict:
     errors = {}
     if bool(data.get("monitor")) == bool(data.get("tag")):
         errors["monitor"] = ["give exactly one of monitor and tag"]
+    try:
+        schedule.validate_timezone(data.get("timezone") or "UTC")
+    except schedule.ScheduleError as exc:
+        errors["timezone"] = [str(exc)]
     if data.get("schedule"):
-        try:
-            schedule.validate_cron(data["schedule"], data.get("timezone") or "UTC")
-        except schedule.ScheduleError as exc:
-            errors["schedule"] = [str(exc)]
+        if "timezone" not in errors:
+            try:
+                schedule.validate_cron(data["schedule"], data.get("timezone") or "UTC")
+            except schedule.ScheduleError as exc:
+                errors["schedule"] = [str(exc)]
         if not data.get("duration") or data["duration"] <= timedelta(0):
             errors["duration"] = ["required with a schedule: seconds each window lasts"]
+        if data.get("starts_at") or data.get("ends_at"):
+            errors["starts_at"] = ["a recurring window (schedule) has no starts_at or ends_at: "
+                                   "give one or the other"]
     elif not data.get("starts_at") or not data.get("ends_at"):
         errors["starts_at"] = ["give starts_at and ends_at, or a schedule and a duration"]
     elif data["ends_at"] <= data["starts_at"]:

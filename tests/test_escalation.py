@@ -212,6 +212,12 @@ def test_policies_through_the_api(api, channels, project):
     url = f"/api/v1/escalation-policies/{body['id']}/"
     changed = api.patch(url, {"tiers": [{"delay": 30, "channels": [two.pk]}]}, format="json")
     assert changed.json()["tiers"] == [{"delay": 30, "channels": [two.pk]}]
+    assert api.delete(f"/api/v1/channels/{two.pk}/").json() == {
+        "detail": "the only channel of tier 1 of escalation policy 'on-call': change the "
+                  "policy first"}
+    api.patch(url, {"tiers": [{"delay": 30, "channels": [two.pk, pd.pk]}]}, format="json")
+    assert api.delete(f"/api/v1/channels/{two.pk}/").status_code == 204  # pd is left
+    assert api.get(url).json()["tiers"] == [{"delay": 30, "channels": [pd.pk]}]
     for bad, field, message in [
         ({"name": "x", "tiers": []}, "tiers", "Ensure this field has at least 1 elements."),
         ({"name": "x", "tiers": [{"delay": 0, "channels": [999]}]}, "tiers", "no channel"),
@@ -271,3 +277,14 @@ def test_ack_and_resolve_through_the_api(api, channels, make_monitor, http, proj
                     format="json").status_code == 400
     assert seen(http, timezone.now() + s(1)) == [
         (ONE, "incident.opened"), (ONE, "incident.acknowledged"), (ONE, "incident.resolved")]
+
+
+def test_a_tier_with_no_channel_left_says_so(project, channels, make_monitor, http):
+    one, two, _ = channels
+    m = monitor_with(make_monitor, policy(project, [(0, [one]), (60, [two])]))
+    Channel.objects.filter(pk=one.pk).update(deleted_at=T0)  # gone before it was notified
+    ingest(m.pk, PingInput("fail"), T0)
+    tick(T0 + s(60))
+    assert seen(http, T0 + s(60)) == [(TWO, "incident.escalated")]
+    assert Incident.objects.get().events.get(step="tier:1:0").message == (
+        "tier 2 notified: tier 1 had no channel left to notify")

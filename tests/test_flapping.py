@@ -52,7 +52,8 @@ def test_many_incidents_in_an_hour_collapse_into_one_notice(monitor, hook_http):
     evaluator.tick(T0 + s(3899))
     assert len(received(hook_http, T0 + s(3899))) == 8
     evaluator.tick(T0 + s(3900))  # an hour without a new incident
-    assert received(hook_http, T0 + s(3900))[8:] == [("incident.stable", ids[5])]
+    # about the incident that crossed the line (PagerDuty: a resolve of its page)
+    assert received(hook_http, T0 + s(3900))[8:] == [("incident.stable", ids[3])]
     alerting.refresh_from_db()
     assert alerting.flapping_since is None
 
@@ -78,3 +79,20 @@ def test_the_api_shows_since_when_a_monitor_flaps(monitor, hook_http, client, ap
     # read-only: a PATCH of it changes nothing
     client.patch(url, {"flapping_since": None}, content_type="application/json", **auth)
     assert client.get(url, **auth).json()["flapping_since"] == "2026-01-05T12:03:00Z"
+
+
+def test_flapping_that_ends_while_a_notified_incident_is_open_sends_no_stable(monitor,
+                                                                            hook_http,
+                                                                            settings):
+    settings.CRONRADAR_FLAPPING_QUIET = 600
+    flap(monitor, [0, 60, 120, 180])  # the fourth crosses the line
+    evaluator.tick(T0 + s(780))  # quiet for 10 minutes: stable again
+    assert received(hook_http, T0 + s(780))[-1][0] == "incident.stable"
+    ingest(monitor.pk, PingInput("fail"), T0 + s(800))  # 5 in the hour: crosses again
+    down = Incident.objects.order_by("-pk").first()
+    assert down.tier == 0 and "flapping: 5 incidents in the last hour" in down.summary
+    evaluator.tick(T0 + s(1400))  # quiet again, and it is still open
+    got = received(hook_http, T0 + s(1400))
+    assert [e for e, i in got if i == down.pk] == ["incident.opened"]  # no "stable"
+    assert Incident.objects.get(pk=down.pk).resolved_at is None
+    assert Alerting.objects.get(monitor=monitor).flapping_since is None

@@ -67,6 +67,11 @@ def test_teams_adaptive_card(project, event):
     assert content["body"][2]["facts"] == [{"title": k, "value": v} for k, v in FACTS]
     assert content["actions"][0] == {"type": "Action.OpenUrl", "title": "Acknowledge",
                                      "url": ack_link(event)}
+    resolved = IncidentEvent.objects.create(incident=event.incident, kind="resolved",
+                                            at=OPENED + timedelta(seconds=60))
+    after = json.loads(teams.build_request(channel(project, "teams", url="https://x.test/w"),
+                                           resolved).body)["attachments"][0]["content"]
+    assert [a["title"] for a in after["actions"]] == ["Monitor"]  # nothing left to act on
 
 
 def test_teams_stays_under_28_kb(project, event):
@@ -82,6 +87,10 @@ def test_discord_message_and_limits(project, event):
     req = discord.build_request(channel(project, "discord",
                                         url="https://discord.com/api/webhooks/1/abc"), event)
     assert req.url == "https://discord.com/api/webhooks/1/abc?wait=true"
+    threaded = discord.build_request(channel(
+        project, "discord", url="https://discord.com/api/webhooks/1/abc?thread_id=7&wait=false"),
+        event)
+    assert threaded.url == "https://discord.com/api/webhooks/1/abc?thread_id=7&wait=true"
     body = json.loads(req.body)
     assert body["content"] == "Incident opened: Nightly backup"
     assert body["allowed_mentions"] == {"parse": []}
@@ -218,5 +227,20 @@ def test_send_a_test_notification(api, project):
         assert api.post(f"/api/v1/channels/{ch['id']}/test/").json() == {
             "ok": False, "status_code": 500, "error": "HTTP 500: ok"}
         assert api.post("/api/v1/channels/999/test/").status_code == 404
+    finally:
+        receiver.close()
+
+
+def test_a_pagerduty_test_notification_leaves_no_page_open(api, project):
+    receiver = Receiver(status=202)
+    try:
+        ch = api.post("/api/v1/channels/", {"kind": "pagerduty", "config": {
+            "routing_key": "R" * 32, "events_url": receiver.url + "/v2/enqueue"}},
+            format="json").json()
+        assert api.post(f"/api/v1/channels/{ch['id']}/test/").json() == {
+            "ok": True, "status_code": 202, "error": ""}
+        sent = [(r.json()["event_action"], r.json()["dedup_key"]) for r in receiver.requests]
+        assert sent == [("trigger", f"cronradar-test-{ch['id']}"),
+                        ("resolve", f"cronradar-test-{ch['id']}")]
     finally:
         receiver.close()

@@ -91,6 +91,10 @@ def test_windows_through_the_api(api, make_monitor):
           "ends_at": "2026-01-05T12:00:00Z"}, "ends_at"),
         ({"name": "x", "tag": "db", "schedule": "61 * * * *", "duration": 60}, "schedule"),
         ({"name": "x", "tag": "db", "schedule": "0 2 * * *"}, "duration"),
+        ({"name": "x", "tag": "db", "schedule": "0 2 * * *", "duration": 60,
+          "timezone": "Mars/Olympus"}, "timezone"),
+        ({"name": "x", "tag": "db", "schedule": "0 2 * * *", "duration": 60,
+          "starts_at": "2030-01-01T00:00:00Z", "ends_at": "2030-01-01T01:00:00Z"}, "starts_at"),
         ({"name": "x", "monitor": 999, "starts_at": "2026-01-05T12:00:00Z",
           "ends_at": "2026-01-05T13:00:00Z"}, "monitor"),
     ]:

@@ -52,9 +52,11 @@ def _message(channel, title, text, facts, colour) -> common.OutgoingRequest:
 
 
 def _wait(url: str) -> str:
+    """``url`` with ``wait=true`` (Discord then answers the message or an error,
+    instead of 204 at once), replacing any ``wait`` it had; other parameters kept."""
     parts = urlsplit(url)
-    query = "&".join(q for q in (parts.query, "wait=true") if q)
-    return urlunsplit(parts._replace(query=query))
+    kept = [q for q in parts.query.split("&") if q and q.split("=")[0] != "wait"]
+    return urlunsplit(parts._replace(query="&".join([*kept, "wait=true"])))
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:

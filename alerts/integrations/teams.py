@@ -24,9 +24,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     common.check_notifiable(event)
     title, text = common.describe(event)
     links = common.context(event.incident)["links"]
+    offered = ((("acknowledge", "Acknowledge"), ("resolve", "Resolve"))
+               if event.kind in IncidentEvent.PAGING else ()) + (("monitor", "Monitor"),)
     actions = [{"type": "Action.OpenUrl", "title": label, "url": links[key]}
-               for key, label in (("acknowledge", "Acknowledge"), ("resolve", "Resolve"),
-                                  ("monitor", "Monitor")) if links[key]]
+               for key, label in offered if links[key]]
     return _card(channel, title, text, common.facts(event), actions)
 
 
