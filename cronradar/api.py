@@ -21,6 +21,17 @@ def not_found(request, exception=None):
     return HttpResponse("not found\n", status=404, content_type="text/plain; charset=utf-8")
 
 
+def exec_script(request):
+    """``GET /cli/cronradar_exec.py``: the job wrapper (:mod:`cronradar.cronradar_exec`,
+    standard library only) as one file, for hosts without CronRadar installed."""
+    from pathlib import Path
+
+    from cronradar import cronradar_exec
+
+    return HttpResponse(Path(cronradar_exec.__file__).read_bytes(),
+                        content_type="text/x-python; charset=utf-8")
+
+
 def exception_handler(exc, context):
     """DRF's handler, with every 404 saying only ``{"detail": "Not found."}``: the
     answer for another tenant's object is the same as for one that never existed."""

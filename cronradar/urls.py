@@ -4,7 +4,7 @@ from rest_framework.routers import SimpleRouter
 
 from alerts.api import MonitorViewSet
 from alerts.views import incident_link
-from cronradar.api import Schema
+from cronradar.api import Schema, exec_script
 
 handler404 = "cronradar.api.not_found"
 
@@ -14,6 +14,7 @@ router.register("monitors", MonitorViewSet, basename="monitor")
 
 urlpatterns = [
     path("ping/", include("monitors.ping_urls")),
+    path("cli/cronradar_exec.py", exec_script, name="exec-script"),
     path("incident-link/<str:token>/", incident_link, name="incident-link"),
     path("api/v1/schema/", Schema.as_view(), name="schema"),
     path("api/v1/", include("monitors.api_urls")),

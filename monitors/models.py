@@ -16,7 +16,11 @@ from django.db.models import Q
 
 
 def _ping_key() -> str:
-    return secrets.token_urlsafe(16)
+    """22 URL-safe characters, never starting with "-" (shells and argument parsers
+    would take it for an option)."""
+    while (key := secrets.token_urlsafe(16)).startswith("-"):
+        pass
+    return key
 
 
 class Organisation(models.Model):

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""cronradar exec: run a job and report it to CronRadar.
+
+    cronradar exec --url PING_URL [--timeout S] -- command args...
+    cronradar exec --key PING_KEY --slug SLUG -- command args...   (CRONRADAR_URL set)
+
+Pings ``start`` with a fresh run id (``rid``), runs the command with its stdin,
+stdout and stderr passed through, then sends its exit status (``/<status>``) with
+the tail of its output (at most 100 KB, CronRadar's ping body limit) and the same
+``rid``, and exits with the command's status. A command killed by a signal is
+reported as exit status 128 + the signal number (a failure) and the wrapper exits
+with that status, as a shell does; a command that cannot be started is 127 (not
+found) or 126 (not executable). SIGTERM, SIGINT and SIGHUP sent to the wrapper
+are passed on to the command.
+
+CronRadar being unreachable never fails the job: each ping is retried with
+backoff (0.5 s, 1 s, 2 s, ...) on network errors, 429 and 5xx for at most
+``--timeout`` seconds (default 10), then given up with a warning on stderr. A 4xx
+(an unknown monitor, say) is reported on stderr and not retried.
+
+Only the Python standard library is used, so this file also runs on its own on
+hosts without CronRadar installed (the service serves it at
+``/cli/cronradar_exec.py``): ``python3 cronradar_exec.py exec --url ... -- cmd``.
+Ping URL forms: CronRadar's README, section "Pinging".
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+
+BODY_LIMIT = 100 * 1024
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+USER_AGENT = "cronradar-exec/1"
+
+
+class Tail:
+    """The last ``limit`` bytes written to it (thread-safe)."""
+
+    def __init__(self, limit: int = BODY_LIMIT):
+        self.limit, self.size = limit, 0
+        self.chunks: collections.deque[bytes] = collections.deque()
+        self.lock = threading.Lock()
+
+    def write(self, data: bytes) -> None:
+        with self.lock:
+            self.chunks.append(data)
+            self.size += len(data)
+            while self.size - len(self.chunks[0]) >= self.limit:
+                self.size -= len(self.chunks.popleft())
+
+    def value(self) -> bytes:
+        with self.lock:
+            return b"".join(self.chunks)[-self.limit:]
+
+
+def ping(url: str, timeout: float, body: bytes = b"", log=sys.stderr) -> bool:
+    """POST ``body`` to ``url``, retrying network errors, 429 and 5xx with backoff
+    within ``timeout`` seconds in all. Returns whether CronRadar took it; never
+    raises."""
+    deadline = time.monotonic() + timeout
+    delay, problem = 0.5, ""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        request = urllib.request.Request(url, data=body, method="POST",
+                                         headers={"User-Agent": USER_AGENT,
+                                                  "Content-Type": "text/plain"})
+        try:
+            with urllib.request.urlopen(request, timeout=max(0.1, min(left, 5))) as resp:
+                resp.read()
+            return True
+        except urllib.error.HTTPError as exc:
+            problem = f"HTTP {exc.code}: {exc.read(200).decode('utf-8', 'replace').strip()}"
+            if exc.code != 429 and exc.code < 500:
+                print(f"cronradar exec: ping refused ({problem}): {_safe(url)}", file=log)
+                return False
+        except (OSError, ValueError) as exc:  # refused, timed out, DNS, bad URL
+            problem = str(getattr(exc, "reason", exc))
+        pause = min(delay, deadline - time.monotonic())
+        if pause <= 0:
+            break
+        time.sleep(pause)
+        delay *= 2
+    print(f"cronradar exec: gave up pinging after {timeout:g}s ({problem}): {_safe(url)}",
+          file=log)
+    return False
+
+
+def _safe(url: str) -> str:
+    """``url`` without its query (the rid), for messages."""
+    return url.split("?", 1)[0]
+
+
+def _with(base: str, action: str, rid: str) -> str:
+    parts = urllib.parse.urlsplit(base.rstrip("/"))
+    query = urllib.parse.urlencode({"rid": rid})
+    return urllib.parse.urlunsplit(parts._replace(path=f"{parts.path}/{action}", query=query))
+
+
+def _pump(source, sink, tail: Tail) -> None:
+    """Copy ``source`` to ``sink`` (our stdout/stderr) as it comes, keeping a tail."""
+    for chunk in iter(lambda: source.read1(65536), b""):
+        tail.write(chunk)
+        try:
+            sink.write(chunk)
+            sink.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+
+def run(command: list[str], tail: Tail) -> int:
+    """Run ``command``, passing signals on; its exit status (128 + n after signal
+    n; 127/126 when it cannot be started)."""
+    try:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except FileNotFoundError:
+        message = f"cronradar exec: {command[0]}: command not found\n".encode()
+        tail.write(message)
+        sys.stderr.buffer.write(message)
+        return 127
+    except PermissionError:
+        message = f"cronradar exec: {command[0]}: permission denied\n".encode()
+        tail.write(message)
+        sys.stderr.buffer.write(message)
+        return 126
+    previous = {s: signal.signal(s, lambda n, _f: child.send_signal(n)) for s in FORWARDED}
+    pumps = [threading.Thread(target=_pump, args=(pipe, sink, tail), daemon=True)
+             for pipe, sink in ((child.stdout, sys.stdout.buffer),
+                                (child.stderr, sys.stderr.buffer))]
+    for p in pumps:
+        p.start()
+    try:
+        code = child.wait()
+        for p in pumps:  # a process the job left behind may keep the pipes open:
+            p.join(timeout=2)  # take what is there, do not wait for it
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 128 - code if code < 0 else code
+
+
+def exec_command(args) -> int:
+    """The ``exec`` subcommand: returns the job's exit status."""
+    if args.url:
+        base = args.url
+    else:
+        root = os.environ.get("CRONRADAR_URL", "").rstrip("/")
+        if not root:
+            print("cronradar exec: --key/--slug need CRONRADAR_URL (e.g. https://cronradar.example)",
+                  file=sys.stderr)
+            return 2
+        base = f"{root}/ping/{urllib.parse.quote(args.key)}/{urllib.parse.quote(args.slug)}"
+    rid = str(uuid.uuid4())
+    ping(_with(base, "start", rid), args.timeout)
+    tail = Tail()
+    code = run(args.command, tail)
+    ping(_with(base, str(code), rid), args.timeout, tail.value())
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cronradar", description="Report jobs to CronRadar.")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    ex = sub.add_parser("exec", help="run a command and report its start, exit status and "
+                                     "output tail")
+    where = ex.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="the monitor's ping URL (https://host/ping/<uuid>)")
+    where.add_argument("--key", help="the project's ping key (with --slug and CRONRADAR_URL)")
+    ex.add_argument("--slug", help="the monitor's slug (with --key)")
+    ex.add_argument("--timeout", type=float, default=10.0,
+                    help="seconds to spend on each ping, retries included (default 10)")
+    ex.add_argument("command", nargs=argparse.REMAINDER, help="-- command args...")
+    args = parser.parse_args(argv)
+    if args.command and args.command[0] == "--":
+        args.command = args.command[1:]
+    if not args.command:
+        parser.error("give the command after --")
+    if args.key and not args.slug:
+        parser.error("--key needs --slug")
+    if args.timeout <= 0:
+        parser.error("--timeout must be more than 0")
+    return exec_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

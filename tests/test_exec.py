@@ -1,0 +1,141 @@
+"""`cronradar exec` against a live `manage.py serve` with real commands: success,
+exit 3, killed by SIGTERM, passing signals on, the service down; and the same
+file served at /cli/cronradar_exec.py runs on its own."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.live import ROOT, Service, free_port
+
+pytestmark = pytest.mark.live
+WRAPPER = [sys.executable, str(ROOT / "cronradar" / "cronradar_exec.py"), "exec"]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    s = Service(tmp_path_factory.mktemp("exec"))
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def monitor(service, request):
+    api = service.project_api(request.node.name[:90])
+    m = api.post("/monitors/", json={"name": "job", "period": 3600, "grace": 60}).json()
+    return api, m
+
+
+def wrapped(url: str, *command: str, timeout: float = 10, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*WRAPPER, "--url", url, "--timeout", str(timeout), "--", *command],
+                          capture_output=True, timeout=60, **kw)
+
+
+def pings(api, m) -> list[dict]:
+    return list(reversed(api.get(f"/monitors/{m['id']}/pings/").json()))
+
+
+def test_a_successful_job_is_a_start_and_a_zero_with_one_rid(monitor):
+    api, m = monitor
+    done = wrapped(m["ping_url"], "sh", "-c", "echo hello; echo oops >&2")
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"hello\n", b"oops\n")
+    start, end = pings(api, m)
+    assert (start["kind"], end["kind"], end["exit_status"]) == ("start", "success", 0)
+    assert start["rid"] == end["rid"] and start["rid"]
+    assert sorted(end["body"].splitlines()) == ["hello", "oops"]
+    [run] = api.get(f"/monitors/{m['id']}/runs/").json()
+    assert (run["outcome"], run["exit_status"]) == ("succeeded", 0)
+
+
+def test_exit_3_is_reported_as_a_failure_with_the_output_tail(monitor):
+    api, m = monitor
+    script = "python3 -c \"print('x' * 200000)\"; echo 'disk full' >&2; exit 3"
+    done = wrapped(m["ping_url"], "sh", "-c", script)
+    assert done.returncode == 3
+    end = pings(api, m)[-1]
+    assert (end["kind"], end["exit_status"], end["body_size"]) == ("fail", 3, 102400)
+    assert end["body"].endswith("x\ndisk full\n")  # the tail, within the body limit
+    assert api.get(f"/monitors/{m['id']}/").json()["status"] == "down"
+
+
+def test_a_job_killed_by_sigterm_is_a_failure_143(monitor):
+    api, m = monitor
+    done = wrapped(m["ping_url"], "sh", "-c", "kill -TERM $$")
+    assert done.returncode == 128 + signal.SIGTERM
+    assert (pings(api, m)[-1]["kind"], pings(api, m)[-1]["exit_status"]) == ("fail", 143)
+
+
+def test_sigterm_to_the_wrapper_reaches_the_job(monitor, tmp_path):
+    api, m = monitor
+    marker = tmp_path / "got-term"
+    job = f"trap 'echo term > {marker}; exit 7' TERM; sleep 30 & wait"
+    proc = subprocess.Popen([*WRAPPER, "--url", m["ping_url"], "--", "sh", "-c", job],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    end = time.time() + 10
+    while not pings(api, m) and time.time() < end:  # started
+        time.sleep(0.1)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 7
+    assert marker.read_text() == "term\n"
+    assert pings(api, m)[-1]["exit_status"] == 7
+
+
+def test_the_job_runs_and_keeps_its_status_when_cronradar_is_down(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/ping/3f1c7d3e-0000-4000-8000-000000000000"
+    started = time.monotonic()
+    done = wrapped(url, "sh", "-c", f"echo ran > {tmp_path / 'out'}; exit 5", timeout=1)
+    assert done.returncode == 5
+    assert (tmp_path / "out").read_text() == "ran\n"
+    assert time.monotonic() - started < 8  # two pings of at most ~1 s each
+    assert done.stderr.count(b"cronradar exec: gave up pinging after 1s") == 2
+
+
+def test_a_command_that_is_not_there_is_127(monitor):
+    api, m = monitor
+    done = wrapped(m["ping_url"], "no-such-command-here")
+    assert done.returncode == 127
+    end = pings(api, m)[-1]
+    assert (end["exit_status"], end["body"]) == (
+        127, "cronradar exec: no-such-command-here: command not found\n")
+
+
+def test_key_and_slug_with_cronradar_url(service, request):
+    api = service.project_api(request.node.name[:90])
+    m = api.post("/monitors/", json={"name": "by slug", "period": 3600, "grace": 60}).json()
+    key = api.get("/projects/").json()[0]["ping_key"]
+    env = {**os.environ, "CRONRADAR_URL": service.url}
+    done = subprocess.run([*WRAPPER, f"--key={key}", "--slug", m["slug"], "--", "true"],
+                          capture_output=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [p["kind"] for p in pings(api, m)] == ["start", "success"]
+
+
+def test_the_served_file_runs_on_its_own(service, monitor, tmp_path):
+    api, m = monitor
+    got = httpx.get(f"{service.url}/cli/cronradar_exec.py")
+    assert got.status_code == 200 and got.headers["content-type"].startswith("text/x-python")
+    assert got.content == (ROOT / "cronradar" / "cronradar_exec.py").read_bytes()
+    alone = Path(tmp_path / "cronradar_exec.py")
+    alone.write_bytes(got.content)
+    # -I: isolated, nothing of CronRadar's tree or virtualenv on the path
+    done = subprocess.run(["/usr/bin/env", "-i", "PATH=/usr/bin:/bin", sys.executable, "-I",
+                           str(alone), "exec", "--url", m["ping_url"], "--", "true"],
+                          capture_output=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [p["kind"] for p in pings(api, m)] == ["start", "success"]
+
+
+def test_the_installed_console_script(monitor):
+    api, m = monitor
+    script = Path(sys.executable).parent / "cronradar"  # pip install puts it beside python
+    done = subprocess.run([str(script), "exec", "--url", m["ping_url"], "--", "sh", "-c",
+                           "exit 4"], capture_output=True, timeout=60)
+    assert done.returncode == 4, done.stderr
+    assert [(p["kind"], p["exit_status"]) for p in pings(api, m)] == [("start", None),
+                                                                      ("fail", 4)]
