@@ -27,7 +27,7 @@ from alerts.models import (
     IncidentEvent,
     MaintenanceWindow,
 )
-from cronradar.api import LIMIT, MAX_PK, flag, get_or_404, limit, object_id
+from cronradar.api import MAX_PK, CursorList, RejectUnknown, flag, get_or_404, object_id
 from monitors import api as monitors_api
 from monitors import tenancy
 from monitors.models import Membership, Monitor
@@ -197,7 +197,7 @@ class MonitorViewSet(monitors_api.MonitorViewSet):
                 .select_related("alerting").prefetch_related("alerting__channels"))
 
 
-class ChannelSerializer(serializers.ModelSerializer):
+class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
     project = tenancy.ProjectField()
     config = serializers.JSONField(required=False, default=dict)
 
@@ -319,16 +319,16 @@ def _incidents(qs=None):
         Prefetch("events", events))
 
 
-@extend_schema_view(get=extend_schema(parameters=[
-    LIMIT,
+@extend_schema_view(list=extend_schema(parameters=[
     OpenApiParameter("open", bool, description="only open (true) or resolved (false)"),
     OpenApiParameter("monitor", int, description="only this monitor's incidents"),
 ]))
-class IncidentList(generics.ListAPIView):
-    """``GET /api/v1/incidents/``: newest first; ``?monitor=<id>``, ``?open=true``, ``?limit=``."""
+class IncidentList(CursorList, generics.ListAPIView):
+    """``GET /api/v1/incidents/``: newest first; ``?monitor=<id>``, ``?open=true``,
+    ``?limit=``, ``?since=``/``?until=`` (opening time), ``cursor`` paging."""
 
     serializer_class = IncidentSerializer
-    pagination_class = None
+    time_field = "opened_at"
 
     def get_queryset(self):
         qs = tenancy.visible(self.request, Incident.objects.filter(
@@ -339,21 +339,21 @@ class IncidentList(generics.ListAPIView):
         is_open = flag(self.request, "open")
         if is_open is not None:
             qs = qs.filter(resolved_at__isnull=is_open)
-        return _incidents(qs).order_by("-opened_at", "-pk")[:limit(self.request)]
+        return _incidents(qs)
 
 
-@extend_schema_view(get=extend_schema(parameters=[
-    LIMIT,
+@extend_schema_view(list=extend_schema(parameters=[
     OpenApiParameter("incident", int, description="only this incident's notifications"),
     OpenApiParameter("channel", int, description="only this channel's"),
     OpenApiParameter("status", str, enum=list(Delivery.Status.values)),
 ]))
-class DeliveryList(generics.ListAPIView):
+class DeliveryList(CursorList, generics.ListAPIView):
     """``GET /api/v1/deliveries/``: notifications, newest first; ``?incident=``,
-    ``?channel=``, ``?status=`` (``failed``: the given-up ones), ``?limit=``."""
+    ``?channel=``, ``?status=`` (``failed``: the given-up ones), ``?limit=``,
+    ``?since=``/``?until=`` (creation time), ``cursor`` paging."""
 
     serializer_class = DeliverySerializer
-    pagination_class = None
+    time_field = "created_at"
 
     def get_queryset(self):
         qs = tenancy.visible(self.request, Delivery.objects.select_related("event"),
@@ -368,12 +368,12 @@ class DeliveryList(generics.ListAPIView):
                 raise serializers.ValidationError(
                     {"status": [f"must be one of {', '.join(Delivery.Status.values)}"]})
             qs = qs.filter(status=status)
-        return qs.order_by("-pk")[:limit(self.request)]
+        return qs
 
 
 # --- escalation policies -------------------------------------------------------------------
 
-class TierSerializer(serializers.Serializer):
+class TierSerializer(RejectUnknown, serializers.Serializer):
     """One tier: ``delay`` seconds after the opening (first tier) or the previous
     tier, and the ``channels`` (ids) it notifies."""
 
@@ -391,7 +391,7 @@ def live(channels) -> list[int]:
     return sorted(c.pk for c in channels if c.deleted_at is None)
 
 
-class EscalationPolicySerializer(serializers.ModelSerializer):
+class EscalationPolicySerializer(RejectUnknown, serializers.ModelSerializer):
     """``name``, ordered ``tiers`` (1-20) and ``repeat`` (0-9): how many more times
     the policy runs from the first tier while nobody acknowledges."""
 
@@ -490,7 +490,7 @@ class EscalationPolicyViewSet(viewsets.ModelViewSet):
 
 # --- maintenance windows --------------------------------------------------------------------
 
-class MaintenanceWindowSerializer(serializers.ModelSerializer):
+class MaintenanceWindowSerializer(RejectUnknown, serializers.ModelSerializer):
     """A maintenance window: one-off (``starts_at``, ``ends_at``) or recurring
     (``schedule``, ``timezone``, ``duration`` seconds), for a ``monitor`` (id) or a
     ``tag``. ``active_until``: when the maintenance it is part of ends, while it is on."""
@@ -547,7 +547,7 @@ class MaintenanceWindowViewSet(viewsets.ModelViewSet):
 
 # --- acknowledging and resolving -------------------------------------------------------------
 
-class IncidentAction(serializers.Serializer):
+class IncidentAction(RejectUnknown, serializers.Serializer):
     """``by`` (default: the API key's name) and an optional ``note``."""
 
     by = serializers.CharField(max_length=200, required=False)

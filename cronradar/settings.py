@@ -33,6 +33,18 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r}: use true or false")
 
 
+def env_rate(name: str, default: str) -> str:
+    """A rate limit like ``600/min`` (``/s``, ``/min``, ``/hour``, ``/day``), or ""
+    for none; raises ImproperlyConfigured for anything else."""
+    raw = env.str(name, default=default).strip()
+    count, _, period = raw.partition("/")
+    if raw and not (count.isdigit() and int(count) > 0
+                    and period in ("s", "sec", "second", "m", "min", "minute", "h", "hour",
+                                   "d", "day")):
+        raise ImproperlyConfigured(f"{name}={raw!r}: use a rate like 600/min (or empty: none)")
+    return raw
+
+
 CRONRADAR_ENV = env.str("CRONRADAR_ENV", default="embedded")
 if CRONRADAR_ENV not in ("embedded", "production"):
     raise ImproperlyConfigured(f"CRONRADAR_ENV={CRONRADAR_ENV!r}: use embedded or production")
@@ -155,6 +167,18 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+
+# --- Cache and rate limits ---------------------------------------------------
+# The cache holds the rate-limit counters: Redis when REDIS_URL is set (shared by
+# every process), else this process's memory (the embedded default is one process).
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                      "LOCATION": REDIS_URL, "KEY_PREFIX": "cronradar"}} if REDIS_URL else {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Requests per API key (or signed-in person), and pings per ping URL (off by
+# default); over the limit: 429 with Retry-After. E.g. "600/min"; "" turns one off.
+CRONRADAR_API_RATE = env_rate("CRONRADAR_API_RATE", "1200/min")
+CRONRADAR_PING_RATE = env_rate("CRONRADAR_PING_RATE", "")
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["monitors.auth.CallerRateThrottle"]
 
 # --- CronRadar --------------------------------------------------------------
 # Seconds between evaluator ticks (Celery beat in production, a loop in `serve`).

@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework import exceptions, serializers, viewsets
 
+from cronradar.api import RejectUnknown
 from monitors import tenancy
 from monitors.models import ApiKey, Membership, Organisation, Project
 
@@ -30,7 +31,7 @@ def _organisations(request):
     return Organisation.objects.none() if who is None else who.organisations()
 
 
-class OrganisationSerializer(serializers.ModelSerializer):
+class OrganisationSerializer(RejectUnknown, serializers.ModelSerializer):
     """``id``, ``name``, ``role`` (the caller's; null for a key) and ``created_at``."""
 
     role = serializers.SerializerMethodField()
@@ -62,7 +63,7 @@ class OrganisationViewSet(viewsets.ModelViewSet):
         serializer.save()
 
 
-class ProjectSerializer(serializers.ModelSerializer):
+class ProjectSerializer(RejectUnknown, serializers.ModelSerializer):
     """``id``, ``organisation`` (id), ``name``, ``ping_key`` (for ``/ping/<ping_key>/
     <slug>``; null for callers who may only read) and ``created_at``."""
 
@@ -126,7 +127,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         return tenancy.visible(self.request, Project.objects, "pk").order_by("pk")
 
 
-class ApiKeySerializer(serializers.ModelSerializer):
+class ApiKeySerializer(RejectUnknown, serializers.ModelSerializer):
     """``id``, ``project``, ``name``, ``prefix`` (the key's first 12 characters),
     ``read_only``, ``created_at``, ``last_used_at`` (to the minute), ``revoked_at``;
     ``key`` only in the answer to the POST that made it."""
@@ -180,7 +181,7 @@ class ApiKeyViewSet(viewsets.ModelViewSet):
             revoked_at=timezone.now())
 
 
-class MemberSerializer(serializers.ModelSerializer):
+class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
     """``id``, ``organisation`` (id), ``username``, ``email``, ``role``. Adding one
     takes ``username`` or ``email`` of an existing user (people are made with
     ``manage.py createuser``)."""

@@ -10,18 +10,23 @@ import base64
 import codecs
 from datetime import timedelta
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 from django.utils.text import slugify
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.response import Response
 
-from cronradar.api import LIMIT, get_or_404, limit
+from cronradar.api import MAX_PK, CursorList, RejectUnknown, get_or_404
 from monitors import evaluator, schedule, slots, tenancy
-from monitors.models import Membership, Monitor, Ping, Run
+from monitors.models import Membership, Monitor, Ping, Project, Run
 
 MAX_TAGS = 50
+STATUSES = ("new", "up", "running", "late", "down", "paused")
 
 
 class Seconds(serializers.IntegerField):
@@ -51,7 +56,7 @@ class Seconds(serializers.IntegerField):
         return timedelta(seconds=n)
 
 
-class MonitorSerializer(serializers.ModelSerializer):
+class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     """Monitor JSON: section-1 field names, durations in seconds."""
 
     period = Seconds(minimum=1, required=False, allow_null=True)
@@ -75,8 +80,9 @@ class MonitorSerializer(serializers.ModelSerializer):
                   "cron_semantics", "period", "grace", "max_runtime", "deadline", "min_runtime",
                   "concurrency", "max_attempts",
                   "tags", "paused", "ping_url", "status", "next_expected_at",
-                  "last_ping_at", "created_at", "evaluation_error"]
-        read_only_fields = ["id", "uuid", "last_ping_at", "created_at", "evaluation_error"]
+                  "last_ping_at", "created_at", "evaluation_error", "dropped_pings"]
+        read_only_fields = ["id", "uuid", "last_ping_at", "created_at", "evaluation_error",
+                            "dropped_pings"]
 
     def get_ping_url(self, m) -> str | None:
         """The URL to ping; null for callers who may only read (viewers, read-only
@@ -157,7 +163,7 @@ class MonitorViewSet(viewsets.ModelViewSet):
     which adds a monitor's channels and its incident to what is here."""
 
     serializer_class = MonitorSerializer
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
         open_run = Run.objects.open().filter(monitor=OuterRef("pk"))
@@ -165,11 +171,97 @@ class MonitorViewSet(viewsets.ModelViewSet):
                 .select_related("project")
                 .annotate(is_running=Exists(open_run)).order_by("pk"))
 
+    def update(self, request, *args, **kwargs):
+        if not kwargs.get("partial"):  # PUT is only for by-slug
+            raise MethodNotAllowed("PUT", detail="use PATCH, or PUT on /monitors/by-slug/<slug>/")
+        return super().update(request, *args, **kwargs)
+
+    @extend_schema(parameters=[
+        OpenApiParameter("status", str, description="only these statuses, comma-separated: "
+                         + ", ".join(STATUSES)),
+        OpenApiParameter("tag", str, many=True, description="only monitors with this tag "
+                         "(repeat for several: all of them)"),
+        OpenApiParameter("q", str, description="text in the name or slug")])
+    def list(self, request, *args, **kwargs):
+        """Every monitor the caller can see, in id order, filtered by ``?status=``,
+        ``?tag=`` (repeatable) and ``?q=``."""
+        qs = self.get_queryset()
+        if text := request.query_params.get("q", "").strip():
+            qs = qs.filter(Q(name__icontains=text) | Q(slug__icontains=text))
+        wanted = [w for w in request.query_params.get("status", "").split(",") if w]
+        if unknown := [w for w in wanted if w not in STATUSES]:
+            raise serializers.ValidationError(
+                {"status": [f"unknown status '{unknown[0]}': use {', '.join(STATUSES)}"]})
+        tags = request.query_params.getlist("tag")
+        data = self.get_serializer([m for m in qs if all(t in m.tags for t in tags)],
+                                   many=True).data
+        return Response([d for d in data if not wanted or d["status"] in wanted])
+
+    @extend_schema(request=None)
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        """``POST /api/v1/monitors/<id>/pause/``: as ``PATCH {"paused": true}``."""
+        return self._set_paused(True)
+
+    @extend_schema(request=None)
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """``POST /api/v1/monitors/<id>/resume/``: as ``PATCH {"paused": false}``."""
+        return self._set_paused(False)
+
+    def _set_paused(self, paused: bool) -> Response:
+        monitor = self.get_object()
+        try:
+            evaluator.edit(monitor.pk, {"paused": paused}, timezone.now())
+        except Monitor.DoesNotExist:
+            raise Http404 from None
+        return Response(self.get_serializer(self.get_queryset().get(pk=monitor.pk)).data)
+
+    @extend_schema(parameters=[OpenApiParameter("project", int, description="the project "
+                                                "(for a person in several)")])
+    @action(detail=False, methods=["get", "put"], url_path=r"by-slug/(?P<slug>[-a-zA-Z0-9_]+)")
+    def by_slug(self, request, slug=None):
+        """``GET/PUT /api/v1/monitors/by-slug/<slug>/``: read, or create-or-update (201
+        when created, 200 when changed) the monitor with this slug in the key's
+        project (a person gives ``project``), so deploy scripts declare monitors
+        idempotently. Fields left out of a PUT keep their values."""
+        raw = request.data.get("project") if request.method == "PUT" and isinstance(
+            request.data, dict) else request.query_params.get("project")
+        project = tenancy.target_project(request, _project(request, raw), Membership.Role.VIEWER
+                                         if request.method == "GET" else Membership.Role.MEMBER)
+        instance = self.get_queryset().filter(project=project, slug=slug).first()
+        if request.method == "GET":
+            if instance is None:
+                raise Http404
+            return Response(self.get_serializer(instance).data)
+        if not isinstance(request.data, dict):
+            raise serializers.ValidationError({"detail": ["the body must be a JSON object"]})
+        if request.data.get("slug", slug) != slug:
+            raise serializers.ValidationError({"slug": ["must be the slug in the URL"]})
+        data = {**request.data, "slug": slug, "project": project.pk}
+        serializer = self.get_serializer(instance, data=data, partial=instance is not None)
+        serializer.is_valid(raise_exception=True)
+        serializer.save()
+        fresh = self.get_queryset().get(pk=serializer.instance.pk)
+        return Response(self.get_serializer(fresh).data, status=201 if instance is None else 200)
+
     def perform_destroy(self, monitor):
         try:
             evaluator.delete(monitor.pk, timezone.now())
         except Monitor.DoesNotExist:  # deleted by a concurrent request
             raise Http404 from None
+
+
+def _project(request, raw) -> Project | None:
+    """The project a request names (an id), among the caller's; None when absent."""
+    if raw in (None, ""):
+        return None
+    found = tenancy.visible(request, Project.objects, "pk").filter(
+        pk=raw if str(raw).isdigit() and 0 < int(raw) <= MAX_PK else 0).first()
+    if found is None:
+        raise serializers.ValidationError({"project": [f"no project with id {raw} that you "
+                                                       "can see"]})
+    return found
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -204,24 +296,28 @@ class PingSerializer(serializers.ModelSerializer):
         return base64.b64encode(bytes(p.body)).decode()
 
 
-@extend_schema_view(get=extend_schema(parameters=[LIMIT]))
-class _MonitorChildList(generics.ListAPIView):
-    pagination_class = None
-
+class _MonitorChildList(CursorList, generics.ListAPIView):
     def get_queryset(self):
         monitor = get_or_404(tenancy.visible(self.request, Monitor.objects),
                              self.kwargs["pk"], deleted_at__isnull=True)
-        model = self.serializer_class.Meta.model
-        return model.objects.filter(monitor=monitor).order_by("-pk")[:limit(self.request)]
+        return self.serializer_class.Meta.model.objects.filter(monitor=monitor)
 
 
 class RunList(_MonitorChildList):
-    """``GET /api/v1/monitors/<id>/runs/``: newest first, ``?limit=`` (default 100)."""
+    """``GET /api/v1/monitors/<id>/runs/``: newest first, ``?limit=`` (default 100),
+    ``?since=``/``?until=`` (on when the run started, else ended, else its slot),
+    ``cursor`` paging (see :class:`cronradar.api.CursorList`)."""
 
     serializer_class = RunSerializer
+    time_field = "at"
+
+    def get_queryset(self):
+        return super().get_queryset().annotate(at=Coalesce("started_at", "ended_at", "slot_at"))
 
 
 class PingList(_MonitorChildList):
-    """``GET /api/v1/monitors/<id>/pings/``: newest first, ``?limit=`` (default 100)."""
+    """``GET /api/v1/monitors/<id>/pings/``: newest first, ``?limit=``, ``?since=``/
+    ``?until=`` (arrival time), ``cursor`` paging."""
 
     serializer_class = PingSerializer
+    time_field = "received_at"

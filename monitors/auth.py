@@ -8,10 +8,11 @@ SessionAuthentication, CSRF-checked) and act through their memberships.
 """
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 from django.utils import timezone
-from rest_framework import authentication, exceptions, parsers
+from rest_framework import authentication, exceptions, parsers, throttling
 
 from monitors.models import ApiKey
 
@@ -44,6 +45,26 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'
+
+
+class CallerRateThrottle(throttling.SimpleRateThrottle):
+    """DRF throttle: ``CRONRADAR_API_RATE`` requests per API key, or per signed-in
+    person, counted in the cache (Redis in production); over it, 429 with
+    ``Retry-After``. Anonymous requests (the schema) are not counted."""
+
+    scope = "api"
+
+    def get_rate(self):
+        return settings.CRONRADAR_API_RATE or None
+
+    def get_cache_key(self, request, view):
+        if isinstance(request.auth, ApiKey):
+            ident = f"key{request.auth.pk}"
+        elif request.user is not None and request.user.is_authenticated:
+            ident = f"user{request.user.pk}"
+        else:
+            return None
+        return f"throttle_api_{ident}"
 
 
 class JSONParser(parsers.JSONParser):

@@ -209,6 +209,8 @@ class Monitor(models.Model):
     # The last evaluation that raised (a bug, a schedule that cannot be computed):
     # what it raised and how many times in a row; cleared by the next good one.
     evaluation_error = models.CharField(max_length=500, blank=True, default="")
+    # pings refused (429) by the per-ping-URL rate limit, CRONRADAR_PING_RATE
+    dropped_pings = models.PositiveIntegerField(default=0)
     evaluation_failures = models.PositiveIntegerField(default=0)
 
     class Meta:

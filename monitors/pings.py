@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.db import transaction
@@ -229,3 +229,55 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime) -> Run:
     if monitor.next_expected_at is None or following > monitor.next_expected_at:
         monitor.next_expected_at = following
     return run
+
+
+CREATE_DEFAULTS = {"period": 86400, "grace": 3600}  # as Healthchecks: daily, 1 h grace
+
+
+def create_on_ping(project_id: int, slug: str, params, now: datetime) -> tuple[int, bool]:
+    """The monitor ``slug`` of project ``project_id``, made if it does not exist
+    (``/ping/<ping key>/<slug>?create=1``): (monitor id, created).
+
+    params: the ping's query parameters: ``schedule`` (a cron expression: a cron
+    monitor) and ``timezone``, else ``period`` (seconds, default 1 day); ``grace``
+    (seconds, default 1 hour). Raises ValueError with a message for a bad slug or
+    parameter. The new monitor notifies all the project's channels, as the API's
+    default does. Two pings creating the same slug at once make one monitor.
+    """
+    from django.db import IntegrityError
+
+    from monitors import evaluator, schedule
+
+    existing = Monitor.objects.filter(project_id=project_id, slug=slug,
+                                      deleted_at__isnull=True).values_list("pk", flat=True)
+    if found := existing.first():
+        return found, False
+    if not (len(slug) <= 100 and all(c.isascii() and (c.isalnum() or c in "-_") for c in slug)):
+        raise ValueError("a new monitor's slug is letters, digits, - and _ (at most 100)")
+    fields = {"name": slug, "slug": slug, "kind": Monitor.Kind.INTERVAL, "timezone": "UTC"}
+    seconds = {}
+    for name in ("period", "grace"):
+        raw = params.get(name, str(CREATE_DEFAULTS[name]))
+        if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= 10 * 365 * 86400):
+            raise ValueError(f"{name} must be a whole number of seconds from 1 to 315360000")
+        seconds[name] = int(raw)
+    try:
+        fields["timezone"] = params.get("timezone") or "UTC"
+        schedule.validate_timezone(fields["timezone"])
+        if params.get("schedule"):
+            fields.update(kind=Monitor.Kind.CRON, schedule=schedule.validate_cron(
+                params["schedule"], fields["timezone"], Monitor.Semantics.DEBIAN))
+        else:
+            fields["period"] = timedelta(seconds=seconds["period"])
+    except schedule.ScheduleError as exc:
+        raise ValueError(str(exc)) from None
+    monitor = Monitor(project_id=project_id, grace=timedelta(seconds=seconds["grace"]),
+                      **fields)
+    evaluator.rearm(monitor, now)
+    try:
+        with transaction.atomic():
+            monitor.save()
+    except IntegrityError:  # another ping made it first
+        return existing.get(), False
+    log.info("monitor %s created by a ping (slug %s)", monitor.pk, slug)
+    return monitor.pk, True

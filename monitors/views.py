@@ -5,19 +5,28 @@ URL forms, each for GET, HEAD and POST::
     /ping/<uuid>[/start|/fail|/log|/<exit status 0-255>][?rid=<uuid>]
     /ping/<project ping key>/<slug>[/start|/fail|/log|/<exit status>][?rid=<uuid>]
 
+``/ping/<ping key>/<slug>?create=1`` makes the monitor when the slug is new
+(:func:`monitors.pings.create_on_ping`) and answers 201 ``Created``.
+
 Responses are plain text: 200 ``OK``; 404 unknown monitor; 400 bad exit status,
-action or rid; 405 other methods. No session, CSRF or login.
+action, rid or creation parameter; 405 other methods; 429 over
+``CRONRADAR_PING_RATE`` (with ``Retry-After``; not stored, counted in the
+monitor's ``dropped_pings``). No session, CSRF or login.
 """
 import ipaddress
+import math
+import time
 from uuid import UUID
 
 from django.conf import settings
+from django.core.cache import cache
+from django.db.models import F
 from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from monitors.models import Monitor
-from monitors.pings import PingInput, ingest
+from monitors.models import Monitor, Project
+from monitors.pings import PingInput, create_on_ping, ingest
 
 ACTIONS = {"start": "start", "fail": "fail", "log": "log"}
 CHUNK = 64 * 1024
@@ -83,6 +92,32 @@ def _read_body(request) -> tuple[bytes, int]:
     return kept, size
 
 
+PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600,
+           "hour": 3600, "d": 86400, "day": 86400}
+
+
+def _over_rate(monitor_id: int) -> int:
+    """Count a ping against ``CRONRADAR_PING_RATE`` (N per fixed window, counted in
+    the shared cache); 0 when it may go on, else seconds until the window ends
+    (the ping is dropped and counted in the monitor's ``dropped_pings``)."""
+    if not settings.CRONRADAR_PING_RATE:
+        return 0
+    count, _, period = settings.CRONRADAR_PING_RATE.partition("/")
+    window = PERIODS[period]
+    now = time.time()
+    key = f"ping-rate:{monitor_id}:{int(now // window)}"
+    cache.add(key, 0, timeout=window + 1)
+    try:
+        seen = cache.incr(key)
+    except ValueError:  # expired between add and incr: a new window
+        cache.add(key, 1, timeout=window + 1)
+        seen = 1
+    if seen <= int(count):
+        return 0
+    Monitor.objects.filter(pk=monitor_id).update(dropped_pings=F("dropped_pings") + 1)
+    return max(1, math.ceil(window - now % window))
+
+
 @csrf_exempt
 def ping(request, path: str):
     if request.method not in ("GET", "HEAD", "POST"):
@@ -109,9 +144,24 @@ def ping(request, path: str):
         rid = _as_uuid(raw_rid.strip())
         if rid is None:
             return _text(400, "rid must be a UUID, e.g. ?rid=$(uuidgen)")
-    monitor_id = Monitor.objects.filter(**lookup).values_list("pk", flat=True).first()
+    created = False
+    monitor_id = (Monitor.objects.filter(deleted_at__isnull=True, **lookup)
+                  .values_list("pk", flat=True).first())
+    if monitor_id is None and "slug" in lookup and request.GET.get("create") == "1":
+        project_id = Project.objects.filter(ping_key=parts[0]).values_list("pk", flat=True).first()
+        if project_id is not None:
+            try:
+                monitor_id, created = create_on_ping(project_id, parts[1], request.GET,
+                                                     timezone.now())
+            except ValueError as e:
+                return _text(400, str(e))
     if monitor_id is None:
         return _text(404, "not found: no monitor with this ping URL")
+    if wait := _over_rate(monitor_id):
+        resp = _text(429, f"too many pings for this monitor: at most "
+                          f"{settings.CRONRADAR_PING_RATE}; this one was not stored")
+        resp["Retry-After"] = str(wait)
+        return resp
     body, size = _read_body(request)
     ping_input = PingInput(
         kind=kind, exit_status=exit_status, rid=rid, method=request.method,
@@ -122,4 +172,4 @@ def ping(request, path: str):
         ingest(monitor_id, ping_input, timezone.now())
     except Monitor.DoesNotExist:
         return _text(404, "not found: no monitor with this ping URL")
-    return _text(200, "OK")
+    return _text(201, "Created") if created else _text(200, "OK")

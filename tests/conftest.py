@@ -43,6 +43,18 @@ def _local_receivers(settings):
     settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache(settings):
+    """Rate-limit counters start at zero in every test (ids repeat across tests): a
+    cache namespace of its own (Redis is never flushed: Celery's broker is there)."""
+    import uuid
+
+    fresh = uuid.uuid4().hex
+    settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": fresh,
+                                   "LOCATION": settings.CACHES["default"].get("LOCATION",
+                                                                              fresh)}}
+
+
 def send_due(now=None, client=None) -> int:
     """Run the delivery engine (alerts.delivery: claim due rows, send, write the
     outcome) on this thread until nothing is due at ``now`` (default: the current
