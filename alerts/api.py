@@ -197,15 +197,37 @@ class MonitorViewSet(monitors_api.MonitorViewSet):
                 .select_related("alerting").prefetch_related("alerting__channels"))
 
 
+@extend_schema_field({"anyOf": [mod.CONFIG_SCHEMA for mod in KINDS.values()],
+                      "description": "by kind: " + ", ".join(
+                          f"{k}: {sorted(m.CONFIG_SCHEMA['properties'])}"
+                          for k, m in KINDS.items())})
+class ConfigField(serializers.JSONField):
+    """A channel's ``config``, whose shape depends on its ``kind`` (each
+    integration's ``CONFIG_SCHEMA``; checked by its ``validate_config``)."""
+
+
+SHOWN_TO_READERS = {"to", "region"}  # config fields that are not credentials
+
+
 class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
+    """A channel. Callers who may only read (viewers, read-only keys) see its
+    ``config`` with the credentials (URLs, keys, secrets, tokens) as ``"***"``."""
+
     project = tenancy.ProjectField()
-    config = serializers.JSONField(required=False, default=dict)
+    config = ConfigField(required=False, default=dict)
 
     class Meta:
         model = Channel
         fields = ["id", "project", "kind", "name", "config", "created_at", "last_error",
                   "failing_since"]
         read_only_fields = ["id", "created_at", "last_error", "failing_since"]
+
+    def to_representation(self, channel):
+        data = super().to_representation(channel)
+        if not tenancy.can(self.context["request"], channel.project, Membership.Role.ADMIN):
+            data["config"] = {k: v if k in SHOWN_TO_READERS else "***"
+                              for k, v in (data["config"] or {}).items()}
+        return data
 
     def validate(self, attrs):
         tenancy.project_for(self, attrs, Membership.Role.ADMIN)

@@ -8,9 +8,8 @@ from datetime import datetime
 
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils.dateparse import parse_datetime
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import permissions, serializers
 from rest_framework.response import Response
 
@@ -157,19 +156,19 @@ def object_id(request, name: str) -> int | None:
     return int(raw)
 
 
-class ApiKeyScheme(OpenApiAuthenticationExtension):
-    """Describes :class:`monitors.auth.ApiKeyAuthentication` in the OpenAPI schema."""
-
-    target_class = "monitors.auth.ApiKeyAuthentication"
-    name = "ApiKey"
-
-    def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer",
-                "description": "Project API key (also accepted as `X-Api-Key`)."}
-
-
 class Schema(SpectacularAPIView):
     """``GET /api/v1/schema/``: the OpenAPI 3 schema (YAML; ``?format=json`` for JSON)."""
 
     authentication_classes = []
     permission_classes = [permissions.AllowAny]
+    throttle_classes = []
+
+
+class Docs(SpectacularSwaggerView):
+    """``GET /api/v1/docs/``: the schema as a browsable page (Swagger UI, served from
+    this server: no CDN)."""
+
+    authentication_classes = []
+    permission_classes = [permissions.AllowAny]
+    throttle_classes = []
+    url_name = "schema"

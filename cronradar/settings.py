@@ -60,6 +60,7 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CRONRADAR_SECURE_COOKIES"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
+    "drf_spectacular_sidecar",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -144,7 +145,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["monitors.tenancy.Access"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["monitors.auth.JSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "cronradar.schema.AutoSchema",
+    "DEFAULT_METADATA_CLASS": "cronradar.metadata.Metadata",
     "EXCEPTION_HANDLER": "cronradar.api.exception_handler",
 }
 AUTH_PASSWORD_VALIDATORS = [{"NAME": f"django.contrib.auth.password_validation.{name}"} for name in
@@ -156,6 +158,9 @@ SPECTACULAR_SETTINGS = {
                    "seconds. Authenticate with `Authorization: Bearer <project API key>`.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",  # drf-spectacular-sidecar: the docs page's assets, local
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,  # read-only fields stay out of request bodies
 }
 
 # --- Celery -----------------------------------------------------------------

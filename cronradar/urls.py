@@ -4,7 +4,7 @@ from rest_framework.routers import SimpleRouter
 
 from alerts.api import MonitorViewSet
 from alerts.views import incident_link
-from cronradar.api import Schema, exec_script
+from cronradar.api import Docs, Schema, exec_script
 from cronradar.metrics import Metrics
 
 handler404 = "cronradar.api.not_found"
@@ -18,6 +18,7 @@ urlpatterns = [
     path("cli/cronradar_exec.py", exec_script, name="exec-script"),
     path("incident-link/<str:token>/", incident_link, name="incident-link"),
     path("api/v1/schema/", Schema.as_view(), name="schema"),
+    path("api/v1/docs/", Docs.as_view(), name="docs"),
     path("api/v1/metrics/", Metrics.as_view(), name="metrics"),
     path("api/v1/", include("monitors.api_urls")),
     path("api/v1/", include("alerts.api_urls")),

@@ -171,6 +171,7 @@ class MonitorViewSet(viewsets.ModelViewSet):
                 .select_related("project")
                 .annotate(is_running=Exists(open_run)).order_by("pk"))
 
+    @extend_schema(exclude=True)  # PUT /monitors/<id>/ is a 405: PATCH, or PUT by slug
     def update(self, request, *args, **kwargs):
         if not kwargs.get("partial"):  # PUT is only for by-slug
             raise MethodNotAllowed("PUT", detail="use PATCH, or PUT on /monitors/by-slug/<slug>/")
@@ -265,7 +266,11 @@ def _project(request, raw) -> Project | None:
 
 
 class RunSerializer(serializers.ModelSerializer):
-    duration = Seconds(read_only=True)
+    """A run: ``slot_at`` (the scheduled time it belongs to), ``started_at``,
+    ``ended_at``, ``duration`` (seconds, null until it has a start and an end),
+    ``outcome`` and ``exit_status``."""
+
+    duration = Seconds(read_only=True, allow_null=True)
 
     class Meta:
         model = Run

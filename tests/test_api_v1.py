@@ -222,3 +222,34 @@ def test_prometheus_metrics(api, project, make_monitor, settings, monkeypatch):
     assert "backup" not in as_key(ApiKey.issue(new_project("b"))[1]).get(
         "/api/v1/metrics/").content.decode()
     assert api.credentials() is None and api.get("/api/v1/metrics/").status_code == 401
+
+
+def test_channel_credentials_are_hidden_from_readers(api, project):
+    from tests.test_tenancy import as_key
+
+    made = api.post("/api/v1/channels/", {"kind": "opsgenie", "config": {
+        "api_key": "genie-secret", "region": "eu"}}, format="json").json()
+    assert made["config"] == {"api_key": "genie-secret", "region": "eu"}  # its admin sees it
+    reader = as_key(ApiKey.issue(project, read_only=True)[1])
+    assert reader.get(f"/api/v1/channels/{made['id']}/").json()["config"] == {
+        "api_key": "***", "region": "eu"}
+
+
+def test_the_schema_describes_each_channel_kinds_config_and_the_docs_page_is_local(client,
+                                                                                  api):
+    from alerts.integrations import KINDS
+
+    doc = client.get("/api/v1/schema/?format=json").json()
+    config = doc["components"]["schemas"]["ChannelRequest"]["properties"]["config"]
+    assert [s["title"] for s in config["anyOf"]] == list(KINDS)
+    assert config["anyOf"][list(KINDS).index("pagerduty")]["required"] == ["routing_key"]
+    monitor = doc["components"]["schemas"]["Monitor"]["properties"]
+    assert monitor["failure_threshold"] == {"type": "integer", "maximum": 100, "minimum": 1}
+    assert monitor["flapping_since"]["readOnly"] is True
+    assert set(doc["paths"]["/api/v1/monitors/"]["post"]["responses"]) == {
+        "201", "400", "401", "403", "404", "429"}
+    page = client.get("/api/v1/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html and "cdn" not in html
+    assert api.options("/api/v1/monitors/by-slug/x/").json()["name"] == "By slug"

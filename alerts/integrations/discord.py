@@ -59,6 +59,12 @@ def _wait(url: str) -> str:
     return urlunsplit(parts._replace(query="&".join([*kept, "wait=true"])))
 
 
+CONFIG_SCHEMA = {"type": "object", "title": "discord", "required": ["url"],
+                 "additionalProperties": False, "properties": {
+                     "url": {"type": "string", "format": "uri",
+                             "description": "Discord webhook URL (https)"}}}
+
+
 def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"url"}`` -> ``{"url"}`` (https; http only for loopback)."""
     common.check_fields(config, {"url"})

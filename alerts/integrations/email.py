@@ -55,6 +55,13 @@ def _message(channel, subject, text, html) -> common.OutgoingEmail:
                                 subject=common.cut(one_line, 200), text=text, html=html)
 
 
+CONFIG_SCHEMA = {"type": "object", "title": "email", "required": ["to"],
+                 "additionalProperties": False, "properties": {
+                     "to": {"oneOf": [{"type": "string", "format": "email"},
+                                      {"type": "array", "minItems": 1, "maxItems": 20,
+                                       "items": {"type": "string", "format": "email"}}]}}}
+
+
 def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"to": [addresses]}`` (1-20 valid addresses; a single string is one)."""
     common.check_fields(config, {"to"})

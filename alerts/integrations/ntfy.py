@@ -53,6 +53,13 @@ def _publish(channel, document) -> common.OutgoingRequest:
     return common.json_post(root, {"topic": parts.path.strip("/"), **document}, **headers)
 
 
+CONFIG_SCHEMA = {"type": "object", "title": "ntfy", "required": ["url"],
+                 "additionalProperties": False, "properties": {
+                     "url": {"type": "string", "format": "uri",
+                             "description": "topic URL, e.g. https://ntfy.sh/my-topic"},
+                     "token": {"type": "string", "description": "access token (optional)"}}}
+
+
 def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"url", "token"?}``: the URL names a topic (``https://ntfy.sh/alerts``); a
     missing token is kept from ``previous``."""

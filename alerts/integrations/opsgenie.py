@@ -65,6 +65,12 @@ def _post(channel, url, document) -> common.OutgoingRequest:
     return common.json_post(url, document, Authorization=f"GenieKey {channel.config['api_key']}")
 
 
+CONFIG_SCHEMA = {"type": "object", "title": "opsgenie", "required": ["api_key"],
+                 "additionalProperties": False, "properties": {
+                     "api_key": {"type": "string", "description": "API integration key"},
+                     "region": {"type": "string", "enum": ["us", "eu"], "default": "us"}}}
+
+
 def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"api_key", "region"?}`` -> ``{"api_key", "region"}`` (``us`` by default).
     A missing ``api_key`` is kept from ``previous``."""

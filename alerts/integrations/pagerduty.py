@@ -99,6 +99,14 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
     return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)
 
 
+CONFIG_SCHEMA = {"type": "object", "title": "pagerduty", "required": ["routing_key"],
+                 "additionalProperties": False, "properties": {
+                     "routing_key": {"type": "string", "description": "Events API v2 "
+                                     "integration (routing) key"},
+                     "events_url": {"type": "string", "format": "uri", "description":
+                                    "another Events API endpoint (default: PagerDuty's)"}}}
+
+
 def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"routing_key", "events_url"?}`` -> the same keys, stripped.
 

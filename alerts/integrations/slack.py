@@ -112,6 +112,12 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
     return common.json_post(channel.config["url"], message)
 
 
+CONFIG_SCHEMA = {"type": "object", "title": "slack", "required": ["url"],
+                 "additionalProperties": False, "properties": {
+                     "url": {"type": "string", "format": "uri",
+                             "description": "Slack incoming-webhook URL (https)"}}}
+
+
 def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"url"}`` -> ``{"url"}``; the URL must be https (http only for loopback).
 

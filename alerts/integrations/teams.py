@@ -53,6 +53,12 @@ def _card(channel, title, text, facts, actions) -> common.OutgoingRequest:
         text = common.cut(text, len(text) // 2)
 
 
+CONFIG_SCHEMA = {"type": "object", "title": "teams", "required": ["url"],
+                 "additionalProperties": False, "properties": {
+                     "url": {"type": "string", "format": "uri",
+                             "description": "Teams Workflows webhook URL (https)"}}}
+
+
 def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"url"}`` -> ``{"url"}`` (https; http only for loopback)."""
     common.check_fields(config, {"url"})

@@ -150,6 +150,13 @@ def sign(secret: str, body: bytes) -> str:
     return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+CONFIG_SCHEMA = {"type": "object", "title": "webhook", "required": ["url"],
+                 "additionalProperties": False, "properties": {
+                     "url": {"type": "string", "format": "uri", "description": "http(s) URL"},
+                     "secret": {"type": "string", "description": "HMAC key for the "
+                                "signature header (generated when left out)"}}}
+
+
 def validate_config(config: dict, previous: dict | None = None) -> dict:
     """``{"url", "secret"?}`` -> ``{"url", "secret"}``.
 
