@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from monitors import accounts, api
+from monitors.import_api import ImportCrontab, ImportK8s
 
 router = SimpleRouter()
 router.register("organisations", accounts.OrganisationViewSet, basename="organisation")
@@ -12,5 +13,7 @@ router.register("members", accounts.MemberViewSet, basename="member")
 urlpatterns = [
     path("monitors/<int:pk>/runs/", api.RunList.as_view(), name="monitor-runs"),
     path("monitors/<int:pk>/pings/", api.PingList.as_view(), name="monitor-pings"),
+    path("import/crontab/", ImportCrontab.as_view(), name="import-crontab"),
+    path("import/k8s/", ImportK8s.as_view(), name="import-k8s"),
     *router.urls,
 ]

@@ -214,6 +214,7 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
         "/api/v1/channels/", "/api/v1/channels/{id}/", "/api/v1/channels/{id}/test/",
         "/api/v1/deliveries/",
         "/api/v1/escalation-policies/", "/api/v1/escalation-policies/{id}/",
+        "/api/v1/import/crontab/", "/api/v1/import/k8s/",
         "/api/v1/incidents/", "/api/v1/incidents/{id}/ack/", "/api/v1/incidents/{id}/resolve/",
         "/api/v1/maintenance-windows/", "/api/v1/maintenance-windows/{id}/",
         "/api/v1/members/", "/api/v1/members/{id}/", "/api/v1/metrics/",
