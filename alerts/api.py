@@ -364,6 +364,18 @@ class IncidentList(CursorList, generics.ListAPIView):
         return _incidents(qs)
 
 
+class IncidentDetail(generics.RetrieveAPIView):
+    """``GET /api/v1/incidents/<id>/``: one incident with its timeline and
+    notifications."""
+
+    serializer_class = IncidentSerializer
+
+    def get_object(self):
+        return get_or_404(_incidents(tenancy.visible(self.request, Incident.objects,
+                                                     "monitor__project")),
+                          self.kwargs["pk"], monitor__deleted_at__isnull=True)
+
+
 @extend_schema_view(list=extend_schema(parameters=[
     OpenApiParameter("incident", int, description="only this incident's notifications"),
     OpenApiParameter("channel", int, description="only this channel's"),

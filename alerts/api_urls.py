@@ -13,6 +13,7 @@ urlpatterns = [
     path("channels/<int:pk>/", api.ChannelDetail.as_view(), name="channel"),
     path("channels/<int:pk>/test/", api.ChannelTest.as_view(), name="channel-test"),
     path("incidents/", api.IncidentList.as_view(), name="incidents"),
+    path("incidents/<int:pk>/", api.IncidentDetail.as_view(), name="incident"),
     path("incidents/<int:pk>/ack/", api.IncidentAcknowledge.as_view(), name="incident-ack"),
     path("incidents/<int:pk>/resolve/", api.IncidentResolve.as_view(), name="incident-resolve"),
     path("deliveries/", api.DeliveryList.as_view(), name="deliveries"),

@@ -253,3 +253,15 @@ def test_the_schema_describes_each_channel_kinds_config_and_the_docs_page_is_loc
     html = page.content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html and "cdn" not in html
     assert api.options("/api/v1/monitors/by-slug/x/").json()["name"] == "By slug"
+
+
+def test_one_incident_with_its_timeline(api, make_monitor, hook):
+    m = make_monitor(period=3600 * S, grace=60 * S, channels=[hook])
+    ingest(m.pk, PingInput("fail"), T0)
+    ingest(m.pk, PingInput("success"), T0 + 5 * S)
+    [listed] = api.get("/api/v1/incidents/").json()
+    one = api.get(f"/api/v1/incidents/{listed['id']}/").json()
+    assert one == listed
+    assert [e["kind"] for e in one["events"]] == ["opened", "resolved"]
+    assert one["resolved_at"] == "2026-01-05T12:00:05Z"
+    assert api.get("/api/v1/incidents/999/").status_code == 404
