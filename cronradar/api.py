@@ -4,7 +4,7 @@ that name the parameter, unknown body fields refused, cursor paging with a
 ``Link`` header, the 404 handler and the OpenAPI schema view.
 """
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils.dateparse import parse_datetime
@@ -43,7 +43,12 @@ def moment(request, name: str) -> datetime | None:
     raw = request.query_params.get(name)
     if raw is None:
         return None
-    value = parse_datetime(raw.replace(" ", "+")) if len(raw) <= 40 else None
+    try:
+        value = parse_datetime(raw.replace(" ", "+")) if len(raw) <= 40 else None
+        if value is not None and value.tzinfo is not None:
+            value.astimezone(UTC)  # years 1 and 9999 with an offset overflow here
+    except (ValueError, OverflowError):  # an offset of 24 h or more, a date out of range
+        value = None
     if value is None or value.tzinfo is None:
         raise serializers.ValidationError(
             {name: ["must be an ISO 8601 time with an offset, e.g. 2026-01-05T12:00:00Z"]})
@@ -172,3 +177,4 @@ class Docs(SpectacularSwaggerView):
     permission_classes = [permissions.AllowAny]
     throttle_classes = []
     url_name = "schema"
+    http_method_names = ["get", "head"]

@@ -85,7 +85,10 @@ def ping(url: str, timeout: float, body: bytes = b"", log=sys.stderr) -> bool:
             if exc.code != 429 and exc.code < 500:
                 print(f"cronradar exec: ping refused ({problem}): {_safe(url)}", file=log)
                 return False
-        except (OSError, ValueError) as exc:  # refused, timed out, DNS, bad URL
+        except ValueError as exc:  # a URL urllib cannot use: retrying cannot help
+            print(f"cronradar exec: cannot ping {_safe(url)}: {exc}", file=log)
+            return False
+        except OSError as exc:  # refused, timed out, DNS
             problem = str(getattr(exc, "reason", exc))
         pause = min(delay, deadline - time.monotonic())
         if pause <= 0:
@@ -161,12 +164,28 @@ def exec_command(args) -> int:
                   file=sys.stderr)
             return 2
         base = f"{root}/ping/{urllib.parse.quote(args.key)}/{urllib.parse.quote(args.slug)}"
+    problem = _bad_url(base)
+    if problem:  # the job runs all the same: a typo must not cost the job
+        print(f"cronradar exec: not pinging, {problem}: {base!r}", file=sys.stderr)
+        return run(args.command, Tail())
     rid = str(uuid.uuid4())
     ping(_with(base, "start", rid), args.timeout)
     tail = Tail()
     code = run(args.command, tail)
     ping(_with(base, str(code), rid), args.timeout, tail.value())
     return code
+
+
+def _bad_url(url: str) -> str:
+    """Why ``url`` cannot be a ping URL ("" when it can)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError for a bad port)
+    except ValueError as exc:
+        return f"the URL is not valid ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "the URL must be http(s)://host/ping/..."
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:

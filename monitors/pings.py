@@ -254,6 +254,8 @@ def create_on_ping(project_id: int, slug: str, params, now: datetime) -> tuple[i
         return found, False
     if not (len(slug) <= 100 and all(c.isascii() and (c.isalnum() or c in "-_") for c in slug)):
         raise ValueError("a new monitor's slug is letters, digits, - and _ (at most 100)")
+    if params.get("schedule") and params.get("period"):
+        raise ValueError("give schedule (a cron monitor) or period (an interval one), not both")
     fields = {"name": slug, "slug": slug, "kind": Monitor.Kind.INTERVAL, "timezone": "UTC"}
     seconds = {}
     for name in ("period", "grace"):

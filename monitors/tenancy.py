@@ -89,7 +89,7 @@ def caller(request) -> Caller:
     NotAuthenticated (401) without one."""
     found = getattr(request, "_cronradar_caller", None)
     if found is None:
-        if isinstance(request.auth, ApiKey):
+        if isinstance(getattr(request, "auth", None), ApiKey):  # a dashboard page has none
             found = Caller(key=request.auth)
         elif request.user is not None and request.user.is_authenticated:
             found = Caller(user=request.user)
@@ -161,7 +161,8 @@ def target_project(request, given: Project | None, role: str) -> Project:
             candidates = list(who.projects()[:2])
             if len(candidates) != 1:
                 raise serializers.ValidationError(
-                    {"project": ["required: the id of the project to create it in"]})
+                    {"project": ["required: you are in several projects; give the id of "
+                                 "one"]})
             given = candidates[0]
     require(request, given, role)
     return given

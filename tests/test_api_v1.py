@@ -51,7 +51,10 @@ def test_pings_page_by_cursor_with_a_link_header(api, make_monitor):
     assert [p["body"] for p in window.json()] == ["line 2", "line 1"]
     for bad, field in [({"since": "yesterday"}, "since"), ({"until": "2026-01-05T12:00:00"},
                                                            "until"),
-                       ({"cursor": "abc"}, "cursor"), ({"limit": "0"}, "limit")]:
+                       ({"cursor": "abc"}, "cursor"), ({"limit": "0"}, "limit"),
+                       ({"since": "2026-11-30T05:11:35+99:00"}, "since"),
+                       ({"since": "0001-01-01T00:00:00+01:00"}, "since"),
+                       ({"until": "9999-12-31T23:59:59-01:00"}, "until")]:
         resp = api.get(url, bad)
         assert resp.status_code == 400 and field in resp.json(), (bad, resp.json())
 
@@ -157,7 +160,8 @@ def test_create_on_ping(client, project, api):
     for query, message in [("schedule=61+*+*+*+*", "bad minute field '61'"),
                            ("timezone=Mars/Olympus", "Mars/Olympus"),
                            ("grace=0", "grace must be a whole number of seconds"),
-                           ("period=abc", "period must be")]:
+                           ("period=abc", "period must be"),
+                           ("period=60&schedule=0+3+*+*+*", "not both")]:
         resp = client.get(f"{base}/bad-one?create=1&{query}")
         assert resp.status_code == 400 and message in resp.content.decode(), query
     assert client.get(f"{base}/{'x' * 101}?create=1").status_code == 400
@@ -253,6 +257,7 @@ def test_the_schema_describes_each_channel_kinds_config_and_the_docs_page_is_loc
     html = page.content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html and "cdn" not in html
     assert api.options("/api/v1/monitors/by-slug/x/").json()["name"] == "By slug"
+    assert client.options("/api/v1/docs/").status_code == 405
 
 
 def test_one_incident_with_its_timeline(api, make_monitor, hook):

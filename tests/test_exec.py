@@ -139,3 +139,13 @@ def test_the_installed_console_script(monitor):
     assert done.returncode == 4, done.stderr
     assert [(p["kind"], p["exit_status"]) for p in pings(api, m)] == [("start", None),
                                                                       ("fail", 4)]
+
+
+@pytest.mark.parametrize("url", ["not a url", "http://[::1", "127.0.0.1:8000/ping/x",
+                                 "ftp://example.com/ping/x"])
+def test_a_bad_url_never_costs_the_job(url, tmp_path):
+    started = time.monotonic()
+    done = wrapped(url, "sh", "-c", f"echo ran > {tmp_path / 'out'}; exit 6")
+    assert done.returncode == 6 and (tmp_path / "out").read_text() == "ran\n"
+    assert done.stderr.startswith(b"cronradar exec: not pinging, ")
+    assert time.monotonic() - started < 5  # no retrying what cannot work

@@ -692,7 +692,7 @@ def test_api_import_is_tenant_scoped(api, project):
     second = project.organisation.projects.create(name="second")
     member = as_person(person("max", project.organisation, "member"))
     assert member.post("/api/v1/import/crontab/", {"text": CRONTAB}, format="json").json() == {
-        "project": ["required: the id of the project to create it in"]}
+        "project": ["required: you are in several projects; give the id of one"]}
     resp = member.post("/api/v1/import/crontab/", {"text": CRONTAB, "project": second.pk},
                        format="json")
     assert resp.status_code == 200

@@ -217,7 +217,7 @@ def test_a_person_in_two_organisations_names_the_project(project):
     client = as_person(both)
     job = {"name": "j", "period": 60, "grace": 5}
     assert client.post("/api/v1/monitors/", job, format="json").json() == {
-        "project": ["required: the id of the project to create it in"]}
+        "project": ["required: you are in several projects; give the id of one"]}
     made = client.post("/api/v1/monitors/", {**job, "project": other.pk}, format="json").json()
     assert made["project"] == other.pk
     assert sorted(m["project"] for m in client.get("/api/v1/monitors/").json()) == [other.pk]
@@ -373,3 +373,25 @@ def test_createuser_makes_a_person_who_can_sign_in(db, monkeypatch):
     monkeypatch.setenv("CRONRADAR_PASSWORD", "short")
     with pytest.raises(CommandError, match="password refused"):
         run("createuser", "gina", "--organisation", "acme")
+
+
+def test_createuser_keeps_an_owner_and_checks_names(db, monkeypatch):
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
+    with pytest.raises(CommandError, match="'acme' is a new organisation: its first person is "
+                                           "its owner"):
+        run("createuser", "ana", "--organisation", "acme", "--role", "admin")
+    assert not Organisation.objects.filter(name="acme").exists()  # nothing half made
+    run("createuser", "ana", "--organisation", "acme")
+    with pytest.raises(CommandError, match="ana is the only owner of 'acme'"):
+        run("createuser", "ana", "--organisation", "acme", "--role", "admin")
+    run("createuser", "bo", "--organisation", "acme", "--role", "owner")
+    assert run("createuser", "ana", "--organisation", "acme", "--role", "admin")[-1] == (
+        "ana is admin of organisation 'acme'")
+    for args, message in [(("bad user!", "--organisation", "acme"), "username refused"),
+                          (("u" * 151, "--organisation", "acme"), "username refused"),
+                          (("cy", "--organisation", "o" * 101), "organisation name must be")]:
+        with pytest.raises(CommandError, match=message):
+            run("createuser", *args)
+    for project in ("", "   ", "p" * 101):
+        with pytest.raises(CommandError, match="project name must be 1 to 100"):
+            run("createapikey", "--project", project)

@@ -18,12 +18,23 @@ def database_line() -> str:
     return f"using database: {connection.vendor} {where} (set DATABASE_URL as the server has it)"
 
 
+def check_name(name: str, what: str) -> str:
+    """``name`` of a project or organisation, or CommandError: 1-100 characters, not
+    only spaces (the API's rule)."""
+    if not name.strip() or len(name) > 100:
+        raise CommandError(f"the {what} name must be 1 to 100 characters")
+    return name
+
+
 def find_project(name: str, organisation: str | None, create: bool = False
                  ) -> tuple[Project, bool]:
     """The project called ``name`` (in ``organisation``, when given): (project,
     created). With ``create``, a missing one is made, in ``organisation`` or in an
     organisation named after it (both made if needed). Raises CommandError when the
     name is ambiguous across organisations or (without ``create``) unknown."""
+    check_name(name, "project")
+    if organisation is not None:
+        check_name(organisation, "organisation")
     found = Project.objects.filter(name=name).select_related("organisation")
     if organisation is not None:
         found = found.filter(organisation__name=organisation)

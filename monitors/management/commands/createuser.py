@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from monitors.management.common import database_line
+from monitors.management.common import check_name, database_line
 from monitors.models import Membership, Organisation
 
 
@@ -37,6 +37,13 @@ class Command(BaseCommand):
                password_stdin: bool, **options):
         self.stdout.write(database_line())
         users = get_user_model()
+        try:
+            users.username_validator(username)
+            if not 0 < len(username) <= users._meta.get_field("username").max_length:
+                raise ValidationError("150 characters or fewer")
+        except ValidationError as e:
+            raise CommandError(f"username refused: {' '.join(e.messages)}") from None
+        check_name(organisation, "organisation")
         user = users.objects.filter(username=username).first()
         password = self._password(user is None, password_stdin)
         if password is not None:
@@ -53,7 +60,17 @@ class Command(BaseCommand):
             if password is not None:
                 user.set_password(password)
             user.save()
+            if new_org and role not in (None, Membership.Role.OWNER):
+                raise CommandError(f"'{organisation}' is a new organisation: its first person "
+                                   "is its owner (leave out --role, or add them as owner first)")
             role = role or (Membership.Role.OWNER if new_org else Membership.Role.MEMBER)
+            current = Membership.objects.filter(organisation=org, user=user).first()
+            if current is not None and current.role == Membership.Role.OWNER and \
+                    role != Membership.Role.OWNER and not Membership.objects.filter(
+                        organisation=org, role=Membership.Role.OWNER).exclude(
+                        pk=current.pk).exists():
+                raise CommandError(f"{username} is the only owner of '{organisation}': "
+                                   "make another owner first")
             Membership.objects.update_or_create(organisation=org, user=user,
                                                 defaults={"role": role})
         self.stdout.write(f"{user.username} is {role} of organisation '{org.name}'"

@@ -8,6 +8,7 @@ unchanged and reported) goes to stderr and the wrapped crontab to stdout, so
 ``importcrontab crontab.txt --project P > crontab.new`` leaves a file ready for
 ``crontab crontab.new``. A dry run prints the report only.
 """
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from monitors import imports
@@ -40,6 +41,8 @@ class Command(BaseCommand):
             return parsed
 
         parsed, outcome = run_import(self.stderr, file, project, organisation, dry_run, parse)
+        self.stderr.write(f"ping URLs start with CRONRADAR_BASE_URL={settings.CRONRADAR_BASE_URL}"
+                          " (set it to the server's public URL)")
         if not dry_run:
             urls = {slug: m.ping_url for slug, m in outcome.monitors.items()}
             self.stdout.write(imports.wrap_crontab(parsed, urls, wrap), ending="")
