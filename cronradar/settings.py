@@ -97,6 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "cronradar.dashboard.common.navigation",
             ],
         },
     },
@@ -149,6 +150,9 @@ REST_FRAMEWORK = {
     "DEFAULT_METADATA_CLASS": "cronradar.metadata.Metadata",
     "EXCEPTION_HANDLER": "cronradar.api.exception_handler",
 }
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "dashboard:login"
 AUTH_PASSWORD_VALIDATORS = [{"NAME": f"django.contrib.auth.password_validation.{name}"} for name in
                             ("UserAttributeSimilarityValidator", "MinimumLengthValidator",
                              "CommonPasswordValidator", "NumericPasswordValidator")]

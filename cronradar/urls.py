@@ -24,4 +24,5 @@ urlpatterns = [
     path("api/v1/", include("alerts.api_urls")),
     path("api/v1/", include(router.urls)),
     path("admin/", admin.site.urls),
+    path("", include("cronradar.dashboard.urls")),
 ]

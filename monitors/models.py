@@ -58,16 +58,32 @@ class Membership(models.Model):
                                                name="membership_unique")]
 
 
+class Profile(models.Model):
+    """A person's dashboard preferences: ``timezone`` (IANA) for the times shown;
+    "" until chosen (the dashboard then takes the browser's, else UTC)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="profile")
+    timezone = models.CharField(max_length=64, blank=True, default="")
+
+
+def _badge_key() -> str:
+    return secrets.token_urlsafe(18)
+
+
 class Project(models.Model):
     """A group of monitors, channels, policies and API keys in an organisation.
 
-    ``ping_key`` makes the slug URL form ``/ping/<ping_key>/<slug>`` work.
+    ``ping_key`` makes the slug URL form ``/ping/<ping_key>/<slug>`` work;
+    ``badge_key`` the public status badges ``/badge/<badge_key>/<slug or tag>.svg``
+    (a new one revokes the old).
     """
 
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE,
                                      related_name="projects")
     name = models.CharField(max_length=100)
     ping_key = models.CharField(max_length=64, unique=True, default=_ping_key)
+    badge_key = models.CharField(max_length=64, unique=True, default=_badge_key)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

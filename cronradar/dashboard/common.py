@@ -1,0 +1,145 @@
+"""What every dashboard page shares: the signed-in person's current project (the
+organisation and project switcher), their role there, their time zone, and how
+times, durations and schedules are shown.
+
+Pages are server-rendered and work without JavaScript; who may see and do what is
+:mod:`monitors.tenancy`, as for the API (another tenant's object is a 404).
+"""
+from __future__ import annotations
+
+import functools
+import zoneinfo
+from datetime import datetime, timedelta
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from django.utils import timezone
+from rest_framework import exceptions
+
+from monitors import tenancy
+from monitors.models import Membership, Profile, Project
+
+ROLE = Membership.Role
+
+
+def person_zone(request) -> zoneinfo.ZoneInfo:
+    """The person's chosen zone (their profile; UTC until they choose)."""
+    if not hasattr(request, "_zone"):
+        name = (Profile.objects.filter(user=request.user).values_list("timezone", flat=True)
+                .first() or "UTC")  # "" (not chosen yet) is UTC too
+        try:
+            request._zone = zoneinfo.ZoneInfo(name)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            request._zone = zoneinfo.ZoneInfo("UTC")
+    return request._zone
+
+
+def current_project(request) -> Project | None:
+    """The project the person is looking at: the one chosen with the switcher (kept
+    in the session) if they can still see it, else their first."""
+    visible = tenancy.visible(request, Project.objects, "pk").select_related(
+        "organisation").order_by("organisation__name", "name")
+    chosen = request.session.get("project_id")
+    project = visible.filter(pk=chosen).first() if chosen else None
+    return project or visible.first()
+
+
+def page(view):
+    """Decorator for dashboard views: signed in, with ``request.project`` (404
+    without one), ``request.role`` there and ``request.zone`` set."""
+
+    @functools.wraps(view)
+    @login_required
+    def wrapped(request, *args, **kwargs):
+        request.project = current_project(request)
+        if request.project is None:
+            raise Http404("You are not a member of any organisation yet.")
+        request.role = tenancy.caller(request).role(request.project)
+        request.zone = person_zone(request)
+        try:
+            return view(request, *args, **kwargs)
+        except exceptions.PermissionDenied as e:  # the API's refusal, as a page's 403
+            raise DjangoPermissionDenied(str(e.detail)) from None
+
+    return wrapped
+
+
+def can(request, role: str) -> bool:
+    """Whether the person has ``role`` in the current project."""
+    return tenancy.at_least(request.role, role)
+
+
+def require(request, role: str) -> None:
+    """PermissionDenied (403) unless the person has ``role`` in the current project."""
+    tenancy.require(request, request.project, role)
+
+
+def ago(moment: datetime | None, now: datetime) -> str:
+    """"3 min ago", "in 2 h", "never"."""
+    if moment is None:
+        return "never"
+    seconds = (now - moment).total_seconds()
+    text = duration(timedelta(seconds=abs(seconds)))
+    return "just now" if abs(seconds) < 5 else (f"{text} ago" if seconds > 0 else f"in {text}")
+
+
+def duration(value: timedelta | None) -> str:
+    """A duration in human units: "45 s", "3 min", "2 h 5 min", "3 d 4 h"."""
+    if value is None:
+        return "–"
+    s = int(value.total_seconds())
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" + (f" {s % 60} s" if s < 600 and s % 60 else "")
+    if s < 86400:
+        return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 >= 60 else "")
+    return f"{s // 86400} d" + (f" {s % 86400 // 3600} h" if s % 86400 >= 3600 else "")
+
+
+def local(moment: datetime | None, zone) -> str:
+    """``2026-01-05 13:00:00 CET`` in ``zone`` ("–" for None)."""
+    if moment is None:
+        return "–"
+    return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+@functools.lru_cache(maxsize=4096)
+def schedule_words(kind: str, schedule: str, period_seconds: int | None, zone: str) -> str:
+    """A monitor's schedule in words, with its zone ("At 03:00, Monday through
+    Friday (Europe/Berlin)"; "every 5 min"), via cron-descriptor."""
+    if kind != "cron":
+        return f"every {duration(timedelta(seconds=period_seconds or 0))}"
+    from cron_descriptor import CasingTypeEnum, ExpressionDescriptor, Options
+
+    options = Options()
+    options.use_24hour_time_format = True
+    options.casing_type = CasingTypeEnum.Sentence
+    try:
+        words = ExpressionDescriptor(schedule, options).get_description()
+    except Exception:  # an expression it cannot describe: show the expression
+        words = schedule
+    return f"{words} ({zone})"
+
+
+def now() -> datetime:
+    return timezone.now()
+
+
+SECTIONS = {"monitors": "monitors", "incidents": "incidents", "channels": "channels",
+            "policies": "policies", "maintenance": "windows", "keys": "keys",
+            "members": "members"}
+
+
+def navigation(request) -> dict:
+    """Template context processor: the projects of the switcher, the section of the
+    page (``nav``), and whether the person has not chosen a time zone yet."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    first = request.path.strip("/").split("/")[0]
+    return {"nav_projects": tenancy.visible(request, Project.objects, "pk")
+            .select_related("organisation").order_by("organisation__name", "name"),
+            "nav": SECTIONS.get(first, "monitors" if first == "" else ""),
+            "zone_unset": not Profile.objects.filter(user=user).exclude(timezone="").exists()}

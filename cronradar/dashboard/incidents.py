@@ -1,0 +1,79 @@
+"""Dashboard pages about incidents: the list (open first) and one incident with its
+timeline (each event; each notification with its tier, channel and delivery
+result) and acknowledge / resolve buttons."""
+from __future__ import annotations
+
+import contextlib
+
+from django.db.models import Prefetch
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from alerts import incidents as incident_logic
+from alerts.models import Delivery, Incident, IncidentEvent
+from cronradar.dashboard.common import ROLE, ago, can, local, page, require
+
+
+def _incidents(request):
+    return Incident.objects.filter(monitor__project=request.project,
+                                   monitor__deleted_at__isnull=True).select_related("monitor")
+
+
+@page
+def incident_list(request):
+    """``/incidents/``: open incidents first (newest first), then the last 100
+    resolved ones."""
+    now = timezone.now()
+    open_ = list(_incidents(request).filter(resolved_at__isnull=True).order_by("-opened_at"))
+    closed = list(_incidents(request).filter(resolved_at__isnull=False)
+                  .order_by("-opened_at")[:100])
+    rows = [{"incident": i, "opened": local(i.opened_at, request.zone),
+             "ago": ago(i.opened_at, now),
+             "state": "resolved" if i.resolved_at else
+                      ("acknowledged" if i.acknowledged_at else "open")}
+            for i in open_ + closed]
+    return render(request, "dashboard/incidents.html", {"rows": rows, "open": len(open_)})
+
+
+@page
+def incident_detail(request, pk: int):
+    """``/incidents/<id>/``: the timeline and the buttons."""
+    deliveries = Delivery.objects.select_related("channel").order_by("pk")
+    incident = (_incidents(request).filter(pk=pk).prefetch_related(
+        Prefetch("events", IncidentEvent.objects.order_by("at", "pk").prefetch_related(
+            Prefetch("deliveries", deliveries)))).first())
+    if incident is None:
+        raise Http404
+    timeline = [{"event": e, "at": local(e.at, request.zone),
+                 "tier": e.detail.get("tier") if isinstance(e.detail, dict) else None,
+                 "deliveries": [{"d": d, "channel": d.channel.name or
+                                 f"{d.channel.kind} #{d.channel_id}",
+                                 "when": local(d.delivered_at or d.next_attempt_at,
+                                               request.zone)}
+                                for d in e.deliveries.all()]}
+                for e in incident.events.all()]
+    return render(request, "dashboard/incident.html", {
+        "i": incident, "timeline": timeline, "opened": local(incident.opened_at, request.zone),
+        "acknowledged": local(incident.acknowledged_at, request.zone),
+        "resolved": local(incident.resolved_at, request.zone),
+        "can_act": can(request, ROLE.MEMBER) and incident.resolved_at is None})
+
+
+@page
+@require_POST
+def incident_act(request, pk: int, action: str):
+    """POST ``/incidents/<id>/ack/`` or ``/resolve/`` (``note`` optional), as the
+    person."""
+    require(request, ROLE.MEMBER)
+    incident = _incidents(request).filter(pk=pk).first()
+    if incident is None:
+        raise Http404
+    act = incident_logic.acknowledge if action == "ack" else incident_logic.resolve_by_hand
+    if action not in ("ack", "resolve"):
+        raise Http404
+    with contextlib.suppress(incident_logic.IncidentClosed):  # resolved meanwhile: shown
+        act(incident.pk, request.user.get_username(), request.POST.get("note", "")[:500],
+            timezone.now())
+    return redirect("dashboard:incident", pk=incident.pk)

@@ -1,0 +1,272 @@
+"""Dashboard pages about monitors: the list (status, schedule in words, last ping,
+next expected, the last 20 runs), one monitor (settings, ping URLs and snippets,
+runs with a duration chart, pings with bodies, incidents), create and edit
+(validated by the API's serializer, so the rules are the API's), pause/resume
+and delete with confirmation."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Exists, F, OuterRef, Q, Window
+from django.db.models.functions import RowNumber
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from alerts.api import MonitorSerializer
+from alerts.models import Channel, EscalationPolicy, Incident
+from cronradar.dashboard import charts
+from cronradar.dashboard.common import (
+    ROLE,
+    ago,
+    can,
+    duration,
+    local,
+    page,
+    require,
+    schedule_words,
+)
+from monitors import evaluator, slots
+from monitors.api import STATUSES
+from monitors.models import Monitor, Ping, Run
+
+STRIP = 20
+WORST_FIRST = ("down", "late", "running", "new", "up", "paused")
+SORTS = {"name": lambda r: r["monitor"].name.lower(),
+         "status": lambda r: (WORST_FIRST.index(r["status"]), r["monitor"].name.lower()),
+         "last_ping": lambda r: -(r["monitor"].last_ping_at.timestamp()
+                                  if r["monitor"].last_ping_at else 0)}
+
+
+def rows(request, now) -> tuple[list[dict], list[str]]:
+    """The current project's monitors as table rows, filtered and sorted by the
+    query (``status``, ``tag``, ``q``, ``sort``), and every tag in use. Three
+    queries whatever the number of monitors: monitors (with running and open-
+    incident flags), the last ``STRIP`` runs of each (one window query), tags."""
+    qs = (Monitor.objects.filter(project=request.project, deleted_at__isnull=True)
+          .annotate(is_running=Exists(Run.objects.open().filter(monitor=OuterRef("pk"))),
+                    incident_open=Exists(Incident.objects.filter(
+                        monitor=OuterRef("pk"), resolved_at__isnull=True))))
+    if text := request.GET.get("q", "").strip():
+        qs = qs.filter(Q(name__icontains=text) | Q(slug__icontains=text))
+    monitors = list(qs)
+    strips = defaultdict(list)
+    recent = (Run.objects.filter(monitor__in=[m.pk for m in monitors])
+              .annotate(n=Window(RowNumber(), partition_by=[F("monitor_id")],
+                                 order_by=F("id").desc()))
+              .filter(n__lte=STRIP).only("monitor_id", "outcome", "slot_at", "started_at",
+                                         "ended_at", "exit_status"))
+    for run in recent:
+        strips[run.monitor_id].append(run)
+    tags = sorted({t for m in monitors for t in m.tags})
+    wanted_status, wanted_tag = request.GET.get("status", ""), request.GET.get("tag", "")
+    out = []
+    for m in monitors:
+        status = slots.status(m, now, running=m.is_running, incident_open=m.incident_open)
+        if (wanted_status and status != wanted_status) or (wanted_tag and wanted_tag not in
+                                                           m.tags):
+            continue
+        runs = sorted(strips[m.pk], key=lambda r: r.pk)
+        out.append({"monitor": m, "status": status,
+                    "schedule": schedule_words(m.kind, m.schedule,
+                                               int(m.period.total_seconds()) if m.period
+                                               else None, m.timezone),
+                    "last_ping": ago(m.last_ping_at, now),
+                    "last_ping_exact": local(m.last_ping_at, request.zone),
+                    "next": local(m.next_expected_at, request.zone) if not m.paused else "–",
+                    "strip": [{"outcome": r.outcome, "title": _run_title(r, request.zone)}
+                              for r in runs]})
+    out.sort(key=SORTS.get(request.GET.get("sort"), SORTS["name"]))
+    return out, tags
+
+
+def _run_title(run: Run, zone) -> str:
+    when = run.slot_at or run.started_at or run.ended_at
+    code = f", exit {run.exit_status}" if run.exit_status is not None else ""
+    return f"{local(when, zone)}: {run.outcome}{code}, took {duration(run.duration)}"
+
+
+@page
+def monitor_list(request):
+    """``/``: every monitor of the current project; ``?fragment=rows`` answers only
+    the table body (the page's refresh fetches it every 10 s)."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    table, tags = rows(request, now)
+    context = {"rows": table, "tags": tags, "statuses": STATUSES, "query": request.GET,
+               "can_edit": can(request, ROLE.MEMBER), "now": local(now, request.zone)}
+    if request.GET.get("fragment") == "rows":
+        return render(request, "dashboard/_monitor_rows.html", context)
+    return render(request, "dashboard/monitors.html", context)
+
+
+def _monitor(request, pk) -> Monitor:
+    monitor = (Monitor.objects.filter(pk=pk, project=request.project, deleted_at__isnull=True)
+               .annotate(is_running=Exists(Run.objects.open().filter(monitor=OuterRef("pk"))),
+                         incident_open=Exists(Incident.objects.filter(
+                             monitor=OuterRef("pk"), resolved_at__isnull=True)))
+               .select_related("project").first())
+    if monitor is None:
+        raise Http404
+    return monitor
+
+
+@page
+def monitor_detail(request, pk: int):
+    """``/monitors/<id>/``: everything about one monitor."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    m = _monitor(request, pk)
+    runs = list(Run.objects.filter(monitor=m).order_by("-pk")[:50])
+    chart = charts.durations_svg(list(reversed(runs)), m.max_runtime, m.min_runtime,
+                                 lambda r: _run_title(r, request.zone))
+    show_urls = can(request, ROLE.MEMBER)  # a ping changes the monitor: not for viewers
+    context = {
+        "m": m, "status": slots.status(m, now, running=m.is_running,
+                                       incident_open=m.incident_open),
+        "schedule": schedule_words(m.kind, m.schedule, int(m.period.total_seconds())
+                                   if m.period else None, m.timezone),
+        "last_ping": ago(m.last_ping_at, now), "last_ping_exact": local(m.last_ping_at,
+                                                                        request.zone),
+        "next": local(m.next_expected_at, request.zone),
+        "runs": [{"run": r, "slot": local(r.slot_at, request.zone),
+                  "start": local(r.started_at, request.zone),
+                  "end": local(r.ended_at, request.zone), "took": duration(r.duration)}
+                 for r in runs],
+        "chart": mark_safe(chart),  # noqa: S308 (built from numbers and escaped titles)
+        "pings": [{"ping": p, "at": local(p.received_at, request.zone),
+                   "body": bytes(p.body).decode("utf-8", "replace")}
+                  for p in Ping.objects.filter(monitor=m).order_by("-pk")[:50]],
+        "incidents": [{"incident": i, "opened": local(i.opened_at, request.zone)}
+                      for i in Incident.objects.filter(monitor=m).order_by("-pk")[:20]],
+        "settings": _settings_rows(m),
+        "snippets": _snippets(m) if show_urls else {},
+        "urls": {"uuid": m.ping_url, "slug": f"{m.ping_url.rsplit('/', 1)[0]}/"
+                                             f"{m.project.ping_key}/{m.slug}"}
+        if show_urls else {},
+        "can_edit": can(request, ROLE.MEMBER),
+    }
+    return render(request, "dashboard/monitor.html", context)
+
+
+def _settings_rows(m: Monitor) -> list[tuple[str, str]]:
+    return [("Kind", m.kind), ("Schedule", m.schedule or f"every {duration(m.period)}"),
+            ("Time zone", m.timezone), ("Cron semantics", m.cron_semantics),
+            ("Grace", duration(m.grace)), ("Max runtime", duration(m.max_runtime)),
+            ("Min runtime", duration(m.min_runtime)), ("Deadline", duration(m.deadline)),
+            ("Concurrency", m.concurrency), ("Max attempts", str(m.max_attempts)),
+            ("Tags", ", ".join(m.tags) or "–"), ("Slug", m.slug)]
+
+
+def _snippets(m: Monitor) -> dict[str, str]:
+    """Ready-to-paste ways to ping ``m``: crontab, cronradar exec, a Kubernetes
+    CronJob and a systemd service (README, section "Pinging")."""
+    url = m.ping_url
+    cron = m.schedule if m.kind == "cron" else "*/5 * * * *"
+    rid = "RID=$(cat /proc/sys/kernel/random/uuid)"
+    curl = "curl -fsS -m 10 --retry 5 -o /dev/null"
+    return {
+        "crontab": f"{cron}  {rid}; {curl} \"{url}/start?rid=$RID\"; /path/to/job.sh; "
+                   f"{curl} \"{url}/$??rid=$RID\"",
+        "cronradar exec": f"{cron}  cronradar exec --url {url} -- /path/to/job.sh",
+        "Kubernetes CronJob": (
+            f"apiVersion: batch/v1\nkind: CronJob\nmetadata: {{name: {m.slug}}}\nspec:\n"
+            f"  schedule: \"{cron}\"\n"
+            + (f"  timeZone: \"{m.timezone}\"\n" if m.kind == "cron" else "")
+            + "  jobTemplate:\n    spec:\n      template:\n        spec:\n"
+              "          restartPolicy: Never\n          containers:\n"
+              "            - name: job\n              image: your/image\n"
+              "              command: [\"sh\", \"-c\"]\n"
+              f"              args: ['{curl} {url}/start; /job; {curl} {url}/$?']\n"),
+        "systemd": (f"[Service]\nType=oneshot\nExecStartPre=-/usr/bin/{curl} {url}/start\n"
+                    f"ExecStart=/usr/local/bin/job.sh\n"
+                    f"ExecStopPost=/bin/sh -c '{curl} {url}/$EXIT_STATUS'\n"),
+    }
+
+
+FORM_FIELDS = ["name", "slug", "kind", "schedule", "timezone", "cron_semantics", "period",
+               "grace", "max_runtime", "deadline", "min_runtime", "concurrency",
+               "max_attempts", "tags", "severity", "urgency", "escalation_policy", "channels"]
+OPTIONAL = {"period", "max_runtime", "deadline", "min_runtime", "severity",
+            "escalation_policy"}
+
+
+def _form_data(post) -> dict:
+    """The edit form's fields as the API takes them (empty optional fields: null)."""
+    data = {}
+    for name in FORM_FIELDS:
+        if name == "channels":
+            data["channels"] = ("all" if post.get("all_channels") else
+                                [int(x) for x in post.getlist("channels") if x.isdigit()])
+        elif name == "tags":
+            data["tags"] = [t.strip() for t in post.get("tags", "").split(",") if t.strip()]
+        elif name in post:
+            value = post.get(name, "").strip()
+            data[name] = None if (value == "" and name in OPTIONAL) else value
+    if data.get("kind") == "interval":
+        data.pop("schedule", None)
+    return data
+
+
+@page
+def monitor_edit(request, pk: int | None = None):
+    """``/monitors/new/`` and ``/monitors/<id>/edit/``: the form; the POST is checked
+    by the API's serializer and its messages are shown by each field."""
+    require(request, ROLE.MEMBER)
+    instance = _monitor(request, pk) if pk else None
+    errors, values = {}, {}
+    if request.method == "POST":
+        data = {**_form_data(request.POST), "project": request.project.pk}
+        serializer = MonitorSerializer(instance, data=data, partial=instance is not None,
+                                       context={"request": request})
+        if serializer.is_valid():
+            saved = serializer.save()
+            return redirect("dashboard:monitor", pk=saved.pk)
+        errors = {k: " ".join(str(x) for x in (v if isinstance(v, list) else [v]))
+                  for k, v in serializer.errors.items()}
+        values = request.POST
+    elif instance is not None:
+        values = MonitorSerializer(instance, context={"request": request}).data
+    channels = Channel.objects.filter(project=request.project, deleted_at__isnull=True)
+    chosen = values.get("channels", "all") if not hasattr(values, "getlist") else (
+        "all" if values.get("all_channels") else [int(x) for x in values.getlist("channels")
+                                                  if x.isdigit()])
+    return render(request, "dashboard/monitor_form.html", {
+        "m": instance, "values": values, "errors": errors, "channels": channels,
+        "chosen": chosen, "policies": EscalationPolicy.objects.filter(project=request.project),
+        "tags_text": ", ".join(values.get("tags", [])) if isinstance(values.get("tags"), list)
+        else values.get("tags", ""),
+    }, status=400 if errors else 200)
+
+
+@page
+@require_POST
+def monitor_pause(request, pk: int):
+    """POST ``/monitors/<id>/pause/`` (``paused=0`` resumes)."""
+    from django.utils import timezone
+
+    require(request, ROLE.MEMBER)
+    m = _monitor(request, pk)
+    evaluator.edit(m.pk, {"paused": request.POST.get("paused") != "0"}, timezone.now())
+    return redirect("dashboard:monitor", pk=m.pk)
+
+
+@page
+def monitor_delete(request, pk: int):
+    """``/monitors/<id>/delete/``: a confirmation page (GET), the deletion (POST)."""
+    from django.utils import timezone
+
+    require(request, ROLE.MEMBER)
+    m = _monitor(request, pk)
+    if request.method == "POST":
+        evaluator.delete(m.pk, timezone.now())
+        return redirect("dashboard:monitors")
+    return render(request, "dashboard/confirm.html", {
+        "title": f"Delete monitor {m.name}?", "action": "Delete monitor",
+        "text": "Its pings and runs go with it; an open incident is resolved and every "
+                "channel it notified gets the resolve.",
+        "back": reverse("dashboard:monitor", args=[m.pk])})

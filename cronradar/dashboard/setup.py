@@ -1,0 +1,351 @@
+"""Dashboard pages that set a project up: channels (with "send test"),
+escalation policies (tiers in order), maintenance windows, API keys and members;
+each a list with a create form, an edit form and delete with confirmation.
+
+Every form is checked by the API's serializer for that object (so the rules and
+messages are the API's) with the signed-in person as the caller: roles are
+enforced there and here (viewers get no buttons, and a POST above their role is
+a 403)."""
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from alerts import escalation, incidents
+from alerts.api import ChannelSerializer, EscalationPolicySerializer, MaintenanceWindowSerializer
+from alerts.integrations import KINDS
+from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
+from cronradar.dashboard.common import ROLE, can, local, page, require
+from monitors.accounts import ApiKeySerializer, MemberSerializer
+from monitors.models import ApiKey, Membership, Monitor
+
+CONFIG_FIELDS = sorted({f for m in KINDS.values() for f in m.CONFIG_SCHEMA["properties"]})
+TIERS = 5  # tier rows on the policy form
+
+
+def _errors(serializer) -> dict[str, str]:
+    def flat(value) -> str:
+        if isinstance(value, dict):
+            return "; ".join(f"{k}: {flat(v)}" for k, v in value.items())
+        if isinstance(value, list):
+            return " ".join(flat(v) for v in value if v)
+        return str(value)
+
+    return {k: flat(v) for k, v in serializer.errors.items()}
+
+
+def _save(request, serializer_class, instance, data):
+    """Validate ``data`` with the API's serializer and save; (saved object or None,
+    errors by field)."""
+    serializer = serializer_class(instance, data={**data, "project": request.project.pk},
+                                  partial=instance is not None, context={"request": request})
+    if serializer.is_valid():
+        return serializer.save(), {}
+    return None, _errors(serializer)
+
+
+def _confirm(request, title: str, text: str, back: str, blocked: bool = False):
+    """The confirmation page of a deletion (``blocked``: it cannot be done; say why)."""
+    return render(request, "dashboard/confirm.html", {
+        "title": title, "action": title.rstrip("?"), "text": text, "back": back,
+        "blocked": blocked}, status=409 if blocked and request.method == "POST" else 200)
+
+
+def _detail(exc) -> str:
+    detail = exc.detail
+    if isinstance(detail, dict):
+        return " ".join(" ".join(map(str, v)) if isinstance(v, list) else str(v)
+                        for v in detail.values())
+    return str(detail)
+
+
+# --- channels ---------------------------------------------------------------------------
+
+@page
+def channels(request, pk: int | None = None):
+    """``/channels/`` (list + create) and ``/channels/<id>/`` (edit)."""
+    instance = None
+    if pk is not None:
+        instance = Channel.objects.filter(pk=pk, project=request.project,
+                                          deleted_at__isnull=True).first()
+        if instance is None:
+            raise Http404
+    errors, result = {}, request.session.pop("channel_test", None)
+    if request.method == "POST":
+        require(request, ROLE.ADMIN)
+        config = {f: request.POST[f].strip() for f in CONFIG_FIELDS
+                  if request.POST.get(f, "").strip()}
+        if "to" in config:
+            config["to"] = [a.strip() for a in config["to"].split(",") if a.strip()]
+        data = {"name": request.POST.get("name", ""), "config": config}
+        if instance is None:
+            data["kind"] = request.POST.get("kind", "")
+        saved, errors = _save(request, ChannelSerializer, instance, data)
+        if saved is not None:
+            return redirect("dashboard:channels")
+    rows = [{"c": c, "config": ChannelSerializer(c, context={"request": request}).data["config"]}
+            for c in Channel.objects.filter(project=request.project, deleted_at__isnull=True)
+            .order_by("name", "pk")]
+    return render(request, "dashboard/channels.html", {
+        "rows": rows, "kinds": list(KINDS), "errors": errors, "instance": instance,
+        "values": request.POST if request.method == "POST" else _channel_values(instance),
+        "config_fields": CONFIG_FIELDS, "can_admin": can(request, ROLE.ADMIN),
+        "can_test": can(request, ROLE.MEMBER), "test_result": result,
+    }, status=400 if errors else 200)
+
+
+def _channel_values(channel) -> dict:
+    if channel is None:
+        return {}
+    values = {"name": channel.name, "kind": channel.kind, **channel.config}
+    if isinstance(values.get("to"), list):
+        values["to"] = ", ".join(values["to"])
+    return values
+
+
+@page
+@require_POST
+def channel_test(request, pk: int):
+    """POST ``/channels/<id>/test/``: send a test notification; the list shows the
+    answer."""
+    require(request, ROLE.MEMBER)
+    channel = Channel.objects.filter(pk=pk, project=request.project,
+                                     deleted_at__isnull=True).first()
+    if channel is None:
+        raise Http404
+    status, error = incidents.send_test(channel, timezone.now())
+    request.session["channel_test"] = {"channel": channel.name or f"#{channel.pk}",
+                                       "ok": error == "", "status": status, "error": error}
+    return redirect("dashboard:channels")
+
+
+@page
+def channel_delete(request, pk: int):
+    require(request, ROLE.ADMIN)
+    channel = Channel.objects.filter(pk=pk, project=request.project,
+                                     deleted_at__isnull=True).first()
+    if channel is None:
+        raise Http404
+    sole = escalation.tiers_only_on(channel)
+    if request.method == "POST" and not sole:
+        incidents.delete_channel(channel, timezone.now())
+        return redirect("dashboard:channels")
+    text = (f"It is the only channel of {sole[0]}: change the policy first." if sole else
+            "Open incidents it was notified of get a resolve first.")
+    return _confirm(request, f"Delete channel {channel.name or channel.kind}?", text,
+                    reverse("dashboard:channels"), blocked=bool(sole))
+
+
+# --- escalation policies ----------------------------------------------------------------
+
+@page
+def policies(request, pk: int | None = None):
+    """``/policies/`` and ``/policies/<id>/``: tiers in order, each a delay and its
+    channels."""
+    instance = None
+    if pk is not None:
+        instance = EscalationPolicy.objects.filter(pk=pk, project=request.project).first()
+        if instance is None:
+            raise Http404
+    errors = {}
+    if request.method == "POST":
+        require(request, ROLE.ADMIN)
+        tiers = []
+        for i in range(TIERS):
+            chans = [int(x) for x in request.POST.getlist(f"tier{i}_channels") if x.isdigit()]
+            if chans:
+                tiers.append({"delay": request.POST.get(f"tier{i}_delay") or 0,
+                              "channels": chans})
+        data = {"name": request.POST.get("name", ""), "repeat": request.POST.get("repeat") or 0,
+                "tiers": tiers}
+        saved, errors = _save(request, EscalationPolicySerializer, instance, data)
+        if saved is not None:
+            return redirect("dashboard:policies")
+    listed = EscalationPolicy.objects.filter(project=request.project).prefetch_related(
+        "tiers__channels", "monitors__monitor").order_by("name")
+    current = [{"delay": int(t.delay.total_seconds()), "channels": [c.pk for c in
+                                                                    t.channels.all()]}
+               for t in instance.tiers.order_by("position")] if instance else []
+    current += [{"delay": "", "channels": []}] * (TIERS - len(current))
+    return render(request, "dashboard/policies.html", {
+        "policies": listed, "instance": instance, "errors": errors, "tiers": current,
+        "channels": Channel.objects.filter(project=request.project, deleted_at__isnull=True),
+        "can_admin": can(request, ROLE.ADMIN),
+    }, status=400 if errors else 200)
+
+
+@page
+def policy_delete(request, pk: int):
+    require(request, ROLE.ADMIN)
+    policy = EscalationPolicy.objects.filter(pk=pk, project=request.project).first()
+    if policy is None:
+        raise Http404
+    users = sorted(a.monitor.name for a in policy.monitors.select_related("monitor"))
+    if request.method == "POST" and not users:
+        policy.delete()
+        return redirect("dashboard:policies")
+    text = (f"In use by {', '.join(users)}: give them another policy first." if users
+            else "Monitors no longer use it.")
+    return _confirm(request, f"Delete escalation policy {policy.name}?", text,
+                    reverse("dashboard:policies"), blocked=bool(users))
+
+
+# --- maintenance windows ----------------------------------------------------------------
+
+WINDOW_FIELDS = ["name", "monitor", "tag", "starts_at", "ends_at", "schedule", "timezone",
+                 "duration"]
+
+
+@page
+def windows(request, pk: int | None = None):
+    """``/maintenance/`` and ``/maintenance/<id>/``."""
+    instance = None
+    if pk is not None:
+        instance = MaintenanceWindow.objects.filter(pk=pk, project=request.project).first()
+        if instance is None:
+            raise Http404
+    errors = {}
+    if request.method == "POST":
+        require(request, ROLE.MEMBER)
+        data = {f: (request.POST.get(f, "").strip() or None) for f in WINDOW_FIELDS}
+        data["name"] = data["name"] or ""
+        data["tag"] = data["tag"] or ""
+        data["schedule"] = data["schedule"] or ""
+        data["timezone"] = data["timezone"] or "UTC"
+        saved, errors = _save(request, MaintenanceWindowSerializer, instance, data)
+        if saved is not None:
+            return redirect("dashboard:windows")
+    listed = [{"w": w, "data": MaintenanceWindowSerializer(w, context={"request": request}).data}
+              for w in MaintenanceWindow.objects.filter(project=request.project).order_by("pk")]
+    return render(request, "dashboard/windows.html", {
+        "rows": listed, "instance": instance, "errors": errors,
+        "values": request.POST if request.method == "POST" else (
+            MaintenanceWindowSerializer(instance, context={"request": request}).data
+            if instance else {}),
+        "monitors": Monitor.objects.filter(project=request.project, deleted_at__isnull=True),
+        "can_edit": can(request, ROLE.MEMBER),
+    }, status=400 if errors else 200)
+
+
+@page
+def window_delete(request, pk: int):
+    require(request, ROLE.MEMBER)
+    window = MaintenanceWindow.objects.filter(pk=pk, project=request.project).first()
+    if window is None:
+        raise Http404
+    if request.method == "POST":
+        window.delete()
+        return redirect("dashboard:windows")
+    return _confirm(request, f"Delete maintenance window {window.name}?",
+                    "Notifications it holds back are sent if their incidents are still open.",
+                    reverse("dashboard:windows"))
+
+
+# --- API keys ---------------------------------------------------------------------------
+
+@page
+def keys(request):
+    """``/keys/``: the project's keys; a new key is shown once, on this page."""
+    errors, new_key = {}, None
+    if request.method == "POST":
+        require(request, ROLE.ADMIN)
+        saved, errors = _save(request, ApiKeySerializer, None, {
+            "name": request.POST.get("name", ""), "read_only": bool(request.POST.get(
+                "read_only"))})
+        if saved is not None:
+            new_key = saved.plaintext
+    rows = [{"k": k, "created": local(k.created_at, request.zone),
+             "used": local(k.last_used_at, request.zone) if k.last_used_at else "never",
+             "revoked": local(k.revoked_at, request.zone) if k.revoked_at else ""}
+            for k in ApiKey.objects.filter(project=request.project).order_by("-pk")]
+    return render(request, "dashboard/keys.html", {
+        "rows": rows, "errors": errors, "new_key": new_key,
+        "can_admin": can(request, ROLE.ADMIN),
+        "ping_key": request.project.ping_key if can(request, ROLE.MEMBER) else None,
+        "badge_key": request.project.badge_key,
+    }, status=400 if errors else 200)
+
+
+@page
+def key_revoke(request, pk: int):
+    require(request, ROLE.ADMIN)
+    key = ApiKey.objects.filter(pk=pk, project=request.project).first()
+    if key is None:
+        raise Http404
+    if request.method == "POST":
+        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now())
+        return redirect("dashboard:keys")
+    return _confirm(request, f"Revoke API key {key.prefix}…?",
+                    "Scripts using it get 401 from then on.", reverse("dashboard:keys"))
+
+
+@page
+@require_POST
+def badge_key_renew(request):
+    """POST ``/keys/badge/``: a new badge key; every badge URL with the old one 404s."""
+    from monitors.models import _badge_key
+
+    require(request, ROLE.ADMIN)
+    request.project.badge_key = _badge_key()
+    request.project.save(update_fields=["badge_key"])
+    return redirect("dashboard:keys")
+
+
+# --- members ----------------------------------------------------------------------------
+
+@page
+def members(request):
+    """``/members/``: the organisation's people and roles; admins add, change, remove."""
+    org = request.project.organisation
+    errors = {}
+    if request.method == "POST":
+        require(request, ROLE.ADMIN)
+        target = request.POST.get("member")
+        instance = (Membership.objects.filter(pk=target, organisation=org).first()
+                    if target else None)
+        if target and instance is None:
+            raise Http404
+        data = {"role": request.POST.get("role", "member"), "organisation": org.pk}
+        if instance is None:
+            who = request.POST.get("who", "").strip()
+            data["email" if "@" in who else "username"] = who
+        serializer = MemberSerializer(instance, data=data, partial=instance is not None,
+                                      context={"request": request})
+        if serializer.is_valid():
+            serializer.save()
+            return redirect("dashboard:members")
+        errors = _errors(serializer)
+    rows = Membership.objects.filter(organisation=org).select_related("user").order_by(
+        "user__username")
+    return render(request, "dashboard/members.html", {
+        "rows": rows, "errors": errors, "roles": Membership.Role.values, "org": org,
+        "can_admin": can(request, ROLE.ADMIN)}, status=400 if errors else 200)
+
+
+@page
+def member_remove(request, pk: int):
+    from rest_framework import exceptions, serializers
+
+    from monitors.accounts import MemberViewSet
+
+    require(request, ROLE.ADMIN)
+    membership = Membership.objects.filter(pk=pk, organisation=request.project.organisation
+                                           ).select_related("user").first()
+    if membership is None:
+        raise Http404
+    if request.method == "POST":
+        view = MemberViewSet(request=request)
+        try:
+            view.perform_destroy(membership)
+        except (exceptions.PermissionDenied, serializers.ValidationError) as e:
+            return _confirm(request, f"Remove {membership.user.username}?",
+                            f"Not possible: {_detail(e)}", reverse("dashboard:members"),
+                            blocked=True)
+        return redirect("dashboard:members")
+    return _confirm(request, f"Remove {membership.user.username}?",
+                    "They lose access to every project of the organisation.",
+                    reverse("dashboard:members"))

@@ -1,0 +1,51 @@
+"""The dashboard's routes (namespace ``dashboard``) and Django's auth views for
+sign in, sign out and password reset."""
+from django.contrib.auth import views as auth
+from django.urls import path, re_path, reverse_lazy
+
+from cronradar.dashboard import account, badges, incidents, monitors, setup
+
+app_name = "dashboard"
+DONE = reverse_lazy("dashboard:password_reset_done")
+
+urlpatterns = [
+    path("", monitors.monitor_list, name="monitors"),
+    path("monitors/new/", monitors.monitor_edit, name="monitor_new"),
+    path("monitors/<int:pk>/", monitors.monitor_detail, name="monitor"),
+    path("monitors/<int:pk>/edit/", monitors.monitor_edit, name="monitor_edit"),
+    path("monitors/<int:pk>/pause/", monitors.monitor_pause, name="monitor_pause"),
+    path("monitors/<int:pk>/delete/", monitors.monitor_delete, name="monitor_delete"),
+    path("incidents/", incidents.incident_list, name="incidents"),
+    path("incidents/<int:pk>/", incidents.incident_detail, name="incident"),
+    path("incidents/<int:pk>/<str:action>/", incidents.incident_act, name="incident_act"),
+    path("channels/", setup.channels, name="channels"),
+    path("channels/<int:pk>/", setup.channels, name="channel"),
+    path("channels/<int:pk>/test/", setup.channel_test, name="channel_test"),
+    path("channels/<int:pk>/delete/", setup.channel_delete, name="channel_delete"),
+    path("policies/", setup.policies, name="policies"),
+    path("policies/<int:pk>/", setup.policies, name="policy"),
+    path("policies/<int:pk>/delete/", setup.policy_delete, name="policy_delete"),
+    path("maintenance/", setup.windows, name="windows"),
+    path("maintenance/<int:pk>/", setup.windows, name="window"),
+    path("maintenance/<int:pk>/delete/", setup.window_delete, name="window_delete"),
+    path("keys/", setup.keys, name="keys"),
+    path("keys/<int:pk>/revoke/", setup.key_revoke, name="key_revoke"),
+    path("keys/badge/", setup.badge_key_renew, name="badge_key"),
+    path("members/", setup.members, name="members"),
+    path("members/<int:pk>/remove/", setup.member_remove, name="member_remove"),
+    path("switch/", account.switch, name="switch"),
+    path("account/", account.profile, name="profile"),
+    re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>[-\w.]+)\.(?P<fmt>svg|json)$", badges.badge,
+            name="badge"),
+    path("login/", auth.LoginView.as_view(template_name="dashboard/login.html",
+                                          redirect_authenticated_user=True), name="login"),
+    path("logout/", auth.LogoutView.as_view(), name="logout"),
+    path("password-reset/", auth.PasswordResetView.as_view(
+        template_name="dashboard/password_reset.html", success_url=DONE,
+        email_template_name="dashboard/password_reset_email.txt"), name="password_reset"),
+    path("password-reset/sent/", auth.PasswordResetDoneView.as_view(
+        template_name="dashboard/password_reset_done.html"), name="password_reset_done"),
+    path("password-reset/<uidb64>/<token>/", auth.PasswordResetConfirmView.as_view(
+        template_name="dashboard/password_reset_confirm.html",
+        success_url=reverse_lazy("dashboard:login")), name="password_reset_confirm"),
+]

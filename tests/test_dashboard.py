@@ -1,0 +1,238 @@
+"""The web dashboard, through Django's test client (the browser path is
+tests/test_browser.py): every page renders for each role, forms go through the
+API's rules, viewers get no buttons and a 403 on POST, another tenant's pages are
+404s, the monitors list takes a bounded number of queries, badges."""
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from alerts.models import Channel, EscalationPolicy, EscalationTier, Incident, MaintenanceWindow
+from monitors.models import ApiKey, Membership, Monitor, Profile, Run
+from monitors.pings import PingInput, ingest
+from tests.conftest import new_project
+
+pytestmark = pytest.mark.django_db
+S = timedelta(seconds=1)
+
+
+def signed_in(project, role="admin", name=None) -> Client:
+    name = name or role
+    user = get_user_model().objects.create_user(name, f"{name}@example.com", "pw-" + name)
+    Membership.objects.create(organisation=project.organisation, user=user, role=role)
+    Profile.objects.create(user=user, timezone="Europe/Berlin")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def admin(project):
+    return signed_in(project)
+
+
+@pytest.fixture
+def world(project, make_monitor):
+    """A monitor that failed (an open incident, a delivery), a channel, a policy."""
+    hook = Channel.objects.create(project=project, kind="webhook", name="ops-hook",
+                                  config={"url": "https://hook.test/h", "secret": "s3cret"})
+    now = timezone.now()
+    m = make_monitor(name="nightly-backup", kind="cron", schedule="0 3 * * *",
+                     timezone="Europe/Berlin", grace=600 * S, max_runtime=3600 * S,
+                     created=now - timedelta(days=2), channels=[hook], tags=["db"])
+    ingest(m.pk, PingInput("start"), now - 100 * S)
+    ingest(m.pk, PingInput("fail", exit_status=3, body=b"disk full"), now - 40 * S)
+    policy = EscalationPolicy.objects.create(project=project, name="on-call")
+    EscalationTier.objects.create(policy=policy, position=0, delay=0 * S).channels.set([hook])
+    return {"monitor": m, "hook": hook, "policy": policy,
+            "incident": Incident.objects.get(monitor=m)}
+
+
+def text(resp) -> str:
+    return re.sub(r"\s+", " ", resp.content.decode())
+
+
+def test_sign_in_is_required_and_works(project):
+    get_user_model().objects.create_user("ana", "ana@example.com", "a long passphrase 42")
+    assert Client().get("/").url == "/login/?next=/"
+    client = Client()
+    resp = client.post("/login/", {"username": "ana", "password": "a long passphrase 42"})
+    assert resp.status_code == 302
+    assert client.get("/").status_code == 404  # a person in no organisation has no project
+    Membership.objects.create(organisation=project.organisation,
+                              user=get_user_model().objects.get(username="ana"))
+    assert "Monitors" in text(client.get("/"))
+    assert client.post("/logout/").status_code == 302
+    assert client.get("/").status_code == 302
+
+
+def test_the_monitors_list(admin, world):
+    page = text(admin.get("/"))
+    assert '<span class="status status-down">down</span>' in page
+    assert "nightly-backup" in page and "#db" in page
+    assert "At 03:00 (Europe/Berlin)" in page
+    assert re.search(r'<time title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CE[S]?T">40 s ago</time>',
+                     page)
+    assert 'aria-label="last runs: failed"' in page
+    assert "New monitor" in page
+    assert "nightly-backup" not in text(admin.get("/?status=up"))
+    assert "nightly-backup" in text(admin.get("/?tag=db&q=NIGHT"))
+    rows = admin.get("/?fragment=rows")
+    assert rows.content.decode().lstrip().startswith("<tr>")
+
+
+def test_the_monitor_page(admin, world):
+    m = world["monitor"]
+    page = text(admin.get(f"/monitors/{m.pk}/"))
+    assert f'value="{m.ping_url}"' in page
+    assert f"/ping/{m.project.ping_key}/nightly-backup" in page
+    assert "cronradar exec --url" in page and "kind: CronJob" in page and "ExecStopPost" in page
+    assert "<svg" in page and "max_runtime 60 min" in page and "✕" not in page.split("<svg")[0]
+    assert "disk full" in page and "exit_status" not in page
+    assert f'href="/incidents/{world["incident"].pk}/"' in page
+    assert admin.get(f"/monitors/{m.pk + 1000}/").status_code == 404
+
+
+def test_create_edit_pause_delete_a_monitor(admin, project):
+    bad = admin.post("/monitors/new/", {"name": "job", "kind": "cron", "schedule": "61 * * * *",
+                                        "timezone": "UTC", "grace": "60", "all_channels": "1"})
+    assert bad.status_code == 400
+    assert "bad minute field &#x27;61&#x27;" in bad.content.decode()
+    made = admin.post("/monitors/new/", {"name": "job", "kind": "interval", "period": "300",
+                                         "grace": "60", "tags": "a, b", "all_channels": "1",
+                                         "timezone": "UTC", "concurrency": "forbid",
+                                         "max_attempts": "1", "urgency": "high"})
+    m = Monitor.objects.get(name="job")
+    assert made.url == f"/monitors/{m.pk}/"
+    assert (m.period, m.grace, m.tags, m.concurrency) == (300 * S, 60 * S, ["a", "b"], "forbid")
+    admin.post(f"/monitors/{m.pk}/edit/", {"name": "job", "kind": "interval", "period": "600",
+                                           "grace": "60", "timezone": "UTC",
+                                           "all_channels": "1", "max_runtime": ""})
+    m.refresh_from_db()
+    assert m.period == 600 * S
+    admin.post(f"/monitors/{m.pk}/pause/")
+    assert Monitor.objects.get(pk=m.pk).paused is True
+    admin.post(f"/monitors/{m.pk}/pause/", {"paused": "0"})
+    assert Monitor.objects.get(pk=m.pk).paused is False
+    assert "Delete monitor job?" in text(admin.get(f"/monitors/{m.pk}/delete/"))
+    admin.post(f"/monitors/{m.pk}/delete/")
+    assert Monitor.objects.get(pk=m.pk).deleted_at is not None
+
+
+def test_acknowledge_and_resolve_from_the_incident_page(admin, world):
+    i = world["incident"]
+    page = text(admin.get(f"/incidents/{i.pk}/"))
+    assert "opened" in page and "ops-hook" in page and "Acknowledge" in page
+    admin.post(f"/incidents/{i.pk}/ack/", {"note": "on it"})
+    i.refresh_from_db()
+    assert (i.acknowledged_by, i.resolved_at) == ("admin", None)
+    admin.post(f"/incidents/{i.pk}/resolve/")
+    i.refresh_from_db()
+    assert i.resolution and i.resolved_at is not None
+    listed = text(admin.get("/incidents/"))
+    assert '<span class="status status-resolved">resolved</span>' in listed
+
+
+def test_setup_pages_create_through_the_api_rules(admin, world, project):
+    assert admin.post("/channels/", {"kind": "slack", "name": "x", "url": "ftp://no"}
+                      ).status_code == 400
+    admin.post("/channels/", {"kind": "email", "name": "mail", "to": "a@example.com, "
+                                                                     "b@example.com"})
+    assert Channel.objects.get(name="mail").config == {"to": ["a@example.com",
+                                                              "b@example.com"]}
+    hook = world["hook"]
+    admin.post("/policies/", {"name": "two", "repeat": "1", "tier0_delay": "0",
+                              "tier0_channels": [hook.pk], "tier1_delay": "600",
+                              "tier1_channels": [hook.pk]})
+    two = EscalationPolicy.objects.get(name="two")
+    assert [int(t.delay.total_seconds()) for t in two.tiers.order_by("position")] == [0, 600]
+    admin.post("/maintenance/", {"name": "upgrade", "tag": "db",
+                                 "starts_at": "2030-01-01T00:00:00Z",
+                                 "ends_at": "2030-01-01T01:00:00Z"})
+    assert MaintenanceWindow.objects.get(name="upgrade").tag == "db"
+    made = admin.post("/keys/", {"name": "ci", "read_only": "1"})
+    key = re.search(r'id="new-key" type="text" readonly value="(cr_[^"]+)"',
+                    made.content.decode()).group(1)
+    assert ApiKey.find(key).read_only is True
+    assert key not in admin.get("/keys/").content.decode()  # shown once
+    assert "Delete channel ops-hook?" in text(admin.get(f"/channels/{hook.pk}/delete/"))
+    assert "only channel of tier 1" in text(admin.get(f"/channels/{hook.pk}/delete/"))
+    for url in ("/channels/", "/policies/", "/maintenance/", "/keys/", "/members/",
+                "/account/", "/incidents/"):
+        assert admin.get(url).status_code == 200, url
+
+
+def test_viewers_see_no_buttons_and_cannot_post(project, world):
+    viewer = signed_in(project, "viewer")
+    m = world["monitor"]
+    page = text(viewer.get(f"/monitors/{m.pk}/"))
+    assert "Edit" not in page and "Pause" not in page and m.ping_url not in page
+    assert "s3cret" not in text(viewer.get("/channels/"))
+    for url in (f"/monitors/{m.pk}/pause/", f"/incidents/{world['incident'].pk}/ack/",
+                "/channels/", "/keys/", "/monitors/new/", f"/monitors/{m.pk}/delete/"):
+        assert viewer.post(url, {"name": "x"}).status_code == 403, url
+    assert Monitor.objects.get(pk=m.pk).paused is False
+
+
+def test_another_tenants_pages_are_404(admin, project):
+    other = new_project("bravo")
+    m = Monitor.objects.create(project=other, name="theirs", slug="theirs", period=60 * S,
+                               grace=S)
+    ingest(m.pk, PingInput("fail"), timezone.now())
+    incident = Incident.objects.get(monitor=m)
+    ch = Channel.objects.create(project=other, kind="webhook", config={"url": "https://b.test"})
+    for method, url in [("get", f"/monitors/{m.pk}/"), ("get", f"/monitors/{m.pk}/edit/"),
+                        ("post", f"/monitors/{m.pk}/pause/"),
+                        ("post", f"/monitors/{m.pk}/delete/"),
+                        ("get", f"/incidents/{incident.pk}/"),
+                        ("post", f"/incidents/{incident.pk}/ack/"),
+                        ("get", f"/channels/{ch.pk}/"), ("post", f"/channels/{ch.pk}/test/"),
+                        ("post", f"/channels/{ch.pk}/delete/")]:
+        assert getattr(admin, method)(url).status_code == 404, (method, url)
+    assert admin.post("/switch/", {"project": other.pk}).status_code == 404
+    assert "theirs" not in text(admin.get("/")) and "theirs" not in text(admin.get("/incidents/"))
+    assert Monitor.objects.get(pk=m.pk).paused is False
+
+
+def test_the_monitors_list_takes_a_bounded_number_of_queries(admin, project):
+    now = timezone.now()
+    monitors = Monitor.objects.bulk_create(
+        Monitor(project=project, name=f"job-{i:04}", slug=f"job-{i:04}", period=60 * S,
+                grace=S, last_ping_at=now, next_expected_at=now + 60 * S) for i in range(1000))
+    Run.objects.bulk_create(Run(monitor=m, slot_at=now - k * 60 * S, started_at=now,
+                                ended_at=now, outcome="succeeded")
+                            for m in monitors[:200] for k in range(25))
+    with CaptureQueriesContext(connection) as queries:
+        resp = admin.get("/")
+    assert resp.status_code == 200 and resp.content.decode().count("<tr>") == 1001
+    assert len(queries) <= 12, [q["sql"][:80] for q in queries.captured_queries]
+
+
+def test_badges(client, project, world, make_monitor):
+    key = project.badge_key
+    make_monitor(name="fine", tags=["db"], period=3600 * S, grace=60 * S,
+                 created=timezone.now())
+    one = client.get(f"/badge/{key}/nightly-backup.svg")
+    assert one["Content-Type"] == "image/svg+xml" and 'aria-label="nightly-backup: down"' in (
+        one.content.decode())
+    assert client.get(f"/badge/{key}/db.json").json() == {
+        "name": "db", "status": "down", "total": 2, "down": 1, "late": 0}
+    assert client.get(f"/badge/{key}/fine.json").json()["status"] == "up"
+    assert client.get(f"/badge/{key}/nothing.svg").status_code == 404
+    assert client.get("/badge/wrong-key/db.svg").status_code == 404
+    admin = signed_in(project, "admin", "boss")
+    admin.post("/keys/badge/")
+    assert client.get(f"/badge/{key}/db.svg").status_code == 404  # the old key is revoked
+
+
+def test_times_are_in_the_persons_zone(admin, world):
+    page = text(admin.get(f"/incidents/{world['incident'].pk}/"))
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CES?T", page)
+    admin.post("/account/", {"timezone": "Asia/Tokyo"})
+    assert " JST" in text(admin.get(f"/incidents/{world['incident'].pk}/"))
+    assert admin.post("/account/", {"timezone": "Mars/Olympus"}).status_code == 400
