@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Ping ingest over HTTP, side by side: `bench/ping_http.sh [SECS] [ROUNDS]`
+#
+# The load of ../shared/bench (wrk -t2 -c16, GET /ping/<uuid> round-robin over
+# 100 monitors), against, interleaved, ROUNDS times (default 3, SECS default 10):
+#
+#   cronradar  the production shape: gunicorn (4 workers, as the anchor) on a
+#              PostgreSQL this script starts (default durability: fsync on, like the
+#              anchor's) and a Redis
+#   embedded   `manage.py serve` (waitress + SQLite in a scratch data dir)
+#   busy       the production shape, every request to ONE monitor
+#   hc         Healthchecks' ping path (../shared/bench/hc_anchor.sh; run its
+#              `setup` once first with HC_MIRROR set, see ../shared/bench/README.md)
+#   limit      ../shared/bench/ping_limit.sh (bare psycopg handlers, on the anchor's
+#              PostgreSQL)
+#
+# TARGETS="cronradar embedded busy hc limit" picks (default: all; hc and limit
+# are skipped with a note when the anchor is not set up). After each CronRadar
+# run it counts the rows stored against the 2xx responses wrk saw ("lost" must be
+# 0; in-flight requests wrk cut off at the end may be stored without being counted).
+# Results: bench/README.md.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+ROOT=$(pwd)
+SECS=${1:-10} ROUNDS=${2:-3}
+TARGETS=${TARGETS:-cronradar embedded busy hc limit}
+SHARED=${SHARED_BENCH:-$ROOT/../shared/bench}
+ANCHOR_DIR=${ANCHOR_DIR:-${TMPDIR:-/tmp}/anchor}
+. "$ROOT/scripts/_venv.sh"
+ensure_venv ""
+command -v wrk >/dev/null || { echo "needs wrk: apt-get install wrk" >&2; exit 1; }
+
+if [ "$(id -u)" = 0 ]; then TMPBASE=/tmp; else TMPBASE=${TMPDIR:-/tmp}; fi
+S=$(mktemp -d "$TMPBASE/cronradar-bench.XXXXXX"); chmod 755 "$S"
+PG_USER="" PG_DATA="" PIDS=()
+run_as_pg() { if [ -n "$PG_USER" ]; then runuser -u "$PG_USER" -- "$@"; else "$@"; fi; }
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -- -"$p" 2>/dev/null || kill "$p" 2>/dev/null; done
+    [ -n "$PG_DATA" ] && run_as_pg pg_ctl -D "$PG_DATA" -m fast -w stop >/dev/null 2>&1
+    [ -f "$S/redis.pid" ] && kill "$(cat "$S/redis.pid")" 2>/dev/null
+    case " $TARGETS " in *" hc "*) [ -f "$ANCHOR_DIR/hc_gunicorn.pid" ] && \
+        HC_MIRROR=x "$SHARED/hc_anchor.sh" stop ;; esac
+    rm -rf "$S"
+}
+trap cleanup EXIT
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.2; done; echo "no answer from $1" >&2; return 1; }
+lua() { # codes file -> lua script
+    cat >"$1.lua" <<LUA
+local codes = {}
+for line in io.lines("$1") do codes[#codes+1] = line end
+local i = 0
+request = function() i = i + 1; return wrk.format("GET", "/ping/" .. codes[(i % #codes) + 1]) end
+LUA
+}
+# wrk, then "req/s p99 acknowledged" on stdout (acknowledged = requests - non-2xx)
+load() { # url codes
+    wrk -t2 -c16 -d"${SECS}s" -s "$2.lua" --latency "$1" >"$S/wrk.out" 2>&1
+    awk '/Requests\/sec/ {r=$2} / 99%/ {p=$2} /requests in/ {n=$1} /Non-2xx/ {bad=$5}
+         END {printf "%s %s %d\n", r, p, n - bad}' "$S/wrk.out"
+}
+measure() { # label url codes db-env...
+    local label=$1 url=$2 codes=$3; shift 3
+    local before after r p99 acked stored
+    before=$(env "$@" "$PY" bench/ping_http_db.py count | cut -d' ' -f1)
+    read -r r p99 acked < <(load "$url" "$codes")
+    after=$(env "$@" "$PY" bench/ping_http_db.py count | cut -d' ' -f1)
+    stored=$((after - before))
+    printf '%-10s %9s pings/s  p99 %-8s acknowledged %6d stored %6d lost %d\n' \
+        "$label" "$r" "$p99" "$acked" "$stored" $(( acked > stored ? acked - stored : 0 ))
+}
+
+# --- services ------------------------------------------------------------------------
+want() { case " $TARGETS " in *" $1 "*) return 0 ;; esac; return 1; }
+if want cronradar || want busy; then
+    if [ "$(id -u)" = 0 ]; then
+        PG_USER=cronradar-ci
+        id "$PG_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$PG_USER"
+        chown "$PG_USER" "$S"
+    fi
+    PG_DATA=$S/pg PGP=$(free_port) RP=$(free_port) WP=$(free_port)
+    run_as_pg initdb -D "$PG_DATA" -U cronradar -A trust -E UTF8 --no-locale >/dev/null || exit 1
+    run_as_pg pg_ctl -D "$PG_DATA" -l "$S/pg.log" -w -o "-p $PGP -c listen_addresses=127.0.0.1 -c unix_socket_directories=$S" start >/dev/null || exit 1
+    createdb -h 127.0.0.1 -p "$PGP" -U cronradar cronradar
+    redis-server --port "$RP" --bind 127.0.0.1 --save '' --daemonize yes --pidfile "$S/redis.pid" --logfile "$S/redis.log"
+    PGENV=(DATABASE_URL="postgres://cronradar@127.0.0.1:$PGP/cronradar" REDIS_URL="redis://127.0.0.1:$RP/0")
+    env "${PGENV[@]}" "$PY" bench/ping_http_db.py setup "$S/codes.txt" 100 && lua "$S/codes.txt"
+    head -n1 "$S/codes.txt" >"$S/one.txt" && lua "$S/one.txt"
+    setsid env "${PGENV[@]}" "$VENV/bin/gunicorn" cronradar.wsgi:application -w 4 \
+        -b "127.0.0.1:$WP" --access-logfile /dev/null >"$S/gunicorn.log" 2>&1 &
+    PIDS+=($!)
+    wait_http "http://127.0.0.1:$WP/ping/x" || { cat "$S/gunicorn.log"; exit 1; }
+fi
+if want embedded; then
+    EP=$(free_port) EENV=(-u DATABASE_URL -u REDIS_URL CRONRADAR_DATA_DIR="$S/embedded")
+    env "${EENV[@]}" "$PY" bench/ping_http_db.py setup "$S/ecodes.txt" 100 && lua "$S/ecodes.txt"
+    setsid env "${EENV[@]}" "$PY" manage.py serve --port "$EP" >"$S/serve.log" 2>&1 &
+    PIDS+=($!)
+    wait_http "http://127.0.0.1:$EP/ping/x" || { cat "$S/serve.log"; exit 1; }
+fi
+HC=0
+if { want hc || want limit; } && [ -f "$ANCHOR_DIR/hc_codes.txt" ]; then
+    HC=1
+    want hc && HC_MIRROR=x "$SHARED/hc_anchor.sh" start
+else
+    { want hc || want limit; } && echo "note: hc and limit skipped: run ../shared/bench/hc_anchor.sh setup first"
+fi
+
+echo "$(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), wrk -t2 -c16 -d${SECS}s"
+for round in $(seq "$ROUNDS"); do
+    echo "--- round $round"
+    if [ $HC = 1 ] && want hc; then
+        printf '%-10s ' hc; SECS=$SECS HC_MIRROR=x "$SHARED/hc_anchor.sh" bench | tr -s ' ' | paste -sd' '
+    fi
+    if [ $HC = 1 ] && want limit; then
+        PY="$PY" "$SHARED/ping_limit.sh" "$ANCHOR_DIR/hc_codes.txt" "$SECS" | grep lookup_insert
+    fi
+    want cronradar && measure cronradar "http://127.0.0.1:$WP" "$S/codes.txt" "${PGENV[@]}"
+    want busy && measure busy "http://127.0.0.1:$WP" "$S/one.txt" "${PGENV[@]}"
+    want embedded && measure embedded "http://127.0.0.1:$EP" "$S/ecodes.txt" "${EENV[@]}"
+done

@@ -1,0 +1,63 @@
+"""Helper of bench/ping_http.sh: prepare the database and count what was stored.
+
+    ping_http_db.py setup CODES_FILE [N]   migrate; make N monitors (default 100), write their
+                                         ping UUIDs to CODES_FILE, one a line
+    ping_http_db.py count                print: pings runs (rows stored so far)
+    ping_http_db.py check                print the busy-monitor correctness figures (see below)
+
+Uses the database of ``DATABASE_URL`` (else the embedded SQLite file under
+``CRONRADAR_DATA_DIR``). Monitors are interval monitors (period 60 s, grace 1 h),
+so every ping is on time and none raises an incident.
+"""
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+
+import django  # noqa: E402
+
+django.setup()
+from django.core.management import call_command  # noqa: E402
+from django.db.models import Count  # noqa: E402
+
+from monitors.models import Monitor, Organisation, Ping, Run  # noqa: E402
+
+
+def setup(codes_file: str, n: int) -> None:
+    call_command("migrate", verbosity=0)
+    org, _ = Organisation.objects.get_or_create(name="bench")
+    project, _ = org.projects.get_or_create(name="bench")
+    have = list(Monitor.objects.filter(project=project).order_by("pk"))
+    for i in range(len(have), n):
+        have.append(Monitor.objects.create(project=project, name=f"m{i}", slug=f"m{i}",
+                                           period=timedelta(seconds=60),
+                                           grace=timedelta(hours=1)))
+    Path(codes_file).write_text("\n".join(str(m.uuid) for m in have[:n]) + "\n")
+
+
+def check() -> None:
+    """Pings, runs and how they pair: every start with a rid opened one run, every
+    end with that rid closed it (runs left open, duplicates flagged)."""
+    pings = Ping.objects.count()
+    by_kind = dict(Ping.objects.values_list("kind").annotate(n=Count("id")))
+    dup = Ping.objects.filter(duplicate=True).count()
+    runs = Run.objects.count()
+    open_runs = Run.objects.filter(ended_at__isnull=True).count()
+    unpaired = Run.objects.filter(started_at__isnull=True).count()
+    print(f"pings {pings} {by_kind} duplicates {dup} runs {runs} open {open_runs} "
+          f"without_start {unpaired}")
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "setup":
+        setup(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 100)
+    elif cmd == "count":
+        print(Ping.objects.count(), Run.objects.count())
+    elif cmd == "check":
+        check()
+    else:
+        sys.exit(f"unknown command {cmd}")
