@@ -66,6 +66,11 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     max_runtime = Seconds(minimum=1, required=False, allow_null=True)
     deadline = Seconds(minimum=1, required=False, allow_null=True)
     min_runtime = Seconds(minimum=1, required=False, allow_null=True)
+    slow_factor = serializers.DecimalField(
+        max_digits=5, decimal_places=2, coerce_to_string=False, required=False, allow_null=True,
+        help_text="a succeeded run longer than this times the p95 duration of the last 50 "
+                  "succeeded runs (at least 20 needed) is slow; more than 1, at most 100; "
+                  "null: off")
     slug = serializers.SlugField(max_length=100, required=False, allow_blank=True)
     tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False,
                                  max_length=MAX_TAGS)
@@ -79,11 +84,17 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
         model = Monitor
         fields = ["id", "project", "uuid", "name", "slug", "kind", "schedule", "timezone",
                   "cron_semantics", "period", "grace", "max_runtime", "deadline", "min_runtime",
-                  "concurrency", "max_attempts",
+                  "slow_factor", "concurrency", "max_attempts",
                   "tags", "paused", "ping_url", "status", "next_expected_at",
                   "last_ping_at", "created_at", "evaluation_error", "dropped_pings"]
         read_only_fields = ["id", "uuid", "last_ping_at", "created_at", "evaluation_error",
                             "dropped_pings"]
+
+    def validate_slow_factor(self, value):
+        if value is not None and not 1 < value <= 100:
+            raise serializers.ValidationError("must be more than 1 and at most 100 (or null: "
+                                              "off)")
+        return value
 
     def get_ping_url(self, m) -> str | None:
         """The URL to ping; null for callers who may only read (viewers, read-only

@@ -1,12 +1,17 @@
 """Run analytics (monitors.analytics, GET /api/v1/monitors/<id>/stats/) on fixed
-histories."""
+histories, and duration drift (slow_factor -> the ``slow`` incident)."""
+import json
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 
+from alerts.integrations import pagerduty
+from alerts.models import Channel, Incident, IncidentEvent, MaintenanceWindow
 from monitors import analytics
-from monitors.models import ApiKey, Run
-from tests.conftest import T0
+from monitors.models import ApiKey, Monitor, Run
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0, hook_bodies
 from tests.test_tenancy import as_key, as_person, person
 
 pytestmark = pytest.mark.django_db
@@ -213,3 +218,179 @@ def test_readers_may_read_stats_and_other_tenants_get_404(project, make_monitor)
     from tests.conftest import new_project
     stranger = as_key(ApiKey.issue(new_project("bravo"))[1])
     assert stranger.get(f"/api/v1/monitors/{m.pk}/stats/").status_code == 404
+
+
+# --- duration drift: slow_factor ----------------------------------------------------------
+
+def runs_of(monitor, seconds_each, start_at=0):
+    """A run per hour from hour ``start_at``: started on the hour, ended after each of
+    ``seconds_each`` (a negative one fails with exit status 1 after its magnitude)."""
+    for i, secs in enumerate(seconds_each, start=start_at):
+        ingest(monitor.pk, PingInput("start"), slot(i))
+        end = PingInput("fail", exit_status=1) if secs < 0 else PingInput("success")
+        ingest(monitor.pk, end, slot(i) + s(abs(secs)))
+
+
+def slow_monitor(make_monitor, **fields):
+    return make_monitor(name="backup", period=H, grace=s(600), slow_factor=Decimal("2.0"),
+                        **fields)
+
+
+def test_nothing_is_slow_before_twenty_succeeded_runs(make_monitor):
+    m = slow_monitor(make_monitor)
+    runs_of(m, [60] * 19 + [1000])
+    assert not Incident.objects.exists()
+
+
+def test_nothing_is_slow_without_a_slow_factor(make_monitor):
+    m = make_monitor(name="backup", period=H, grace=s(600))
+    runs_of(m, [60] * 20 + [1000])
+    assert not Incident.objects.exists()
+
+
+def test_a_run_at_the_threshold_is_not_slow(make_monitor):
+    m = slow_monitor(make_monitor)
+    runs_of(m, [60] * 20 + [120])  # 2.0 x p95 60 s is 120 s: not more
+    assert not Incident.objects.exists()
+
+
+def test_a_slow_run_opens_raises_and_resolves(make_monitor, hook, hook_http):
+    m = slow_monitor(make_monitor, channels=[hook.pk])
+    runs_of(m, [60] * 20 + [130])
+    incident = Incident.objects.get()
+    assert (incident.cause, incident.severity, incident.opened_at) == (
+        "slow", "warning", slot(20) + s(130))
+    assert incident.summary == ("backup: run succeeded after 130s, more than 2x the p95 "
+                                "duration of the last 20 succeeded runs (60s)")
+    opened = hook_bodies(hook_http, slot(21))
+    assert [(b["event"], b["incident"]["severity"]) for b in opened] == [
+        ("incident.opened", "warning")]
+
+    runs_of(m, [-30], start_at=21)  # a failure: the cause becomes failed, critical
+    incident.refresh_from_db()
+    assert (incident.cause, incident.severity, incident.failure_count) == (
+        "failed", "critical", 1)
+    timeline = [(e.kind, e.at, e.count, e.message) for e in incident.events.order_by("at", "id")]
+    assert timeline == [
+        ("opened", slot(20) + s(130), 1, "run succeeded after 130s, more than 2x the p95 "
+                                         "duration of the last 20 succeeded runs (60s)"),
+        ("failed", slot(21) + s(30), 1, "run failed (exit status 1)"),
+        ("escalated", slot(21) + s(30), 1, "cause raised from slow to failed, severity "
+                                           "critical: run failed (exit status 1)")]
+    raised = incident.events.get(kind="escalated")
+    assert (raised.step, raised.detail) == ("raised", {"from": "slow", "cause": "failed",
+                                                       "severity": "critical"})
+    sent = hook_bodies(hook_http, slot(22))[1:]
+    assert [(b["event"], b["incident"]["cause"], b["incident"]["severity"]) for b in sent] == [
+        ("incident.escalated", "failed", "critical")]
+
+    runs_of(m, [60], start_at=22)  # under the threshold again: recovered
+    incident.refresh_from_db()
+    assert (incident.resolved_at, incident.resolution) == (slot(22) + s(60), "a run succeeded")
+    assert [b["event"] for b in hook_bodies(hook_http, slot(23))[2:]] == ["incident.resolved"]
+
+
+def test_slow_resolves_by_the_next_run_under_the_threshold(make_monitor):
+    m = slow_monitor(make_monitor)
+    runs_of(m, [60] * 20 + [300, 200])  # 200 s: still more than 2 x p95 (60 s)
+    incident = Incident.objects.get()
+    assert incident.events.get(kind="slow").count == 1 and incident.resolved_at is None
+    runs_of(m, [100], start_at=22)
+    incident.refresh_from_db()
+    assert incident.resolved_at == slot(22) + s(100)
+
+
+def test_a_slow_run_does_not_resolve_a_failure(make_monitor):
+    m = slow_monitor(make_monitor)
+    runs_of(m, [60] * 20 + [-10, 500])
+    incident = Incident.objects.get()
+    assert (incident.cause, incident.severity, incident.resolved_at) == ("failed", "critical",
+                                                                        None)
+    assert [e.kind for e in incident.events.order_by("at", "id")] == ["opened", "slow"]
+
+
+def test_the_baseline_is_the_last_fifty_succeeded_runs_with_a_start(make_monitor):
+    m = slow_monitor(make_monitor)
+    runs_of(m, [1000] * 10 + [60] * 50)  # the long ones are more than 50 runs back
+    for i in range(60, 63):  # runs without a start, and failures, are no baseline
+        Run.objects.create(monitor=m, slot_at=slot(i), ended_at=slot(i) + s(10),
+                           outcome="succeeded")
+        Run.objects.create(monitor=m, slot_at=slot(i), started_at=slot(i) + s(20),
+                           ended_at=slot(i) + s(3000), outcome="failed", exit_status=1)
+    assert not Incident.objects.exists()
+    runs_of(m, [121], start_at=63)
+    assert Incident.objects.get().summary == (
+        "backup: run succeeded after 121s, more than 2x the p95 duration of the last 50 "
+        "succeeded runs (60s)")
+
+
+def test_the_monitors_severity_applies_to_slow_and_its_raise(make_monitor):
+    from alerts.models import Alerting
+
+    m = slow_monitor(make_monitor)
+    Alerting.objects.filter(monitor=m).update(severity="error")
+    runs_of(m, [60] * 20 + [200, -1])
+    incident = Incident.objects.get()
+    assert (incident.cause, incident.severity) == ("failed", "error")
+
+
+def test_a_problem_under_the_failure_threshold_does_not_raise(make_monitor):
+    from alerts.models import Alerting
+
+    m = slow_monitor(make_monitor)
+    runs_of(m, [60] * 20 + [200])
+    Alerting.objects.filter(monitor=m).update(failure_threshold=2)
+    runs_of(m, [-1], start_at=21)  # one failure: counted, not raised
+    incident = Incident.objects.get()
+    assert (incident.cause, incident.severity, incident.failure_count) == ("slow", "warning", 1)
+    runs_of(m, [-1], start_at=22)  # the second in a row would open an incident: raised
+    incident.refresh_from_db()
+    assert (incident.cause, incident.severity, incident.failure_count) == (
+        "failed", "critical", 2)
+
+
+def test_a_raise_inside_a_maintenance_window_is_recorded_not_sent(make_monitor, hook,
+                                                                 hook_http):
+    m = slow_monitor(make_monitor, channels=[hook.pk])
+    runs_of(m, [60] * 20 + [200])
+    assert len(hook_bodies(hook_http, slot(21))) == 1
+    MaintenanceWindow.objects.create(project=m.project, name="upgrade", monitor=m,
+                                     starts_at=slot(21), ends_at=slot(23))
+    runs_of(m, [-5], start_at=21)
+    raised = IncidentEvent.objects.get(kind="escalated")
+    assert raised.detail["suppressed"] == (
+        f"maintenance window 'upgrade' until {slot(23).isoformat()}")
+    assert len(hook_bodies(hook_http, slot(22))) == 1  # nothing new was sent
+
+
+def test_pagerduty_gets_a_new_trigger_with_the_raised_severity(make_monitor, project):
+    m = slow_monitor(make_monitor)
+    runs_of(m, [60] * 20 + [200, -1])
+    incident = Incident.objects.get()
+    ch = Channel.objects.create(project=project, kind="pagerduty", config={"routing_key": "k"})
+    docs = [json.loads(pagerduty.build_request(ch, incident.events.get(kind=k)).body)
+            for k in ("opened", "escalated")]
+    assert {d["event_action"] for d in docs} == {"trigger"}
+    assert {d["dedup_key"] for d in docs} == {str(incident.dedup_key)}
+    assert (docs[1]["payload"]["severity"], docs[1]["payload"]["class"]) == ("critical",
+                                                                            "failed")
+
+
+@pytest.mark.parametrize(("value", "ok"), [
+    (2.5, True), ("3", True), (100, True), (None, True), (1.01, True),
+    (1, False), (1.0, False), (0.5, False), (-2, False), (100.01, False), (1000, False),
+    (1.001, False), ("fast", False),
+])
+def test_slow_factor_through_the_api(api, value, ok):
+    made = api.post("/api/v1/monitors/", {"name": "j", "period": 60, "grace": 5},
+                    format="json").json()
+    assert made["slow_factor"] is None
+    resp = api.patch(f"/api/v1/monitors/{made['id']}/", {"slow_factor": value}, format="json")
+    assert resp.status_code == (200 if ok else 400), resp.json()
+    if ok:
+        expected = None if value is None else float(value)
+        assert resp.json()["slow_factor"] == expected
+        assert Monitor.objects.get(pk=made["id"]).slow_factor == (
+            None if value is None else Decimal(str(value)))
+    else:
+        assert "slow_factor" in resp.json()
