@@ -8,7 +8,9 @@ found about one monitor; this module subscribes to them (``AlertsConfig.ready``)
   the monitor's channels (:func:`targets`);
 - a problem while an incident is open is counted on the incident's timeline
   event of that kind (not re-notified): a timeline has one event per kind, so it
-  stays bounded however long the incident lasts;
+  stays bounded however long the incident lasts; any other problem while a
+  ``slow`` incident is open also raises its cause and severity (:func:`_raise`,
+  event ``escalated``, notified);
 - ``recovered`` (a good run), ``paused`` and ``deleted`` resolve the open
   incident (event ``resolved``, resolution "a run succeeded", "monitor paused",
   "monitor deleted"), which notifies every channel that was notified of it
@@ -31,7 +33,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from alerts import escalation, flapping
+from alerts import escalation, flapping, maintenance
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.tasks import dispatch
 from monitors.detections import CLOSING, PROBLEMS, Detection, Kind
@@ -82,6 +84,10 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
             _notify(ev, opening.channels)
         else:
             ev = _repeat(incident, d)
+            if incident.cause == Kind.SLOW and d.kind != Kind.SLOW and _streak(
+                    monitor, good=False):  # as it would open an incident
+                events.append(ev)
+                ev = _raise(monitor, incident, d)
         events.append(ev)
     return events
 
@@ -109,12 +115,12 @@ def open_incident(monitor) -> Incident | None:
     return Incident.objects.filter(monitor=monitor, resolved_at__isnull=True).first()
 
 
-WARNING_CAUSES = frozenset({Kind.OVERLAP, Kind.TOO_FAST})
+WARNING_CAUSES = frozenset({Kind.OVERLAP, Kind.TOO_FAST, Kind.SLOW})
 
 
 def severity(monitor, cause: str) -> str:
     """The severity an incident of ``monitor`` opens with: the monitor's, or from
-    its cause (``warning`` for overlap and too_fast, else ``critical``)."""
+    its cause (``warning`` for overlap, too_fast and slow, else ``critical``)."""
     chosen = escalation.alerting_of(monitor).severity
     return chosen or (Alerting.Severity.WARNING if cause in WARNING_CAUSES
                       else Alerting.Severity.CRITICAL)
@@ -311,6 +317,31 @@ def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> In
                                       at=at, message=message[:500], detail=detail,
                                       step="resolved")
     _notify(ev, notified_channels(incident))
+    return ev
+
+
+def _raise(monitor, incident: Incident, d: Detection) -> IncidentEvent:
+    """Another problem ``d`` while ``incident`` is open for ``slow`` (the lowest
+    precedence): its cause becomes ``d``'s kind and its severity that cause's
+    (:func:`severity`), recorded as an ``escalated`` event (step ``raised``), which
+    is sent to every channel holding the incident open (PagerDuty: a new trigger
+    with the same dedup_key and the new severity), acknowledged or not, unless a
+    maintenance window covers the moment. Channels not told of the incident yet
+    (a tier's delay, a window, flapping) get its current cause when they are."""
+    old = incident.cause
+    incident.cause, incident.severity = d.kind, severity(monitor, d.kind)
+    at = stamp(incident, d.at)
+    incident.save(update_fields=["cause", "severity", "last_event_at"])
+    detail = {"from": old, "cause": d.kind, "severity": incident.severity}
+    held = maintenance.covering(monitor, at)
+    if held is not None:
+        detail["suppressed"] = f"maintenance window {held[0].name!r} until {held[1].isoformat()}"
+    ev = IncidentEvent.objects.create(
+        incident=incident, kind=IncidentEvent.Kind.ESCALATED, at=at, step="raised",
+        message=f"cause raised from {old} to {d.kind}, severity {incident.severity}: "
+                f"{d.message}"[:500], detail=detail)
+    if held is None:
+        _notify(ev, notified_channels(incident))
     return ev
 
 

@@ -132,7 +132,7 @@ class Alerting(models.Model):
     tiers are notified instead (:mod:`alerts.escalation`). ``urgency`` ``low``:
     the first tier only, as PagerDuty's low urgency. ``severity``: what the
     integrations are told (empty: from the cause, ``critical`` for missed, stuck,
-    deadline and failed, ``warning`` for overlap and too_fast). ``renotify``: an
+    deadline and failed, ``warning`` for overlap, too_fast and slow). ``renotify``: an
     open, unacknowledged incident is sent again this often to the last tier
     reached (or the channels). ``failure_threshold`` / ``recovery_threshold``:
     consecutive bad runs (failed, missed or stuck; read from the run history)
@@ -180,7 +180,8 @@ class Incident(models.Model):
     (-1: none yet) in round ``round`` (0 = the first pass), ``renotified`` how
     many times it was sent again, ``next_escalation_at`` (indexed) when the
     evaluator's tick must take the next step (None: nothing left, acknowledged
-    or resolved). ``severity`` is fixed when it opens.
+    or resolved). ``severity`` is fixed when it opens, but for a ``slow`` incident:
+    another problem raises its ``cause`` and ``severity`` (:func:`alerts.incidents._raise`).
     """
 
     # The problems of monitors.detections, one vocabulary.

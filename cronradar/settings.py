@@ -246,6 +246,11 @@ CRONRADAR_EMAIL_FROM = env("CRONRADAR_EMAIL_FROM", default="cronradar@localhost"
 # and the quiet time (seconds) after which it is stable again.
 CRONRADAR_FLAPPING_INCIDENTS = env.int("CRONRADAR_FLAPPING_INCIDENTS", default=5)
 CRONRADAR_FLAPPING_QUIET = env.int("CRONRADAR_FLAPPING_QUIET", default=3600)
+# GET /api/v1/monitors/<id>/stats/ covers this many of the newest runs unless the
+# request says otherwise (?runs=, 1-10000; monitors.analytics).
+CRONRADAR_STATS_RUNS = env.int("CRONRADAR_STATS_RUNS", default=100)
+if not 1 <= CRONRADAR_STATS_RUNS <= 10000:
+    raise ImproperlyConfigured(f"CRONRADAR_STATS_RUNS={CRONRADAR_STATS_RUNS}: use 1 to 10000")
 # Signed acknowledge/resolve links in notifications stay valid this many seconds.
 CRONRADAR_LINK_MAX_AGE = env.int("CRONRADAR_LINK_MAX_AGE", default=24 * 3600)
 # CronRadar's own liveness (monitors.liveness): every web process and the evaluator

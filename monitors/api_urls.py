@@ -13,6 +13,7 @@ router.register("members", accounts.MemberViewSet, basename="member")
 urlpatterns = [
     path("monitors/<int:pk>/runs/", api.RunList.as_view(), name="monitor-runs"),
     path("monitors/<int:pk>/pings/", api.PingList.as_view(), name="monitor-pings"),
+    path("monitors/<int:pk>/stats/", api.MonitorStats.as_view(), name="monitor-stats"),
     path("import/crontab/", ImportCrontab.as_view(), name="import-crontab"),
     path("import/k8s/", ImportK8s.as_view(), name="import-k8s"),
     *router.urls,

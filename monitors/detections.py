@@ -10,7 +10,8 @@ detection. No Django imports here.
 :class:`Kind` is the one list of detection kinds. ``PROBLEMS`` are the kinds that
 open or extend an incident (the alerting side builds its incident causes and
 timeline event kinds from them); ``RECOVERED``, ``PAUSED`` and ``DELETED`` close
-one, for a good run, a pause and a deletion.
+one, for a good run, a pause and a deletion. ``SLOW`` has the lowest precedence:
+any other problem raises an open ``slow`` incident's cause (:mod:`alerts.incidents`).
 """
 from __future__ import annotations
 
@@ -27,12 +28,14 @@ class Kind(StrEnum):
     FAILED = "failed"  # a /fail ping or a non-zero exit status
     OVERLAP = "overlap"  # a start while a run is open, under concurrency forbid
     TOO_FAST = "too_fast"  # a success sooner than min_runtime
+    SLOW = "slow"  # a success much longer than usual (slow_factor x the recent p95)
     RECOVERED = "recovered"  # a run succeeded
     PAUSED = "paused"  # the monitor was paused
     DELETED = "deleted"  # the monitor was deleted
 
 
-PROBLEMS = (Kind.MISSED, Kind.STUCK, Kind.DEADLINE, Kind.FAILED, Kind.OVERLAP, Kind.TOO_FAST)
+PROBLEMS = (Kind.MISSED, Kind.STUCK, Kind.DEADLINE, Kind.FAILED, Kind.OVERLAP, Kind.TOO_FAST,
+            Kind.SLOW)
 CLOSING = (Kind.RECOVERED, Kind.PAUSED, Kind.DELETED)
 
 

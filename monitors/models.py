@@ -208,6 +208,9 @@ class Monitor(models.Model):
     max_runtime = models.DurationField(null=True, blank=True)
     deadline = models.DurationField(null=True, blank=True)
     min_runtime = models.DurationField(null=True, blank=True)
+    # Duration drift: a succeeded run longer than slow_factor x the p95 duration of
+    # the latest succeeded runs is ``slow`` (monitors.analytics.slow); null: off.
+    slow_factor = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True)
     concurrency = models.CharField(
         max_length=8, choices=Concurrency.choices, default=Concurrency.ALLOW
     )
@@ -320,6 +323,10 @@ class Run(models.Model):
             # ping; without this it scans the monitor's whole history (bench/README.md).
             models.Index(fields=["monitor"], name="run_deadline_unchecked",
                          condition=Q(deadline_at__isnull=False, deadline_checked=False)),
+            # monitors.analytics.slow reads a monitor's latest succeeded runs by end
+            # on every success of a monitor with a slow_factor: no history scan.
+            models.Index(fields=["monitor", "-ended_at"], name="run_succeeded_end",
+                         condition=Q(outcome="succeeded")),
         ]
         constraints = [
             models.UniqueConstraint(fields=["monitor", "rid"], name="run_rid_unique"),

@@ -25,7 +25,7 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import Q
 
-from monitors import detections, slots
+from monitors import analytics, detections, slots
 from monitors.detections import Detection, Kind
 from monitors.models import Monitor, Ping, Run
 
@@ -185,8 +185,9 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
             f"run succeeded after {run.duration.total_seconds():.0f}s, "
             f"less than min_runtime {monitor.min_runtime.total_seconds():.0f}s",
             detail={"run": run.pk, "duration": run.duration.total_seconds()}))
-    else:
-        found.append(Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
+    else:  # a run much slower than usual is a problem, not a recovery (slow_factor)
+        found.append(analytics.slow(monitor, run, now)
+                     or Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
     return run, False
 
 

@@ -405,7 +405,7 @@ def test_pagerduty_dedup_key_is_stable_per_incident(project, incident, resolved)
 @pytest.mark.parametrize(("cause", "chosen", "severity"), [
     ("missed", "", "critical"), ("stuck", "", "critical"), ("deadline", "", "critical"),
     ("failed", "", "critical"), ("overlap", "", "warning"), ("too_fast", "", "warning"),
-    ("missed", "info", "info"), ("overlap", "error", "error"),
+    ("slow", "", "warning"), ("missed", "info", "info"), ("overlap", "error", "error"),
 ])
 def test_pagerduty_severity(project, monitor, cause, chosen, severity):
     from alerts.incidents import severity as severity_of

@@ -82,6 +82,7 @@ def b_urls(b) -> list[tuple[str, str]]:
     for url in (f"{v}/projects/{b['project'].pk}/", f"{v}/organisations/{b['org'].pk}/"):
         routes += [("get", url), ("patch", url)]
     routes += [("get", f"{v}/monitors/{m}/runs/"), ("get", f"{v}/monitors/{m}/pings/"),
+               ("get", f"{v}/monitors/{m}/stats/"),
                ("get", f"{v}/incidents/{inc}/"), ("post", f"{v}/monitors/{m}/pause/"),
                ("post", f"{v}/monitors/{m}/resume/"),
                ("get", f"{v}/monitors/by-slug/{b['monitor'].slug}/"),
