@@ -110,9 +110,15 @@ def _streak(monitor, good: bool) -> bool:
     return len(latest) == n and all(o in (GOOD if good else BAD) for o in latest)
 
 
+_OPEN_SQL = (f"SELECT * FROM {Incident._meta.db_table} "
+             "WHERE monitor_id = %s AND resolved_at IS NULL LIMIT 1")
+
+
 def open_incident(monitor) -> Incident | None:
-    """The monitor's open incident, if any."""
-    return Incident.objects.filter(monitor=monitor, resolved_at__isnull=True).first()
+    """The monitor's open incident, if any. (Asked on every good run's ping: as
+    SQL, it costs less CPU than building the ORM statement.)"""
+    found = list(Incident.objects.raw(_OPEN_SQL, [monitor.pk]))
+    return found[0] if found else None
 
 
 WARNING_CAUSES = frozenset({Kind.OVERLAP, Kind.TOO_FAST, Kind.SLOW})

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from django.db import transaction
-from django.db.models import Q
+from django.db import InterfaceError, OperationalError, connection, transaction
 
 from monitors import analytics, detections, slots
 from monitors.detections import Detection, Kind
-from monitors.models import Monitor, Ping, Run
+from monitors.models import Monitor, Ping, Project, Run
 
 log = logging.getLogger(__name__)
 NEVER = datetime.min.replace(tzinfo=UTC)  # sorts a run without a start first
@@ -63,23 +62,50 @@ def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
     the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the monitor was
     deleted meanwhile. Never drops a ping it returns: if applying its
     effects fails (a bug, a schedule that cannot be computed), that part is rolled
-    back and logged, and the ping is still stored.
+    back and logged, and the ping is stored alone.
     """
+    stored = ingest_at(("id = %s", [monitor_id]), ping, now)
+    if stored is None:
+        raise Monitor.DoesNotExist(f"no monitor {monitor_id}")
+    return stored
+
+
+def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime) -> Ping | None:
+    """:func:`ingest` for the monitor a SQL condition picks (the ping URL's lookup,
+    see :func:`lookup`), locked and read in one statement; None when no
+    (undeleted) monitor matches.
+
+    The common pings cost one transaction of five statements besides BEGIN and
+    COMMIT: lock and read the monitor, read the runs it can touch, write the run,
+    update the monitor, insert the ping (tests/test_query_counts.py pins them).
+    Effects are computed and written first; if anything raises, the transaction
+    is rolled back and the ping is stored alone in a second one.
+    """
+    try:
+        with transaction.atomic():
+            monitor = _lock(where)
+            if monitor is None:
+                return None
+            run, duplicate = _apply(monitor, ping, now)
+            return _insert_ping(monitor.pk, run, ping, now, duplicate)
+    except (InterfaceError, OperationalError):
+        raise  # the database is unreachable or locked: nothing was stored (503)
+    except Exception as exc:  # noqa: BLE001  (a bug or a schedule that cannot be computed)
+        failure = exc
+    log.error("ping stored without applying its effects (%s: %s)", type(failure).__name__,
+              failure, exc_info=failure)
     with transaction.atomic():
-        monitor = Monitor.objects.select_for_update().get(pk=monitor_id, deleted_at__isnull=True)
-        run, duplicate = None, False
-        try:
-            with transaction.atomic():  # savepoint: effects may fail, the ping may not
-                run, duplicate = _apply(monitor, ping, now)
-        except Exception:
-            log.exception("ping for monitor %s stored without applying its effects", monitor_id)
-        return Ping.objects.create(
-            monitor_id=monitor_id, run=run, received_at=now, kind=ping.kind,
-            exit_status=ping.exit_status, rid=ping.rid, method=ping.method,
-            remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
-            body=ping.body, body_size=ping.body_size, body_truncated=ping.body_truncated,
-            duplicate=duplicate,
-        )
+        monitor = _lock(where)
+        return None if monitor is None else _insert_ping(monitor.pk, None, ping, now, False)
+
+
+def lookup(uuid: UUID | None = None, ping_key: str = "", slug: str = "") -> tuple[str, list]:
+    """The SQL condition (for :func:`ingest_at`) of the monitor with ping URL
+    ``/ping/<uuid>`` or ``/ping/<ping_key>/<slug>``."""
+    if uuid is not None:
+        return "uuid = %s", [_prep(Monitor, "uuid", uuid)]
+    return (f"slug = %s AND project_id = (SELECT id FROM {Project._meta.db_table} "
+            "WHERE ping_key = %s)", [slug, ping_key])
 
 
 def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None, bool]:
@@ -89,34 +115,116 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None
         run = Run.objects.filter(monitor=monitor, rid=ping.rid).first() if ping.rid else None
         return run, False
     # One query for every run this ping can close, replace or count as open, plus
-    # the ones next_evaluation needs; they are updated in memory as they are written.
-    runs = pending_runs(monitor, rid=ping.rid)
+    # the ones next_evaluation needs and a written-off row of the slot a new run
+    # would take; they are updated in memory as they are written.
+    slot = None if ping.rid and ping.kind != Ping.Kind.START else slots.slot_for(monitor, now)
+    runs = pending_runs(monitor, rid=ping.rid, slot=slot)
     if ping.kind == Ping.Kind.START:
-        run, duplicate = _start(monitor, ping, now, runs, found)
+        run, duplicate = _start(monitor, ping, now, runs, found, slot)
     else:
-        run, duplicate = _end(monitor, ping, now, runs, found)
+        run, duplicate = _end(monitor, ping, now, runs, found, slot)
     if not duplicate:
         monitor.last_ping_at = now
         runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
         monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
-        monitor.save(update_fields=["last_ping_at", "last_start_at", "next_expected_at",
-                                    "next_evaluation_at"])
+        _update(monitor, MONITOR_PING_FIELDS)
         if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
             detections.emit(monitor, found)
     return run, duplicate
 
 
-def pending_runs(monitor: Monitor, rid: UUID | None = None) -> list[Run]:
+def pending_runs(monitor: Monitor, rid: UUID | None = None,
+                 slot: datetime | None = None) -> list[Run]:
     """Runs the evaluator still has to watch: open ones and unchecked deadlines.
 
     With ``rid``, also the run with that id, whatever its state (the run a ping
-    names), so a ping needs one query for all of them. Ordered by ``pk``.
+    names); with ``slot``, also a ``missed`` / ``unknown`` row of that slot (which
+    a new run for it takes over), so a ping needs one query for all of them.
+    Ordered by ``pk``.
     """
-    watched = (Q(monitor=monitor, outcome__in=Run.OPEN_OUTCOMES)
-               | Q(monitor=monitor, deadline_at__isnull=False, deadline_checked=False))
+    sql, params = [_PENDING_SQL], [monitor.pk, *Run.OPEN_OUTCOMES, False]
     if rid is not None:
-        watched |= Q(monitor=monitor, rid=rid)
-    return list(Run.objects.filter(watched).order_by("pk"))
+        sql.append("OR rid = %s")
+        params.append(_prep(Run, "rid", rid))
+    if slot is not None:
+        sql.append("OR (slot_at = %s AND outcome IN (%s, %s))")
+        params += [_prep(Run, "slot_at", slot), *Run.WRITTEN_OFF]
+    return list(Run.objects.raw(" ".join(sql) + ") ORDER BY id", params))
+
+
+# --- the hot path's statements ---------------------------------------------------------
+# Written as SQL (the same text on PostgreSQL and SQLite): building the equivalent
+# ORM statements cost more CPU than the database spent running them (bench/README.md).
+
+MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
+                       "next_evaluation_at")
+RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
+              "exit_status", "timeout_at", "deadline_at", "deadline_checked")
+_PENDING_SQL = (f"SELECT * FROM {Run._meta.db_table} WHERE monitor_id = %s AND ("
+                "outcome IN (%s, %s) OR (deadline_at IS NOT NULL AND deadline_checked = %s)")
+
+
+def _prep(model, attname: str, value):
+    """``value`` as the database driver takes it for ``model``'s field ``attname``."""
+    return _FIELDS[model][attname].get_db_prep_save(value, connection)
+
+
+_FIELDS = {m: {f.attname: f for f in m._meta.concrete_fields} for m in (Monitor, Run, Ping)}
+
+
+def _lock(where: tuple[str, list]) -> Monitor | None:
+    """The undeleted monitor ``where`` picks, row-locked (SQLite: the transaction
+    holds the database's write lock from BEGIN IMMEDIATE)."""
+    condition, params = where
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    found = list(Monitor.objects.raw(
+        f"SELECT * FROM {Monitor._meta.db_table} WHERE {condition} AND deleted_at IS NULL"
+        f"{lock}", params))
+    return found[0] if found else None
+
+
+def _update(obj, fields) -> None:
+    """Write ``fields`` of the saved ``obj`` (a Monitor or a Run)."""
+    model = type(obj)
+    sets = ", ".join(f"{f} = %s" for f in fields)
+    with connection.cursor() as cur:
+        cur.execute(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s",
+                    [_prep(model, f, getattr(obj, f)) for f in fields] + [obj.pk])
+
+
+def _save_run(run: Run) -> None:
+    """Insert ``run`` (no pk yet; its pk is set) or write all its fields."""
+    if run.pk is not None:
+        _update(run, RUN_FIELDS[1:])
+        return
+    _insert(run, RUN_FIELDS)
+
+
+def _insert(obj, fields) -> None:
+    model = type(obj)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {model._meta.db_table} ({', '.join(fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id",
+            [_prep(model, f, getattr(obj, f)) for f in fields])
+        obj.pk = cur.fetchone()[0]
+    obj._state.adding, obj._state.db = False, connection.alias
+
+
+PING_FIELDS = ("monitor_id", "run_id", "received_at", "kind", "exit_status", "rid", "method",
+               "remote_addr", "user_agent", "body", "body_size", "body_truncated",
+               "duplicate")
+
+
+def _insert_ping(monitor_id: int, run: Run | None, ping: PingInput, now: datetime,
+                 duplicate: bool) -> Ping:
+    row = Ping(monitor_id=monitor_id, run=run, received_at=now, kind=ping.kind,
+               exit_status=ping.exit_status, rid=ping.rid, method=ping.method,
+               remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
+               body=ping.body, body_size=ping.body_size,
+               body_truncated=ping.body_truncated, duplicate=duplicate)
+    _insert(row, PING_FIELDS)
+    return row
 
 
 def _open(runs: list[Run]) -> list[Run]:
@@ -128,8 +236,8 @@ def _with_rid(runs: list[Run], rid: UUID) -> Run | None:
 
 
 def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
-           found: list) -> tuple[Run, bool]:
-    """``runs``: from :func:`pending_runs` with the ping's rid."""
+           found: list, slot: datetime | None) -> tuple[Run, bool]:
+    """``runs``: from :func:`pending_runs` with the ping's rid and ``slot``."""
     if ping.rid:
         existing = _with_rid(runs, ping.rid)
         if existing is not None:
@@ -146,18 +254,18 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
         for r in open_runs:
             r.outcome, r.ended_at = Run.Outcome.REPLACED, now
         Run.objects.bulk_update(open_runs, ["outcome", "ended_at"])
-    run = _new_run(monitor, ping.rid, now)
+    run = _new_run(monitor, ping.rid, now, runs, slot)
     run.started_at = now
     run.outcome = Run.Outcome.RUNNING
     run.timeout_at = now + monitor.max_runtime if monitor.max_runtime else None
-    run.save()
+    _save_run(run)
     monitor.last_start_at = now
     return run, False
 
 
 def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
-         found: list) -> tuple[Run, bool]:
-    """``runs``: from :func:`pending_runs` with the ping's rid."""
+         found: list, slot: datetime | None) -> tuple[Run, bool]:
+    """``runs``: from :func:`pending_runs` with the ping's rid and ``slot``."""
     if ping.rid:
         run = _with_rid(runs, ping.rid)
         if run is not None and run.ended_at is not None:
@@ -165,12 +273,12 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     else:  # the most recently started open run (one without started_at counts as oldest)
         run = max(_open(runs), key=lambda r: (r.started_at or NEVER, r.pk), default=None)
     if run is None:
-        run = _new_run(monitor, ping.rid, now)
+        run = _new_run(monitor, ping.rid, now, runs, slot)
     failed = ping.kind == Ping.Kind.FAIL or (ping.exit_status not in (None, 0))
     run.ended_at = now
     run.exit_status = ping.exit_status
     run.outcome = Run.Outcome.FAILED if failed else Run.Outcome.SUCCEEDED
-    run.save()
+    _save_run(run)
     if failed:
         status = f" (exit status {ping.exit_status})" if ping.exit_status is not None else ""
         attempt = _attempt(monitor, run)
@@ -212,16 +320,21 @@ def _attempt(monitor: Monitor, run: Run) -> int:
     return streak
 
 
-def _new_run(monitor: Monitor, rid: UUID | None, now: datetime) -> Run:
+def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
+             looked_up: datetime | None) -> Run:
     """An unsaved run for the slot ``now`` belongs to; advances the expected slot.
 
     A run arriving for a slot already written off (``missed``, or ``unknown``
     during an outage) takes over that row, so the slot's history shows what
-    really happened.
+    really happened. ``runs``: from :func:`pending_runs`, which has the written-off
+    row of slot ``looked_up`` if there is one (another slot's is looked up here).
     """
     slot = slots.slot_for(monitor, now)
-    run = (Run.objects.filter(monitor=monitor, slot_at=slot, outcome__in=Run.WRITTEN_OFF)
-           .first()) or Run(monitor=monitor, slot_at=slot)
+    taken = [r for r in runs if r.slot_at == slot and r.outcome in Run.WRITTEN_OFF]
+    if not taken and slot != looked_up:
+        taken = list(Run.objects.filter(monitor=monitor, slot_at=slot,
+                                        outcome__in=Run.WRITTEN_OFF)[:1])
+    run = taken[0] if taken else Run(monitor=monitor, slot_at=slot)
     run.rid = rid
     if monitor.deadline:
         run.deadline_at = slot + monitor.deadline

@@ -25,8 +25,8 @@ from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from monitors import pings
 from monitors.models import Monitor, Project
-from monitors.pings import PingInput, create_on_ping, ingest
 
 ACTIONS = {"start": "start", "fail": "fail", "log": "log"}
 CHUNK = 64 * 1024
@@ -145,31 +145,37 @@ def ping(request, path: str):
         if rid is None:
             return _text(400, "rid must be a UUID, e.g. ?rid=$(uuidgen)")
     created = False
-    monitor_id = (Monitor.objects.filter(deleted_at__isnull=True, **lookup)
-                  .values_list("pk", flat=True).first())
-    if monitor_id is None and "slug" in lookup and request.GET.get("create") == "1":
-        project_id = Project.objects.filter(ping_key=parts[0]).values_list("pk", flat=True).first()
-        if project_id is not None:
-            try:
-                monitor_id, created = create_on_ping(project_id, parts[1], request.GET,
-                                                     timezone.now())
-            except ValueError as e:
-                return _text(400, str(e))
-    if monitor_id is None:
-        return _text(404, "not found: no monitor with this ping URL")
-    if wait := _over_rate(monitor_id):
-        resp = _text(429, f"too many pings for this monitor: at most "
-                          f"{settings.CRONRADAR_PING_RATE}; this one was not stored")
-        resp["Retry-After"] = str(wait)
-        return resp
+    if "slug" in lookup:
+        where = pings.lookup(ping_key=lookup["project__ping_key"], slug=lookup["slug"])
+    else:
+        where = pings.lookup(uuid=lookup["uuid"])
+    if settings.CRONRADAR_PING_RATE or request.GET.get("create") == "1":
+        # the monitor's id first: to count the ping, or to make the monitor
+        monitor_id = (Monitor.objects.filter(deleted_at__isnull=True, **lookup)
+                      .values_list("pk", flat=True).first())
+        if monitor_id is None and "slug" in lookup and request.GET.get("create") == "1":
+            project_id = (Project.objects.filter(ping_key=parts[0])
+                          .values_list("pk", flat=True).first())
+            if project_id is not None:
+                try:
+                    monitor_id, created = pings.create_on_ping(project_id, parts[1],
+                                                               request.GET, timezone.now())
+                except ValueError as e:
+                    return _text(400, str(e))
+        if monitor_id is None:
+            return _text(404, "not found: no monitor with this ping URL")
+        if wait := _over_rate(monitor_id):
+            resp = _text(429, f"too many pings for this monitor: at most "
+                              f"{settings.CRONRADAR_PING_RATE}; this one was not stored")
+            resp["Retry-After"] = str(wait)
+            return resp
+        where = ("id = %s", [monitor_id])
     body, size = _read_body(request)
-    ping_input = PingInput(
+    ping_input = pings.PingInput(
         kind=kind, exit_status=exit_status, rid=rid, method=request.method,
         remote_addr=_client_address(request),
         user_agent=request.META.get("HTTP_USER_AGENT", ""), body=body, body_size=size,
     )
-    try:
-        ingest(monitor_id, ping_input, timezone.now())
-    except Monitor.DoesNotExist:
+    if pings.ingest_at(where, ping_input, timezone.now()) is None:
         return _text(404, "not found: no monitor with this ping URL")
     return _text(201, "Created") if created else _text(200, "OK")

@@ -37,7 +37,7 @@ def test_pings_answer_503_with_retry_after_while_the_database_is_down(client, ma
     def down(*args, **kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(views, "ingest", down)
+    monkeypatch.setattr(views.pings, "ingest_at", down)
     resp = client.get(f"/ping/{m.uuid}")
     assert (resp.status_code, resp["Retry-After"], resp.content) == (
         503, "5", b"database unavailable, nothing was stored: retry in 5 seconds\n")
