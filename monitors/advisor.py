@@ -3,7 +3,7 @@ of "Jobs and Scheduled Jobs" (:mod:`monitors.policymodel`).
 
 Pure: plain data in (the monitor's schedule fields, its observed run durations in
 seconds, failure counts, missed streak, ``now``), plain dataclasses out; no ORM,
-no clock. ``GET /api/v1/monitors/<id>/advice/`` (:class:`monitors.api.MonitorAdvice`)
+no clock. ``GET /api/v1/monitors/<id>/advice/`` (:class:`monitors.advisor_api.MonitorAdvice`)
 gathers the data and serialises :class:`Advice`.
 
 What is replayed
@@ -372,7 +372,7 @@ def recommend(outcomes: Sequence[PolicyOutcome], *, overruns: int, longest_run: 
 @dataclass(frozen=True)
 class Advice:
     """Everything ``GET /api/v1/monitors/<id>/advice/`` answers (see the serializer
-    :class:`monitors.api.AdviceSerializer` for the field list)."""
+    :class:`monitors.advisor_api.AdviceSerializer` for the field list)."""
 
     now: datetime
     can_skip: bool
