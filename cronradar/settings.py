@@ -165,6 +165,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",  # drf-spectacular-sidecar: the docs page's assets, local
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,  # read-only fields stay out of request bodies
+    # one name for each choice set used by several fields (the advisor's answer)
+    "ENUM_NAME_OVERRIDES": {"ConcurrencyEnum": "monitors.models.Monitor.Concurrency",
+                            "OverlapPolicyEnum": "monitors.advisor.POLICIES"},
 }
 
 # --- Celery -----------------------------------------------------------------
@@ -262,6 +265,16 @@ CRONRADAR_OUTAGE_THRESHOLD = env.float("CRONRADAR_OUTAGE_THRESHOLD", default=10.
 CRONRADAR_PAGERDUTY_EVENTS_URL = env(
     "CRONRADAR_PAGERDUTY_EVENTS_URL", default="https://events.pagerduty.com/v2/enqueue"
 )
+# The overlap-policy advisor (GET /api/v1/monitors/<id>/advice/, monitors.advisor):
+# it replays the monitor's last CRONRADAR_ADVICE_RUNS finished runs and advises
+# only from CRONRADAR_ADVICE_MIN_RUNS of them on.
+CRONRADAR_ADVICE_RUNS = env.int("CRONRADAR_ADVICE_RUNS", default=100)
+CRONRADAR_ADVICE_MIN_RUNS = env.int("CRONRADAR_ADVICE_MIN_RUNS", default=20)
+if not 1 <= CRONRADAR_ADVICE_RUNS <= 10000:
+    raise ImproperlyConfigured(f"CRONRADAR_ADVICE_RUNS={CRONRADAR_ADVICE_RUNS}: use 1 to 10000")
+if not 1 <= CRONRADAR_ADVICE_MIN_RUNS <= CRONRADAR_ADVICE_RUNS:
+    raise ImproperlyConfigured(f"CRONRADAR_ADVICE_MIN_RUNS={CRONRADAR_ADVICE_MIN_RUNS}: use 1 "
+                               f"to CRONRADAR_ADVICE_RUNS ({CRONRADAR_ADVICE_RUNS})")
 
 LOGGING = {
     "version": 1,

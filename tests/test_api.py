@@ -220,6 +220,7 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
         "/api/v1/maintenance-windows/", "/api/v1/maintenance-windows/{id}/",
         "/api/v1/members/", "/api/v1/members/{id}/", "/api/v1/metrics/",
         "/api/v1/monitors/", "/api/v1/monitors/by-slug/{slug}/", "/api/v1/monitors/{id}/",
+        "/api/v1/monitors/{id}/advice/",
         "/api/v1/monitors/{id}/pause/", "/api/v1/monitors/{id}/pings/",
         "/api/v1/monitors/{id}/resume/", "/api/v1/monitors/{id}/runs/",
         "/api/v1/monitors/{id}/stats/",

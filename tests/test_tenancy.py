@@ -83,6 +83,7 @@ def b_urls(b) -> list[tuple[str, str]]:
         routes += [("get", url), ("patch", url)]
     routes += [("get", f"{v}/monitors/{m}/runs/"), ("get", f"{v}/monitors/{m}/pings/"),
                ("get", f"{v}/monitors/{m}/stats/"),
+               ("get", f"{v}/monitors/{m}/advice/"),
                ("get", f"{v}/incidents/{inc}/"), ("post", f"{v}/monitors/{m}/pause/"),
                ("post", f"{v}/monitors/{m}/resume/"),
                ("get", f"{v}/monitors/by-slug/{b['monitor'].slug}/"),
@@ -164,6 +165,7 @@ def test_a_read_only_key_reads_everything_and_changes_nothing(callers, project, 
     incident = Incident.objects.get()
     got = ro.get(f"/api/v1/monitors/{m.pk}/").json()
     assert (got["name"], got["ping_url"]) == ("job", None)  # a ping would change it
+    assert ro.get(f"/api/v1/monitors/{m.pk}/advice/").json()["monitor"] == m.pk
     assert ro.get("/api/v1/projects/").json()[0]["ping_key"] is None
     writes = [("post", "/api/v1/monitors/", {"name": "x", "period": 60, "grace": 5}),
               ("patch", f"/api/v1/monitors/{m.pk}/", {"paused": True}),

@@ -1,0 +1,237 @@
+"""``GET /api/v1/monitors/<id>/advice/``: the overlap-policy advisor's answer.
+
+Thin: it reads the monitor's observed runs and missed streak, calls
+:func:`monitors.advisor.advise` and serialises the result. The decisions and the
+model live in :mod:`monitors.advisor` and :mod:`monitors.policymodel`.
+"""
+from django.conf import settings
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers
+from rest_framework.response import Response
+
+from cronradar.api import flag, get_or_404
+from monitors import advisor, tenancy
+from monitors.models import Monitor, Run
+
+POLICY_CHOICES = list(advisor.POLICIES)
+SETTING_CHOICES = Monitor.Concurrency.choices
+
+
+def observed_runs(monitor: Monitor, limit: int) -> tuple[list[int], int, int]:
+    """(durations in whole seconds oldest first, succeeded, failed) of the monitor's
+    last ``limit`` runs that started and ended (any outcome: a replaced run counts
+    with the time it ran before it was ended, a lower bound of its duration)."""
+    # run_monitor_outcome's monitor prefix finds the monitor's runs; only they are sorted
+    rows = list(Run.objects.filter(monitor=monitor, started_at__isnull=False,
+                                   ended_at__isnull=False)
+                .order_by("-started_at", "-pk")
+                .values_list("started_at", "ended_at", "outcome")[:limit])
+    rows.reverse()
+    durations = [max(0, round((end - start).total_seconds())) for start, end, _ in rows]
+    succeeded = sum(1 for *_, outcome in rows if outcome == Run.Outcome.SUCCEEDED)
+    failed = sum(1 for *_, outcome in rows if outcome == Run.Outcome.FAILED)
+    return durations, succeeded, failed
+
+
+def missed_streak(monitor: Monitor, limit: int) -> int:
+    """Consecutive newest slots written off (``missed`` or ``unknown``), newest by
+    slot (else start, else end), counted up to ``limit``."""
+    at = Coalesce("slot_at", "started_at", "ended_at")
+    outcomes = (Run.objects.filter(monitor=monitor).annotate(at=at)
+                .order_by(F("at").desc(nulls_last=True), "-pk")
+                .values_list("outcome", flat=True)[:limit])
+    streak = 0
+    for outcome in outcomes:
+        if outcome not in Run.WRITTEN_OFF:
+            break
+        streak += 1
+    return streak
+
+
+# --- the answer's shape (OpenAPI through drf-spectacular) ------------------------------
+
+class AdviceRunsSerializer(serializers.Serializer):
+    observed = serializers.SerializerMethodField(
+        help_text="finished runs (a start and an end) replayed, the newest "
+                  "CRONRADAR_ADVICE_RUNS at most")
+    minimum = serializers.IntegerField(source="min_runs",
+                                       help_text="runs needed to advise "
+                                                 "(CRONRADAR_ADVICE_MIN_RUNS)")
+    durations = serializers.ListField(child=serializers.IntegerField(),
+                                      help_text="seconds, oldest first")
+    longest = serializers.IntegerField(source="longest_run", allow_null=True,
+                                       help_text="seconds")
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    failure_rate = serializers.FloatField(
+        allow_null=True, help_text="failed / (failed + succeeded), 4 decimals; null "
+                                   "without either")
+
+    def get_observed(self, advice) -> int:
+        return len(advice.durations)
+
+
+class AdviceScheduleSerializer(serializers.Serializer):
+    first_at = serializers.DateTimeField(source="replay.first_at", allow_null=True,
+                                         help_text="the first fire time replayed")
+    last_at = serializers.DateTimeField(source="replay.last_at", allow_null=True,
+                                        help_text="the K-th (K = observed runs)")
+    horizon_at = serializers.DateTimeField(source="replay.horizon_at", allow_null=True,
+                                           help_text="the fire after the last: the end "
+                                                     "of the replay")
+    shortest_interval = serializers.IntegerField(allow_null=True, help_text="seconds")
+    longest_interval = serializers.IntegerField(allow_null=True, help_text="seconds")
+    runs_longer_than_interval = serializers.IntegerField(
+        help_text="observed runs longer than the time from their fire time to the next")
+
+
+class AdvicePolicySerializer(serializers.Serializer):
+    policy = serializers.ChoiceField(choices=POLICY_CHOICES)
+    setting = serializers.ChoiceField(choices=SETTING_CHOICES, allow_null=True,
+                                      help_text="the concurrency that gives it; null for "
+                                                "queue (no CronJob setting)")
+    started = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="not started: the previous run was "
+                                                 "still running (skip)")
+    cut_short = serializers.IntegerField(help_text="ended by the next run (replace)")
+    completed = serializers.IntegerField()
+    lost = serializers.IntegerField(help_text="runs never completed: skipped or cut short")
+    max_concurrent = serializers.IntegerField()
+    max_queue = serializers.IntegerField()
+    average_delay = serializers.FloatField(allow_null=True,
+                                           help_text="seconds late on average, 2 decimals")
+    max_delay = serializers.IntegerField(help_text="seconds")
+    pod_hours = serializers.FloatField(help_text="hours of run time, 2 decimals")
+    pod_hours_lost = serializers.FloatField(help_text="of those, spent by runs cut short")
+    runs_past_horizon = serializers.IntegerField()
+
+
+class AdviceExpectedSerializer(serializers.Serializer):
+    p_night_completes = serializers.FloatField(help_text="1 - p^limit")
+    attempts_per_night = serializers.FloatField(help_text="(1 - p^limit) / (1 - p)")
+    completed = serializers.FloatField()
+    failed = serializers.FloatField()
+    attempts = serializers.FloatField()
+    wasted = serializers.FloatField()
+
+
+class AdviceAttemptLimitSerializer(serializers.Serializer):
+    limit = serializers.IntegerField()
+    current = serializers.BooleanField(help_text="the monitor's max_attempts")
+    completed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    attempts = serializers.IntegerField()
+    wasted = serializers.IntegerField()
+    leftover_pods = serializers.IntegerField()
+    expected = AdviceExpectedSerializer()
+
+
+class AdviceAttemptsSerializer(serializers.Serializer):
+    failure_rate = serializers.FloatField(allow_null=True)
+    seed = serializers.SerializerMethodField()
+    nights = serializers.SerializerMethodField(help_text="one per observed run")
+    rows = AdviceAttemptLimitSerializer(source="attempt_limits", many=True,
+                                  help_text="empty without a failure rate")
+
+    def get_seed(self, advice) -> int:
+        return advisor.SEED
+
+    def get_nights(self, advice) -> int:
+        return len(advice.durations)
+
+
+class AdviceStartupRowSerializer(serializers.Serializer):
+    window = serializers.IntegerField(help_text="scheduled runs")
+    made_up = serializers.IntegerField()
+    dropped = serializers.IntegerField()
+    ran_under_skip = serializers.IntegerField(source="ran_skip")
+    ran_under_queue = serializers.IntegerField(source="ran_queue")
+    ran_under_parallel = serializers.IntegerField(source="ran_parallel")
+
+
+class AdviceStartupSerializer(serializers.Serializer):
+    missed_streak = serializers.IntegerField(help_text="newest slots missed or unknown in "
+                                                       "a row: the outage")
+    rows = AdviceStartupRowSerializer(many=True)
+
+
+class AdviceWhyNotSerializer(serializers.Serializer):
+    policy = serializers.ChoiceField(choices=POLICY_CHOICES)
+    reason = serializers.CharField()
+
+
+class AdviceRecommendationSerializer(serializers.Serializer):
+    recommended = serializers.ChoiceField(choices=POLICY_CHOICES)
+    setting = serializers.ChoiceField(choices=SETTING_CHOICES, allow_null=True,
+                                      help_text="the concurrency that gives it; null for "
+                                                "queue")
+    current = serializers.ChoiceField(choices=SETTING_CHOICES)
+    mismatch = serializers.BooleanField(help_text="setting != current (shown, never "
+                                                  "changed)")
+    reason = serializers.CharField()
+    why_not = AdviceWhyNotSerializer(many=True, help_text="every other policy, with why "
+                                                            "not (empty when runs finish "
+                                                            "within the interval)")
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class AdviceSerializer(serializers.Serializer):
+    """The advisor's answer (:class:`monitors.advisor.Advice`)."""
+
+    monitor = serializers.SerializerMethodField()
+    now = serializers.DateTimeField(help_text="the replay starts after this")
+    can_skip = serializers.BooleanField()
+    parallel_safe = serializers.BooleanField()
+    concurrency = serializers.ChoiceField(choices=SETTING_CHOICES,
+                                          help_text="the monitor's current setting")
+    max_attempts = serializers.IntegerField()
+    enough_data = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True, help_text="why there is no "
+                                                              "recommendation")
+    runs = AdviceRunsSerializer(source="*")
+    schedule = AdviceScheduleSerializer(source="*")
+    policies = AdvicePolicySerializer(many=True)
+    attempt_limits = AdviceAttemptsSerializer(source="*")
+    startup_window = AdviceStartupSerializer(source="startup")
+    recommendation = AdviceRecommendationSerializer(allow_null=True)
+
+    def get_monitor(self, advice) -> int:
+        return self.context["monitor"].pk
+
+
+FLAGS = [OpenApiParameter("can_skip", bool, description="may the job lose a run? (default "
+                          "false: it cannot lose a night, which rules out skip and replace)"),
+         OpenApiParameter("parallel_safe", bool, description="may two runs write at once? "
+                          "(default false, which rules out run parallel)")]
+
+
+class MonitorAdvice(generics.GenericAPIView):
+    """``GET /api/v1/monitors/<id>/advice/``: the monitor's observed run durations and
+    failure rate replayed against its next fire times under skip, queue, run parallel
+    and replace; the attempt-limit table; the startup-window table for its missed
+    streak; a recommendation with its reason (``?can_skip=``, ``?parallel_safe=``),
+    compared with its ``concurrency`` and never applied. See :mod:`monitors.advisor`.
+    Anyone who can read the monitor may read it."""
+
+    serializer_class = AdviceSerializer
+    queryset = Monitor.objects.none()  # for the schema's path parameter
+
+    @extend_schema(parameters=FLAGS)
+    def get(self, request, pk):
+        monitor = get_or_404(tenancy.visible(request, Monitor.objects), pk,
+                             deleted_at__isnull=True)
+        can_skip, parallel_safe = flag(request, "can_skip"), flag(request, "parallel_safe")
+        durations, succeeded, failed = observed_runs(monitor, settings.CRONRADAR_ADVICE_RUNS)
+        advice = advisor.advise(
+            kind=monitor.kind, expr=monitor.schedule, tz=monitor.timezone,
+            semantics=monitor.cron_semantics, period=monitor.period,
+            concurrency=monitor.concurrency, max_attempts=monitor.max_attempts,
+            durations=durations, succeeded=succeeded, failed=failed,
+            missed_streak=missed_streak(monitor, settings.CRONRADAR_ADVICE_RUNS),
+            now=timezone.now(), min_runs=settings.CRONRADAR_ADVICE_MIN_RUNS,
+            can_skip=bool(can_skip), parallel_safe=bool(parallel_safe))
+        return Response(AdviceSerializer(advice, context={"monitor": monitor,
+                                                          "request": request}).data)
