@@ -36,6 +36,7 @@ from django.db import transaction
 from alerts import escalation, flapping, maintenance
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.tasks import dispatch
+from monitors import sql
 from monitors.detections import CLOSING, PROBLEMS, Detection, Kind
 
 
@@ -110,14 +111,11 @@ def _streak(monitor, good: bool) -> bool:
     return len(latest) == n and all(o in (GOOD if good else BAD) for o in latest)
 
 
-_OPEN_SQL = (f"SELECT * FROM {Incident._meta.db_table} "
-             "WHERE monitor_id = %s AND resolved_at IS NULL LIMIT 1")
-
-
 def open_incident(monitor) -> Incident | None:
     """The monitor's open incident, if any. (Asked on every good run's ping: as
     SQL, it costs less CPU than building the ORM statement.)"""
-    found = list(Incident.objects.raw(_OPEN_SQL, [monitor.pk]))
+    found = sql.select(Incident, "monitor_id = %s AND resolved_at IS NULL", [monitor.pk],
+                       "LIMIT 1")
     return found[0] if found else None
 
 

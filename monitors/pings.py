@@ -24,7 +24,7 @@ from uuid import UUID
 
 from django.db import InterfaceError, OperationalError, connection, transaction
 
-from monitors import analytics, detections, slots
+from monitors import analytics, detections, slots, sql
 from monitors.detections import Detection, Kind
 from monitors.models import Monitor, Ping, Project, Run
 
@@ -103,7 +103,7 @@ def lookup(uuid: UUID | None = None, ping_key: str = "", slug: str = "") -> tupl
     """The SQL condition (for :func:`ingest_at`) of the monitor with ping URL
     ``/ping/<uuid>`` or ``/ping/<ping_key>/<slug>``."""
     if uuid is not None:
-        return "uuid = %s", [_prep(Monitor, "uuid", uuid)]
+        return "uuid = %s", [sql.prep(Monitor, "uuid", uuid)]
     return (f"slug = %s AND project_id = (SELECT id FROM {Project._meta.db_table} "
             "WHERE ping_key = %s)", [slug, ping_key])
 
@@ -127,7 +127,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None
         monitor.last_ping_at = now
         runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
         monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
-        _update(monitor, MONITOR_PING_FIELDS)
+        sql.update(monitor, MONITOR_PING_FIELDS)
         if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
             detections.emit(monitor, found)
     return run, duplicate
@@ -142,73 +142,41 @@ def pending_runs(monitor: Monitor, rid: UUID | None = None,
     a new run for it takes over), so a ping needs one query for all of them.
     Ordered by ``pk``.
     """
-    sql, params = [_PENDING_SQL], [monitor.pk, *Run.OPEN_OUTCOMES, False]
+    where, params = [_PENDING], [monitor.pk, *Run.OPEN_OUTCOMES, False]
     if rid is not None:
-        sql.append("OR rid = %s")
-        params.append(_prep(Run, "rid", rid))
+        where.append("OR rid = %s")
+        params.append(sql.prep(Run, "rid", rid))
     if slot is not None:
-        sql.append("OR (slot_at = %s AND outcome IN (%s, %s))")
-        params += [_prep(Run, "slot_at", slot), *Run.WRITTEN_OFF]
-    return list(Run.objects.raw(" ".join(sql) + ") ORDER BY id", params))
+        where.append("OR (slot_at = %s AND outcome IN (%s, %s))")
+        params += [sql.prep(Run, "slot_at", slot), *Run.WRITTEN_OFF]
+    return sql.select(Run, " ".join(where) + ")", params, "ORDER BY id")
 
 
-# --- the hot path's statements ---------------------------------------------------------
-# Written as SQL (the same text on PostgreSQL and SQLite): building the equivalent
-# ORM statements cost more CPU than the database spent running them (bench/README.md).
+# --- the hot path's statements, as SQL (see monitors.sql) --------------------------------
 
 MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
                        "next_evaluation_at")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
               "exit_status", "timeout_at", "deadline_at", "deadline_checked")
-_PENDING_SQL = (f"SELECT * FROM {Run._meta.db_table} WHERE monitor_id = %s AND ("
-                "outcome IN (%s, %s) OR (deadline_at IS NOT NULL AND deadline_checked = %s)")
-
-
-def _prep(model, attname: str, value):
-    """``value`` as the database driver takes it for ``model``'s field ``attname``."""
-    return _FIELDS[model][attname].get_db_prep_save(value, connection)
-
-
-_FIELDS = {m: {f.attname: f for f in m._meta.concrete_fields} for m in (Monitor, Run, Ping)}
+_PENDING = ("monitor_id = %s AND (outcome IN (%s, %s) "
+            "OR (deadline_at IS NOT NULL AND deadline_checked = %s)")
 
 
 def _lock(where: tuple[str, list]) -> Monitor | None:
     """The undeleted monitor ``where`` picks, row-locked (SQLite: the transaction
     holds the database's write lock from BEGIN IMMEDIATE)."""
     condition, params = where
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    found = list(Monitor.objects.raw(
-        f"SELECT * FROM {Monitor._meta.db_table} WHERE {condition} AND deleted_at IS NULL"
-        f"{lock}", params))
+    lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
+    found = sql.select(Monitor, f"{condition} AND deleted_at IS NULL", params, lock)
     return found[0] if found else None
-
-
-def _update(obj, fields) -> None:
-    """Write ``fields`` of the saved ``obj`` (a Monitor or a Run)."""
-    model = type(obj)
-    sets = ", ".join(f"{f} = %s" for f in fields)
-    with connection.cursor() as cur:
-        cur.execute(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s",
-                    [_prep(model, f, getattr(obj, f)) for f in fields] + [obj.pk])
 
 
 def _save_run(run: Run) -> None:
     """Insert ``run`` (no pk yet; its pk is set) or write all its fields."""
     if run.pk is not None:
-        _update(run, RUN_FIELDS[1:])
-        return
-    _insert(run, RUN_FIELDS)
-
-
-def _insert(obj, fields) -> None:
-    model = type(obj)
-    with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO {model._meta.db_table} ({', '.join(fields)}) "
-            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id",
-            [_prep(model, f, getattr(obj, f)) for f in fields])
-        obj.pk = cur.fetchone()[0]
-    obj._state.adding, obj._state.db = False, connection.alias
+        sql.update(run, RUN_FIELDS[1:])
+    else:
+        sql.insert(run, RUN_FIELDS)
 
 
 PING_FIELDS = ("monitor_id", "run_id", "received_at", "kind", "exit_status", "rid", "method",
@@ -223,7 +191,7 @@ def _insert_ping(monitor_id: int, run: Run | None, ping: PingInput, now: datetim
                remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
                body=ping.body, body_size=ping.body_size,
                body_truncated=ping.body_truncated, duplicate=duplicate)
-    _insert(row, PING_FIELDS)
+    sql.insert(row, PING_FIELDS)
     return row
 
 

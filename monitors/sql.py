@@ -1,0 +1,89 @@
+"""Model rows read and written with plain SQL, for the hot paths (ping ingest).
+
+Building an ORM statement costs more CPU than PostgreSQL spends running a simple
+one (bench/README.md, "Ping ingest"), so the ping path writes its few statements
+as SQL text, the same on PostgreSQL and SQLite, and turns rows into model
+instances itself. Values go through each field's ``get_db_prep_save`` on the way
+in and through the backend's and field's converters on the way out, exactly as
+the ORM does, so the instances equal what a queryset returns (aware UTC
+datetimes, ``UUID`` and ``Decimal`` values, booleans on SQLite).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+from django.db import connection
+from django.db.models import Model
+
+
+@cache
+def _columns(model: type[Model]) -> tuple[tuple[str, ...], str]:
+    """(attnames of the concrete fields, in order; their column list as SQL)."""
+    fields = model._meta.concrete_fields
+    return (tuple(f.attname for f in fields),
+            ", ".join(connection.ops.quote_name(f.column) for f in fields))
+
+
+@cache
+def _converters(model: type[Model], vendor: str) -> tuple[tuple[int, tuple], ...]:
+    """(column index, converter functions) for the columns that need converting."""
+    out = []
+    for i, field in enumerate(model._meta.concrete_fields):
+        col = field.get_col(model._meta.db_table)
+        fns = (connection.ops.get_db_converters(col) + col.get_db_converters(connection))
+        if fns:
+            out.append((i, (col, tuple(fns))))
+    return tuple(out)
+
+
+def select(model: type[Model], where: str, params: Sequence, suffix: str = "") -> list:
+    """Instances of ``model`` for ``SELECT <all columns> FROM <table> WHERE <where>
+    <suffix>`` (``where`` and ``suffix`` are SQL with ``%s`` placeholders for
+    ``params``, which must already be database values: see :func:`prep`)."""
+    names, cols = _columns(model)
+    conv = _converters(model, connection.vendor)
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT {cols} FROM {model._meta.db_table} WHERE {where} {suffix}",
+                    params)
+        rows = cur.fetchall()
+    out = []
+    for row in rows:
+        values = list(row)
+        for i, (col, fns) in conv:
+            for fn in fns:
+                values[i] = fn(values[i], col, connection)
+        out.append(model.from_db(connection.alias, names, values))
+    return out
+
+
+@cache
+def _field(model: type[Model], attname: str):
+    return next(f for f in model._meta.concrete_fields if f.attname == attname)
+
+
+def prep(model: type[Model], attname: str, value):
+    """``value`` as the database driver takes it for ``model``'s field ``attname``."""
+    return _field(model, attname).get_db_prep_save(value, connection)
+
+
+def update(obj: Model, fields: Iterable[str]) -> None:
+    """Write ``fields`` (attnames) of the saved instance ``obj``."""
+    model, fields = type(obj), list(fields)
+    sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
+    with connection.cursor() as cur:
+        cur.execute(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s",
+                    [prep(model, f, getattr(obj, f)) for f in fields] + [obj.pk])
+
+
+def insert(obj: Model, fields: Sequence[str]) -> None:
+    """Insert the unsaved ``obj`` with ``fields`` (attnames; the others take their
+    database defaults) and set its ``pk`` (``INSERT ... RETURNING id``)."""
+    model = type(obj)
+    cols = ", ".join(_field(model, f).column for f in fields)
+    with connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {model._meta.db_table} ({cols}) "
+                    f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id",
+                    [prep(model, f, getattr(obj, f)) for f in fields])
+        obj.pk = cur.fetchone()[0]
+    obj._state.adding, obj._state.db = False, connection.alias
