@@ -126,6 +126,9 @@ else:
             # Tests use a file too (not shared-cache memory, which has table
             # locks and no busy timeout), so threads see production behaviour.
             "TEST": {"NAME": DATA_DIR / "test-cronradar.sqlite3"},
+            # A connection per server thread, kept: opening one (and its PRAGMAs)
+            # costs more than a ping.
+            "CONN_MAX_AGE": 600,
         }
     }
 

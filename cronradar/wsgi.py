@@ -10,9 +10,12 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
-application = get_wsgi_application()
+_django = get_wsgi_application()
 
 from monitors import liveness  # noqa: E402  (needs the settings loaded above)
+from monitors.views import PingRoute  # noqa: E402
+
+application = PingRoute(_django)  # pings skip Django's middleware
 
 liveness.start_heartbeat(liveness.WEB)
 os.register_at_fork(after_in_child=lambda: liveness.start_heartbeat(liveness.WEB))

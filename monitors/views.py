@@ -5,6 +5,11 @@ URL forms, each for GET, HEAD and POST::
     /ping/<uuid>[/start|/fail|/log|/<exit status 0-255>][?rid=<uuid>]
     /ping/<project ping key>/<slug>[/start|/fail|/log|/<exit status>][?rid=<uuid>]
 
+:class:`PingRoute` sends these URLs to :func:`ping` ahead of Django's middleware
+(as WSGI middleware around the Django application, in ``cronradar.wsgi`` and
+``manage.py serve``); the URLconf routes them too (the test client, and any
+deployment that loads Django's bare handler).
+
 ``/ping/<ping key>/<slug>?create=1`` makes the monitor when the slug is new
 (:func:`monitors.pings.create_on_ping`) and answers 201 ``Created``.
 
@@ -14,19 +19,25 @@ action, rid or creation parameter; 405 other methods; 429 over
 monitor's ``dropped_pings``). No session, CSRF or login.
 """
 import ipaddress
+import logging
 import math
 import time
 from uuid import UUID
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.handlers.wsgi import WSGIRequest
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import F
 from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from cronradar.middleware import RETRY_AFTER
 from monitors import pings
 from monitors.models import Monitor, Project
+
+log = logging.getLogger(__name__)
 
 ACTIONS = {"start": "start", "fail": "fail", "log": "log"}
 CHUNK = 64 * 1024
@@ -179,3 +190,39 @@ def ping(request, path: str):
     if pings.ingest_at(where, ping_input, timezone.now()) is None:
         return _text(404, "not found: no monitor with this ping URL")
     return _text(201, "Created") if created else _text(200, "OK")
+
+
+class PingRoute:
+    """WSGI middleware: ``/ping/...`` requests go straight to :func:`ping`.
+
+    A ping needs none of what Django's middleware and request signals do (sessions,
+    CSRF, authentication, static files, a ``SELECT 1`` health check of the database
+    connection per request), and they cost a ping path about a fifth of its CPU
+    (bench/README.md). Everything else goes to ``app``. A database that cannot be
+    reached gives the same ``503`` as :class:`cronradar.middleware.EdgeMiddleware`
+    (the broken connection is closed; the next request opens a new one); a bug a
+    plain-text ``500``, logged.
+    """
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        if not environ.get("PATH_INFO", "").startswith("/ping/"):
+            return self.app(environ, start_response)
+        request = WSGIRequest(environ)
+        try:
+            response = ping(request, request.path_info[len("/ping/"):])
+        except (OperationalError, InterfaceError) as exc:
+            connection.close()
+            log.warning("database unavailable for a ping: %s", exc)
+            response = _text(503, "database unavailable, nothing was stored: "
+                                  f"retry in {RETRY_AFTER} seconds")
+            response["Retry-After"] = str(RETRY_AFTER)
+        except Exception:
+            log.exception("ping %s failed", request.path_info[:200])
+            response = _text(500, "internal error")
+        body = b"" if request.method == "HEAD" else response.content
+        headers = [*response.items(), ("Content-Length", str(len(response.content)))]
+        start_response(f"{response.status_code} {response.reason_phrase}", headers)
+        return [body]

@@ -148,3 +148,56 @@ def test_next_evaluation_from_memory_equals_a_fresh_read(make_monitor, concurren
             ingest(m.pk, PingInput(kind, rid=r), T0 + s(at))
         m.refresh_from_db()
         assert m.next_evaluation_at == slots.next_evaluation(m, pending_runs(m)), (kind, at)
+
+
+def _wsgi(app, path, method="GET"):
+    import io
+    seen = {}
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "",
+               "SERVER_NAME": "testserver", "SERVER_PORT": "80", "wsgi.url_scheme": "http",
+               "wsgi.input": io.BytesIO(b""), "REMOTE_ADDR": "192.0.2.7",
+               "HTTP_USER_AGENT": "curl/8.0"}
+    body = b"".join(app(environ, lambda status, headers: seen.update(
+        status=status, headers=dict(headers))))
+    return seen["status"], seen["headers"], body
+
+
+def test_the_ping_route_skips_middleware_and_the_connection_check(
+        make_monitor, django_assert_num_queries):
+    """PingRoute answers /ping/ itself: the heartbeat's 8 statements, no session or
+    health-check query; anything else goes to the application it wraps."""
+    from monitors.models import Ping
+    from monitors.views import PingRoute
+
+    m = make_monitor()
+    route = PingRoute(lambda environ, start: [b"django"])
+    with django_assert_num_queries(8):
+        status, headers, body = _wsgi(route, f"/ping/{m.uuid}")
+    assert (status, body, headers["Content-Length"]) == ("200 OK", b"OK\n", "3")
+    assert headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert _wsgi(route, f"/ping/{m.uuid}/start", "HEAD")[::2] == ("200 OK", b"")
+    ping = Ping.objects.filter(monitor=m).order_by("pk").first()
+    assert (ping.kind, ping.remote_addr, ping.user_agent) == ("success", "192.0.2.7", "curl/8.0")
+    assert _wsgi(route, f"/ping/{uuid.uuid4()}")[::2] == (
+        "404 Not Found", b"not found: no monitor with this ping URL\n")
+    other = []
+    route.app = lambda environ, start: other.append(environ["PATH_INFO"]) or [b"django"]
+    route({"PATH_INFO": "/api/v1/monitors/"}, None)
+    assert other == ["/api/v1/monitors/"]
+
+
+def test_the_ping_route_answers_503_when_the_database_is_down(make_monitor, monkeypatch):
+    from django.db import OperationalError
+
+    from monitors import pings
+    from monitors.views import PingRoute
+
+    def down(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    m = make_monitor()
+    monkeypatch.setattr(pings, "ingest_at", down)
+    status, headers, body = _wsgi(PingRoute(None), f"/ping/{m.uuid}")
+    assert (status, headers["Retry-After"], body) == (
+        "503 Service Unavailable", "5",
+        b"database unavailable, nothing was stored: retry in 5 seconds\n")

@@ -147,6 +147,8 @@ class Command(BaseCommand):
         from django.core.wsgi import get_wsgi_application
         from waitress import create_server
 
+        from monitors.views import PingRoute
+
         try:  # call_command(port=...) skips argparse's type check
             port = port_number(str(port))
         except argparse.ArgumentTypeError as exc:
@@ -157,7 +159,7 @@ class Command(BaseCommand):
         socket_map = {}
         limit = connection_limit()
         try:  # bind first: a busy port fails here, before anything is printed
-            server = create_server(get_wsgi_application(), map=socket_map, host=host,
+            server = create_server(PingRoute(get_wsgi_application()), map=socket_map, host=host,
                                    port=port, threads=threads,
                                    connection_limit=limit, backlog=2048,
                                    channel_timeout=IDLE_TIMEOUT, cleanup_interval=1,
