@@ -63,7 +63,9 @@ def test_sign_in_is_required_and_works(project):
     client = Client()
     resp = client.post("/login/", {"username": "ana", "password": "a long passphrase 42"})
     assert resp.status_code == 302
-    assert client.get("/").status_code == 404  # a person in no organisation has no project
+    nothing = client.get("/")  # a person in no organisation: a page that says so
+    assert nothing.status_code == 200
+    assert "You are not in any organisation yet" in text(nothing) and "Sign out" in text(nothing)
     Membership.objects.create(organisation=project.organisation,
                               user=get_user_model().objects.get(username="ana"))
     assert "Monitors" in text(client.get("/"))
@@ -236,3 +238,86 @@ def test_times_are_in_the_persons_zone(admin, world):
     admin.post("/account/", {"timezone": "Asia/Tokyo"})
     assert " JST" in text(admin.get(f"/incidents/{world['incident'].pk}/"))
     assert admin.post("/account/", {"timezone": "Mars/Olympus"}).status_code == 400
+
+
+# --- getting started: organisations without owner or project, people without either ---
+
+def test_a_person_in_no_organisation_gets_a_page_not_a_bare_404(db):
+    staff = get_user_model().objects.create_user("root", "r@example.com", "pw", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get("/")
+    assert page.status_code == 200 and page["Content-Type"].startswith("text/html")
+    assert 'href="/admin/"' in text(page) and "Sign out" in text(page)
+    assert "createuser root --organisation NAME" in text(page)
+    other = client.get("/channels/")
+    assert other.status_code == 404 and "You are not in any organisation yet" in text(other)
+
+
+def test_an_organisation_without_a_project_offers_to_create_one(db):
+    from monitors.models import Organisation, Project
+
+    org = Organisation.objects.create(name="acme")
+    ana = get_user_model().objects.create_user("ana", "ana@example.com", "pw")
+    Membership.objects.create(organisation=org, user=ana, role="owner")
+    client = Client()
+    client.force_login(ana)
+    page = client.get("/")
+    assert page.status_code == 200 and "No project yet" in text(page)
+    assert 'action="/projects/new/"' in text(page)
+    assert client.post("/projects/new/", {"organisation": org.pk, "name": ""}
+                       ).status_code == 400
+    made = client.post("/projects/new/", {"organisation": org.pk, "name": "production"})
+    assert made.status_code == 302 and made.url == "/"
+    assert Project.objects.get(organisation=org).name == "production"
+    assert "Monitors" in text(client.get("/")) and "acme / production" in text(client.get("/"))
+    assert 'href="/projects/new/"' in text(client.get("/"))  # the switcher offers another
+
+
+def test_only_admins_create_projects(project):
+    member = signed_in(project, "member")
+    assert 'href="/projects/new/"' not in text(member.get("/"))
+    assert member.post("/projects/new/", {"organisation": project.organisation_id,
+                                          "name": "mine"}).status_code in (400, 403)
+    assert not project.organisation.projects.filter(name="mine").exists()
+    viewer_only = get_user_model().objects.create_user("vic", "v@example.com", "pw")
+    from monitors.models import Organisation
+
+    Membership.objects.create(organisation=Organisation.objects.create(name="lone"),
+                              user=viewer_only, role="viewer")
+    client = Client()
+    client.force_login(viewer_only)
+    page = text(client.get("/"))
+    assert "No project yet" in page and "Ask an admin or owner" in page
+    assert 'action="/projects/new/"' not in page
+
+
+def test_the_404_page_is_html_with_navigation(admin):
+    missing = admin.get("/monitors/99999/")
+    assert missing.status_code == 404 and missing["Content-Type"].startswith("text/html")
+    assert "<h1>Not found</h1>" in text(missing) and 'href="/incidents/"' in text(missing)
+    nowhere = admin.get("/no/such/page/")
+    assert nowhere.status_code == 404 and 'href="/incidents/"' in text(nowhere)
+    assert Client().get("/cli/nothing").content == b"not found\n"  # machines: plain text
+
+
+@pytest.mark.parametrize("back, lands", [
+    ("/monitors/3/", "/"), ("/monitors/3/edit/", "/"), ("/incidents/5/", "/incidents/"),
+    ("/channels/4/", "/channels/"), ("/maintenance/2/", "/maintenance/"),
+    ("/policies/7/", "/policies/"), ("/incidents/", "/incidents/"), ("/", "/"),
+    ("/account/", "/account/"), ("https://evil.example/", "/")])
+def test_switching_project_from_an_object_page_lands_on_its_list(admin, project, back, lands):
+    other = project.organisation.projects.create(name="staging")
+    resp = admin.post("/switch/", {"project": other.pk, "next": back})
+    assert (resp.status_code, resp.url) == (302, lands)
+
+
+def test_a_refusal_is_a_403_page_logged_in_one_line(project, world, caplog):
+    viewer = signed_in(project, "viewer")
+    with caplog.at_level("INFO"):
+        resp = viewer.post("/channels/", {"name": "x"})
+    assert resp.status_code == 403 and "this needs the admin role" in text(resp)
+    assert 'href="/incidents/"' in text(resp)  # a page with the navigation
+    refusals = [r for r in caplog.records if "Forbidden" in r.getMessage()]
+    assert len(refusals) == 1 and refusals[0].exc_info is None
+    assert all(r.exc_info is None for r in caplog.records)

@@ -375,6 +375,26 @@ def test_createuser_makes_a_person_who_can_sign_in(db, monkeypatch):
         run("createuser", "gina", "--organisation", "acme")
 
 
+def test_the_first_person_of_an_organisation_without_owner_is_its_owner(db, monkeypatch):
+    """createapikey --project makes an organisation with no members (the README's
+    first path): the person createuser adds next must be able to run it."""
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
+    lines = run("createapikey", "--project", "myteam")
+    assert "organisation 'myteam' has no owner yet" in lines[1]
+    with pytest.raises(CommandError, match="'myteam' is an organisation without an owner"):
+        run("createuser", "ana", "--organisation", "myteam", "--role", "admin")
+    assert run("createuser", "ana", "--organisation", "myteam")[-1] == (
+        "ana is owner of organisation 'myteam' (it had no owner: its first person is its owner)")
+    assert run("createuser", "bo", "--organisation", "myteam")[-1] == (
+        "bo is member of organisation 'myteam'")
+    assert Membership.objects.get(user__username="ana").role == "owner"
+    lines = run("createuser", "cy", "--organisation", "newco")
+    assert lines[-2] == ("'newco' has no project yet: sign in to the dashboard and create "
+                         "one, or run manage.py createapikey --project NAME --organisation "
+                         "'newco'")
+    assert lines[-1] == "cy is owner of organisation 'newco' (new)"
+
+
 def test_createuser_keeps_an_owner_and_checks_names(db, monkeypatch):
     monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
     with pytest.raises(CommandError, match="'acme' is a new organisation: its first person is "

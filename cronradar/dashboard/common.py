@@ -8,19 +8,21 @@ Pages are server-rendered and work without JavaScript; who may see and do what i
 from __future__ import annotations
 
 import functools
+import logging
 import zoneinfo
 from datetime import datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.shortcuts import render
 from django.utils import timezone
 from rest_framework import exceptions
 
 from monitors import tenancy
-from monitors.models import Membership, Profile, Project
+from monitors.models import Membership, Organisation, Profile, Project
 
 ROLE = Membership.Role
+log = logging.getLogger(__name__)
 
 
 def person_zone(request) -> zoneinfo.ZoneInfo:
@@ -46,23 +48,100 @@ def current_project(request) -> Project | None:
 
 
 def page(view):
-    """Decorator for dashboard views: signed in, with ``request.project`` (404
-    without one), ``request.role`` there and ``request.zone`` set."""
+    """Decorator for dashboard views: signed in, with ``request.project``,
+    ``request.role`` there and ``request.zone`` set. A person without a project sees
+    a page saying why (and, as an admin, a form to create one); a refusal is a 403
+    page, not an exception (Django would log an exception with its traceback)."""
 
     @functools.wraps(view)
     @login_required
     def wrapped(request, *args, **kwargs):
         request.project = current_project(request)
-        if request.project is None:
-            raise Http404("You are not a member of any organisation yet.")
-        request.role = tenancy.caller(request).role(request.project)
         request.zone = person_zone(request)
+        if request.project is None:
+            return no_project(request)
+        request.role = tenancy.caller(request).role(request.project)
         try:
             return view(request, *args, **kwargs)
-        except exceptions.PermissionDenied as e:  # the API's refusal, as a page's 403
-            raise DjangoPermissionDenied(str(e.detail)) from None
+        except (exceptions.PermissionDenied, DjangoPermissionDenied) as e:
+            return forbidden(request, str(getattr(e, "detail", e)))
 
     return wrapped
+
+
+def no_project(request):
+    """Why there is nothing to show: no organisation yet (say who can add them), or
+    organisations without a project (admins get the form that creates one). 200 on
+    ``/``, 404 on any other page."""
+    organisations = list(tenancy.caller(request).organisations().order_by("name"))
+    return render(request, "dashboard/no_project.html", {
+        "organisations": organisations, "creatable": creatable_organisations(request),
+        "values": {}, "errors": {}}, status=200 if request.path == "/" else 404)
+
+
+def creatable_organisations(request) -> list[Organisation]:
+    """The person's organisations where they may create a project (admin or owner)."""
+    return list(Organisation.objects.filter(
+        memberships__user=request.user,
+        memberships__role__in=[ROLE.ADMIN, ROLE.OWNER]).order_by("name"))
+
+
+def forbidden(request, reason: str):
+    """The 403 page. Django's request log gets its one warning line for the 4xx."""
+    return render(request, "dashboard/error.html", {
+        "title": "Not allowed", "text": f"You cannot do that here: {reason}."},
+        status=403)
+
+
+def not_found(request):
+    """The dashboard's 404 page, with the navigation of a signed-in person."""
+    if getattr(request, "user", None) is not None and request.user.is_authenticated:
+        request.project = getattr(request, "project", None) or current_project(request)
+    return render(request, "dashboard/error.html", {
+        "title": "Not found", "text": "There is nothing here: it never existed, was "
+                                      "deleted, or belongs to another project."}, status=404)
+
+
+MAX_ID = 2**63 - 1
+
+
+def form_id(value) -> int | None:
+    """A database id given in a form or URL: ASCII digits only (``str.isdigit``
+    takes "²" and "١", which ``int`` or the database then refuse), else None."""
+    value = str(value).strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 19:
+        return None
+    number = int(value)
+    return number if 0 < number <= MAX_ID else None
+
+
+def form_ids(values) -> tuple[list[int], list[str]]:
+    """Ids given in a form (a multiple choice): (the ids, the values that are not)."""
+    ids, bad = [], []
+    for value in values:
+        number = form_id(value)
+        if number is None:
+            bad.append(str(value)[:20])
+        else:
+            ids.append(number)
+    return ids, bad
+
+
+def flat_errors(errors) -> dict[str, str]:
+    """A serializer's errors as one readable line per field: nested ones (a list
+    field's ``{0: [...]}``, a nested object's ``{"url": [...]}``) become "item 1:
+    …" and "url: …" rather than their Python repr."""
+    def flat(value) -> str:
+        if isinstance(value, dict):
+            return "; ".join(f"{f'item {k + 1}' if isinstance(k, int) else k}: {flat(v)}"
+                             for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return " ".join(flat(v) for v in value if v)
+        return str(value)
+
+    if not isinstance(errors, dict):
+        return {"non_field_errors": flat(errors)}
+    return {k: flat(v) for k, v in errors.items()}
 
 
 def can(request, role: str) -> bool:
@@ -141,5 +220,8 @@ def navigation(request) -> dict:
     first = request.path.strip("/").split("/")[0]
     return {"nav_projects": tenancy.visible(request, Project.objects, "pk")
             .select_related("organisation").order_by("organisation__name", "name"),
+            "nav_new_project": Membership.objects.filter(
+                user=user, role__in=[ROLE.ADMIN, ROLE.OWNER]).exists(),
             "nav": SECTIONS.get(first, "monitors" if first == "" else ""),
+            "nav_zone": person_zone(request).key,
             "zone_unset": not Profile.objects.filter(user=user).exclude(timezone="").exists()}

@@ -18,7 +18,14 @@ from alerts import escalation, incidents
 from alerts.api import ChannelSerializer, EscalationPolicySerializer, MaintenanceWindowSerializer
 from alerts.integrations import KINDS
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
-from cronradar.dashboard.common import ROLE, can, local, page, require
+from cronradar.dashboard.common import (
+    ROLE,
+    can,
+    flat_errors,
+    local,
+    page,
+    require,
+)
 from monitors.accounts import ApiKeySerializer, MemberSerializer
 from monitors.models import ApiKey, Membership, Monitor
 
@@ -27,14 +34,7 @@ TIERS = 5  # tier rows on the policy form
 
 
 def _errors(serializer) -> dict[str, str]:
-    def flat(value) -> str:
-        if isinstance(value, dict):
-            return "; ".join(f"{k}: {flat(v)}" for k, v in value.items())
-        if isinstance(value, list):
-            return " ".join(flat(v) for v in value if v)
-        return str(value)
-
-    return {k: flat(v) for k, v in serializer.errors.items()}
+    return flat_errors(serializer.errors)
 
 
 def _save(request, serializer_class, instance, data):

@@ -34,6 +34,7 @@ urlpatterns = [
     path("members/", setup.members, name="members"),
     path("members/<int:pk>/remove/", setup.member_remove, name="member_remove"),
     path("switch/", account.switch, name="switch"),
+    path("projects/new/", account.project_new, name="project_new"),
     path("account/", account.profile, name="profile"),
     re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>[-\w.]+)\.(?P<fmt>svg|json)$", badges.badge,
             name="badge"),
