@@ -321,3 +321,74 @@ def test_a_refusal_is_a_403_page_logged_in_one_line(project, world, caplog):
     refusals = [r for r in caplog.records if "Forbidden" in r.getMessage()]
     assert len(refusals) == 1 and refusals[0].exc_info is None
     assert all(r.exc_info is None for r in caplog.records)
+
+
+# --- crafted posts, password links, adding people -----------------------------------
+
+@pytest.mark.parametrize("url, form", [
+    ("/monitors/new/", {"name": "x", "kind": "interval", "period": "60", "grace": "60",
+                        "timezone": "UTC", "channels": "²"}),
+    ("EDIT", {"name": "x", "kind": "interval", "period": "60", "grace": "60",
+              "timezone": "UTC", "channels": "١٢"}),
+    ("/policies/", {"name": "p", "tier0_delay": "0", "tier0_channels": "²"}),
+    ("/switch/", {"project": "²"}),
+    ("/switch/", {"project": "abc"}),
+    ("/members/", {"member": "²", "role": "viewer"}),
+    ("/members/", {"member": "abc", "role": "viewer"}),
+    ("/members/", {"member": "99999999999999999999999", "role": "viewer"}),
+])
+def test_crafted_ids_are_form_errors_not_500s(admin, world, url, form):
+    if url == "EDIT":
+        url = f"/monitors/{world['monitor'].pk}/edit/"
+    resp = admin.post(url, form)
+    assert 400 <= resp.status_code < 500, resp.status_code
+    if url != "/switch/":
+        assert 'class="alert"' in text(resp) or 'class="error"' in text(resp)
+
+
+def test_the_reset_link_is_on_the_base_url_whatever_the_host(project, mailoutbox, settings):
+    settings.CRONRADAR_BASE_URL = "https://cron.example.org"
+    get_user_model().objects.create_user("ana", "ana@example.com", "pw-ana")
+    resp = Client().post("/password-reset/", {"email": "ana@example.com"},
+                         HTTP_HOST="evil.example")
+    assert resp.status_code == 302
+    (mail,) = mailoutbox
+    assert "https://cron.example.org/password-reset/" in mail.body
+    assert "evil.example" not in mail.body and "evil.example" not in mail.subject
+
+
+def test_members_page_adds_only_known_people_and_creates_new_ones(project, mailoutbox,
+                                                                  settings):
+    settings.CRONRADAR_BASE_URL = "https://cron.example.org"
+    admin = signed_in(project, "admin", "alice")
+    from monitors.models import Organisation
+
+    get_user_model().objects.create_user("stranger", "s@example.com", "pw")
+    Membership.objects.create(organisation=Organisation.objects.create(name="theirs"),
+                              user=get_user_model().objects.get(username="stranger"))
+    answers = [admin.post("/members/", {"username": who, "role": "member"})
+               for who in ("stranger", "nobody")]
+    answers += [admin.post("/members/", {"email": who, "role": "member"})
+                for who in ("s@example.com", "n@example.com")]
+    bodies = [(a.status_code, re.sub(r"stranger|nobody|s@example\.com|n@example\.com|"
+                                     r'name="csrfmiddlewaretoken" value="[^"]+"', "?",
+                                     text(a))) for a in answers]
+    # an account elsewhere and no account answer the same: nothing to learn from
+    assert bodies[0] == bodies[1] and bodies[2] == bodies[3] and bodies[0][0] == 400
+    assert "no such person in your organisations; to add someone new, give a new username " \
+           "and email" in text(answers[0])
+    assert not Membership.objects.filter(user__username="stranger",
+                                         organisation=project.organisation).exists()
+    taken = admin.post("/members/", {"username": "newbie", "email": "bad", "role": "member"})
+    assert taken.status_code == 400 and "valid email" in text(taken)
+    made = admin.post("/members/", {"username": "newbie", "email": "nb@example.com",
+                                    "role": "viewer"})
+    assert made.status_code == 302
+    newbie = Membership.objects.get(user__username="newbie")
+    assert (newbie.role, newbie.organisation, newbie.user.has_usable_password()) == (
+        "viewer", project.organisation, False)
+    (mail,) = mailoutbox
+    assert mail.to == ["nb@example.com"] and "Your username is newbie" in mail.body
+    link = re.search(r"https://cron\.example\.org(/password-reset/\S+/)", mail.body).group(1)
+    chosen = Client().get(link, follow=True)
+    assert "Choose a new password" in text(chosen)

@@ -24,6 +24,8 @@ from cronradar.dashboard.common import (
     ago,
     can,
     duration,
+    flat_errors,
+    form_ids,
     local,
     page,
     require,
@@ -200,13 +202,17 @@ OPTIONAL = {"period", "max_runtime", "deadline", "min_runtime", "severity",
             "escalation_policy"}
 
 
-def _form_data(post) -> dict:
-    """The edit form's fields as the API takes them (empty optional fields: null)."""
-    data = {}
+def _form_data(post) -> tuple[dict, dict]:
+    """The edit form's fields as the API takes them (empty optional fields: null),
+    and the errors of values that are not even of the right shape (a channel that
+    is not an id)."""
+    data, errors = {}, {}
     for name in FORM_FIELDS:
         if name == "channels":
-            data["channels"] = ("all" if post.get("all_channels") else
-                                [int(x) for x in post.getlist("channels") if x.isdigit()])
+            ids, bad = form_ids(post.getlist("channels"))
+            if bad:
+                errors["channels"] = f"not a channel id: {', '.join(map(repr, bad))}"
+            data["channels"] = "all" if post.get("all_channels") else ids
         elif name == "tags":
             data["tags"] = [t.strip() for t in post.get("tags", "").split(",") if t.strip()]
         elif name in post:
@@ -214,7 +220,7 @@ def _form_data(post) -> dict:
             data[name] = None if (value == "" and name in OPTIONAL) else value
     if data.get("kind") == "interval":
         data.pop("schedule", None)
-    return data
+    return data, errors
 
 
 @page
@@ -225,21 +231,21 @@ def monitor_edit(request, pk: int | None = None):
     instance = _monitor(request, pk) if pk else None
     errors, values = {}, {}
     if request.method == "POST":
-        data = {**_form_data(request.POST), "project": request.project.pk}
-        serializer = MonitorSerializer(instance, data=data, partial=instance is not None,
+        data, errors = _form_data(request.POST)
+        serializer = MonitorSerializer(instance, data={**data, "project": request.project.pk},
+                                       partial=instance is not None,
                                        context={"request": request})
-        if serializer.is_valid():
+        if not errors and serializer.is_valid():
             saved = serializer.save()
             return redirect("dashboard:monitor", pk=saved.pk)
-        errors = {k: " ".join(str(x) for x in (v if isinstance(v, list) else [v]))
-                  for k, v in serializer.errors.items()}
+        if not errors:
+            errors = flat_errors(serializer.errors)
         values = request.POST
     elif instance is not None:
         values = MonitorSerializer(instance, context={"request": request}).data
     channels = Channel.objects.filter(project=request.project, deleted_at__isnull=True)
     chosen = values.get("channels", "all") if not hasattr(values, "getlist") else (
-        "all" if values.get("all_channels") else [int(x) for x in values.getlist("channels")
-                                                  if x.isdigit()])
+        "all" if values.get("all_channels") else form_ids(values.getlist("channels"))[0])
     return render(request, "dashboard/monitor_form.html", {
         "m": instance, "values": values, "errors": errors, "channels": channels,
         "chosen": chosen, "policies": EscalationPolicy.objects.filter(project=request.project),

@@ -22,6 +22,8 @@ from cronradar.dashboard.common import (
     ROLE,
     can,
     flat_errors,
+    form_id,
+    form_ids,
     local,
     page,
     require,
@@ -153,17 +155,21 @@ def policies(request, pk: int | None = None):
     errors = {}
     if request.method == "POST":
         require(request, ROLE.ADMIN)
-        tiers = []
+        tiers, bad = [], []
         for i in range(TIERS):
-            chans = [int(x) for x in request.POST.getlist(f"tier{i}_channels") if x.isdigit()]
+            chans, wrong = form_ids(request.POST.getlist(f"tier{i}_channels"))
+            bad += wrong
             if chans:
                 tiers.append({"delay": request.POST.get(f"tier{i}_delay") or 0,
                               "channels": chans})
         data = {"name": request.POST.get("name", ""), "repeat": request.POST.get("repeat") or 0,
                 "tiers": tiers}
-        saved, errors = _save(request, EscalationPolicySerializer, instance, data)
-        if saved is not None:
-            return redirect("dashboard:policies")
+        if bad:
+            errors = {"tiers": f"not a channel id: {', '.join(map(repr, bad))}"}
+        else:
+            saved, errors = _save(request, EscalationPolicySerializer, instance, data)
+            if saved is not None:
+                return redirect("dashboard:policies")
     listed = EscalationPolicy.objects.filter(project=request.project).prefetch_related(
         "tiers__channels", "monitors__monitor").order_by("name")
     current = [{"delay": int(t.delay.total_seconds()), "channels": [c.pk for c in
@@ -305,24 +311,29 @@ def members(request):
     if request.method == "POST":
         require(request, ROLE.ADMIN)
         target = request.POST.get("member")
-        instance = (Membership.objects.filter(pk=target, organisation=org).first()
-                    if target else None)
-        if target and instance is None:
-            raise Http404
+        instance = (Membership.objects.filter(pk=form_id(target), organisation=org).first()
+                    if form_id(target) is not None else None)
         data = {"role": request.POST.get("role", "member"), "organisation": org.pk}
         if instance is None:
-            who = request.POST.get("who", "").strip()
-            data["email" if "@" in who else "username"] = who
-        serializer = MemberSerializer(instance, data=data, partial=instance is not None,
-                                      context={"request": request})
-        if serializer.is_valid():
-            serializer.save()
-            return redirect("dashboard:members")
-        errors = _errors(serializer)
+            for field in ("username", "email"):
+                if value := request.POST.get(field, "").strip():
+                    data[field] = value
+            if who := request.POST.get("who", "").strip():  # one box: a name or an email
+                data["email" if "@" in who else "username"] = who
+        if target is not None and instance is None:
+            errors = {"member": "no such member of this organisation"}
+        else:
+            serializer = MemberSerializer(instance, data=data, partial=instance is not None,
+                                          context={"request": request})
+            if serializer.is_valid():
+                serializer.save()
+                return redirect("dashboard:members")
+            errors = _errors(serializer)
     rows = Membership.objects.filter(organisation=org).select_related("user").order_by(
         "user__username")
     return render(request, "dashboard/members.html", {
         "rows": rows, "errors": errors, "roles": Membership.Role.values, "org": org,
+        "values": request.POST if errors else {},
         "can_admin": can(request, ROLE.ADMIN)}, status=400 if errors else 200)
 
 
