@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, EscalationPolicy, Incident
-from cronradar.dashboard import charts
+from cronradar.dashboard import charts, snippets
 from cronradar.dashboard.common import (
     ROLE,
     ago,
@@ -151,7 +151,7 @@ def monitor_detail(request, pk: int):
         "incidents": [{"incident": i, "opened": local(i.opened_at, request.zone)}
                       for i in Incident.objects.filter(monitor=m).order_by("-pk")[:20]],
         "settings": _settings_rows(m),
-        "snippets": _snippets(m) if show_urls else {},
+        "snippets": snippets.all_snippets(m, m.ping_url) if show_urls else {},
         "urls": {"uuid": m.ping_url, "slug": f"{m.ping_url.rsplit('/', 1)[0]}/"
                                              f"{m.project.ping_key}/{m.slug}"}
         if show_urls else {},
@@ -167,32 +167,6 @@ def _settings_rows(m: Monitor) -> list[tuple[str, str]]:
             ("Min runtime", duration(m.min_runtime)), ("Deadline", duration(m.deadline)),
             ("Concurrency", m.concurrency), ("Max attempts", str(m.max_attempts)),
             ("Tags", ", ".join(m.tags) or "–"), ("Slug", m.slug)]
-
-
-def _snippets(m: Monitor) -> dict[str, str]:
-    """Ready-to-paste ways to ping ``m``: crontab, cronradar exec, a Kubernetes
-    CronJob and a systemd service (README, section "Pinging")."""
-    url = m.ping_url
-    cron = m.schedule if m.kind == "cron" else "*/5 * * * *"
-    rid = "RID=$(cat /proc/sys/kernel/random/uuid)"
-    curl = "curl -fsS -m 10 --retry 5 -o /dev/null"
-    return {
-        "crontab": f"{cron}  {rid}; {curl} \"{url}/start?rid=$RID\"; /path/to/job.sh; "
-                   f"{curl} \"{url}/$??rid=$RID\"",
-        "cronradar exec": f"{cron}  cronradar exec --url {url} -- /path/to/job.sh",
-        "Kubernetes CronJob": (
-            f"apiVersion: batch/v1\nkind: CronJob\nmetadata: {{name: {m.slug}}}\nspec:\n"
-            f"  schedule: \"{cron}\"\n"
-            + (f"  timeZone: \"{m.timezone}\"\n" if m.kind == "cron" else "")
-            + "  jobTemplate:\n    spec:\n      template:\n        spec:\n"
-              "          restartPolicy: Never\n          containers:\n"
-              "            - name: job\n              image: your/image\n"
-              "              command: [\"sh\", \"-c\"]\n"
-              f"              args: ['{curl} {url}/start; /job; {curl} {url}/$?']\n"),
-        "systemd": (f"[Service]\nType=oneshot\nExecStartPre=-/usr/bin/{curl} {url}/start\n"
-                    f"ExecStart=/usr/local/bin/job.sh\n"
-                    f"ExecStopPost=/bin/sh -c '{curl} {url}/$EXIT_STATUS'\n"),
-    }
 
 
 FORM_FIELDS = ["name", "slug", "kind", "schedule", "timezone", "cron_semantics", "period",
