@@ -491,3 +491,20 @@ def test_the_snippets_agree_with_the_readme():
                         'curl -fsS -m 10 --retry 5 -o /dev/null "$PING/$code?rid=$RID"',
                         "exit $code", "restartPolicy: Never"):
         assert readme_line in readme and readme_line in cronjob(_m(), readme_url)
+
+
+def test_copy_buttons_are_hidden_until_javascript_shows_them(admin, world):
+    page = admin.get(f"/monitors/{world['monitor'].pk}/").content.decode()
+    buttons = re.findall(r"<button[^>]*data-copy[^>]*>", page)
+    assert len(buttons) == 6 and all(" hidden" in b for b in buttons)
+    assert "document.execCommand(\"copy\")" in page and "Select and copy" in page
+
+
+def test_the_refreshed_rows_say_when_in_the_persons_zone(admin, world):
+    page = text(admin.get("/"))
+    assert re.search(r'As of <span id="as-of">\d\d:\d\d:\d\d Europe/Berlin</span>', page)
+    rows = admin.get("/?fragment=rows")
+    assert re.fullmatch(r"\d\d:\d\d:\d\d Europe/Berlin", rows["X-As-Of"])
+    assert "toLocaleTimeString" not in page
+    signed_out = Client().get("/?fragment=rows")  # what the refresh gets after the session
+    assert signed_out.status_code == 302 and "X-As-Of" not in signed_out

@@ -103,10 +103,13 @@ def monitor_list(request):
 
     now = timezone.now()
     table, tags = rows(request, now)
+    as_of = f"{now.astimezone(request.zone):%H:%M:%S} {request.zone.key}"
     context = {"rows": table, "tags": tags, "statuses": STATUSES, "query": request.GET,
-               "can_edit": can(request, ROLE.MEMBER), "now": local(now, request.zone)}
+               "can_edit": can(request, ROLE.MEMBER), "as_of": as_of}
     if request.GET.get("fragment") == "rows":
-        return render(request, "dashboard/_monitor_rows.html", context)
+        response = render(request, "dashboard/_monitor_rows.html", context)
+        response["X-As-Of"] = as_of  # the refresh shows it: the server's clock, their zone
+        return response
     return render(request, "dashboard/monitors.html", context)
 
 
