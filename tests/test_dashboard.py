@@ -508,3 +508,26 @@ def test_the_refreshed_rows_say_when_in_the_persons_zone(admin, world):
     assert "toLocaleTimeString" not in page
     signed_out = Client().get("/?fragment=rows")  # what the refresh gets after the session
     assert signed_out.status_code == 302 and "X-As-Of" not in signed_out
+
+
+@pytest.mark.parametrize("field, value", [
+    ("kind", "weekly"), ("concurrency", "sometimes"), ("severity", "apocalyptic"),
+    ("urgency", "whenever"), ("cron_semantics", "bsd")])
+def test_every_monitor_form_error_is_shown(admin, field, value):
+    form = {"name": "job", "kind": "cron", "schedule": "0 3 * * *", "timezone": "UTC",
+            "grace": "60", "all_channels": "1", field: value}
+    resp = admin.post("/monitors/new/", form)
+    assert resp.status_code == 400
+    page = text(resp)
+    assert f"&quot;{value}&quot; is not a valid choice." in page
+    assert page.count(f"&quot;{value}&quot; is not a valid choice.") == 2  # the list, the field
+
+
+def test_nested_errors_read_as_text(admin):
+    resp = admin.post("/monitors/new/", {"name": "job", "kind": "interval", "period": "60",
+                                         "grace": "60", "timezone": "UTC", "all_channels": "1",
+                                         "tags": "ok, " + "x" * 51})
+    assert resp.status_code == 400
+    page = text(resp)
+    assert "Tags: item 2: Ensure this field has no more than 50 characters." in page
+    assert "ErrorDetail" not in page and "{" not in page.split("<main")[1].split("<form")[0]

@@ -223,8 +223,15 @@ def monitor_edit(request, pk: int | None = None):
     channels = Channel.objects.filter(project=request.project, deleted_at__isnull=True)
     chosen = values.get("channels", "all") if not hasattr(values, "getlist") else (
         "all" if values.get("all_channels") else form_ids(values.getlist("channels"))[0])
+    labels = {"non_field_errors": "Monitor", "detail": "Monitor", "max_attempts": "Attempts",
+              "cron_semantics": "Cron semantics", "escalation_policy": "Escalation policy",
+              "max_runtime": "Max runtime", "min_runtime": "Min runtime",
+              "concurrency": "Overlapping runs"}
+    error_list = [(labels.get(k, k.replace("_", " ").capitalize()), v)
+                  for k, v in errors.items()]
     return render(request, "dashboard/monitor_form.html", {
-        "m": instance, "values": values, "errors": errors, "channels": channels,
+        "m": instance, "values": values, "errors": errors, "error_list": error_list,
+        "channels": channels,
         "chosen": chosen, "policies": EscalationPolicy.objects.filter(project=request.project),
         "tags_text": ", ".join(values.get("tags", [])) if isinstance(values.get("tags"), list)
         else values.get("tags", ""),
