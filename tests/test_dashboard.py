@@ -531,3 +531,24 @@ def test_nested_errors_read_as_text(admin):
     page = text(resp)
     assert "Tags: item 2: Ensure this field has no more than 50 characters." in page
     assert "ErrorDetail" not in page and "{" not in page.split("<main")[1].split("<form")[0]
+
+
+def test_maintenance_windows_are_in_the_persons_zone(admin, project):
+    admin.post("/account/", {"timezone": "America/Los_Angeles"})
+    made = admin.post("/maintenance/", {"name": "upgrade", "tag": "db",
+                                        "starts_at": "2030-01-01 00:00",
+                                        "ends_at": "2030-01-01T10:00:00Z"})
+    assert made.status_code == 302
+    w = MaintenanceWindow.objects.get(name="upgrade")
+    assert w.starts_at.isoformat() == "2030-01-01T08:00:00+00:00"  # read in Los Angeles
+    page = text(admin.get("/maintenance/"))
+    assert "2030-01-01 00:00:00 PST → 2030-01-01 02:00:00 PST" in page
+    assert "Times in America/Los_Angeles" in page and "2030-01-01T00:00:00Z" not in page
+    assert "in your time zone, America/Los_Angeles" in page
+    edit = text(admin.get(f"/maintenance/{w.pk}/"))
+    assert 'value="2030-01-01T00:00:00-08:00"' in edit
+    for bad in ("1999-12-31T00:00:00Z", "2101-01-01 00:00", "0001-01-01 00:00"):
+        resp = admin.post("/maintenance/", {"name": "odd", "tag": "db", "starts_at": bad,
+                                            "ends_at": "2030-01-01T10:00:00Z"})
+        assert resp.status_code == 400 and "the year must be 2000 to 2100" in text(resp)
+    assert not MaintenanceWindow.objects.filter(name="odd").exists()

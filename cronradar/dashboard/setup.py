@@ -8,6 +8,8 @@ enforced there and here (viewers get no buttons, and a POST above their role is
 a 403)."""
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -21,6 +23,7 @@ from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
 from cronradar.dashboard.common import (
     ROLE,
     can,
+    duration,
     flat_errors,
     form_id,
     form_ids,
@@ -221,19 +224,56 @@ def windows(request, pk: int | None = None):
         data["tag"] = data["tag"] or ""
         data["schedule"] = data["schedule"] or ""
         data["timezone"] = data["timezone"] or "UTC"
-        saved, errors = _save(request, MaintenanceWindowSerializer, instance, data)
-        if saved is not None:
-            return redirect("dashboard:windows")
-    listed = [{"w": w, "data": MaintenanceWindowSerializer(w, context={"request": request}).data}
-              for w in MaintenanceWindow.objects.filter(project=request.project).order_by("pk")]
+        for field in ("starts_at", "ends_at"):
+            data[field], problem = _moment(data[field], request.zone)
+            if problem:
+                errors[field] = problem
+        if not errors:
+            saved, errors = _save(request, MaintenanceWindowSerializer, instance, data)
+            if saved is not None:
+                return redirect("dashboard:windows")
+    listed = []
+    for w in MaintenanceWindow.objects.filter(project=request.project).order_by("pk"):
+        until = MaintenanceWindowSerializer(w, context={"request": request}).data[
+            "active_until"]
+        listed.append({"w": w, "starts": local(w.starts_at, request.zone),
+                       "ends": local(w.ends_at, request.zone),
+                       "duration": duration(w.duration),
+                       "until": local(datetime.fromisoformat(until), request.zone)
+                       if until else None})
+    values = request.POST
+    if request.method != "POST":
+        values = MaintenanceWindowSerializer(instance, context={"request": request}).data \
+            if instance else {}
+        if instance:  # shown as entered: in the person's zone, with the offset
+            values = {**values, **{f: getattr(instance, f).astimezone(request.zone).isoformat()
+                                   for f in ("starts_at", "ends_at") if getattr(instance, f)}}
     return render(request, "dashboard/windows.html", {
-        "rows": listed, "instance": instance, "errors": errors,
-        "values": request.POST if request.method == "POST" else (
-            MaintenanceWindowSerializer(instance, context={"request": request}).data
-            if instance else {}),
+        "rows": listed, "instance": instance, "errors": errors, "values": values,
+        "zone": request.zone.key,
         "monitors": Monitor.objects.filter(project=request.project, deleted_at__isnull=True),
         "can_edit": can(request, ROLE.MEMBER),
     }, status=400 if errors else 200)
+
+
+FIRST_YEAR, LAST_YEAR = 2000, 2100
+
+
+def _moment(value: str | None, zone) -> tuple[str | None, str]:
+    """A start or end as typed: ISO 8601, with an offset, or without one and then
+    in the person's zone. (value for the serializer, a problem or ""). A value that
+    does not parse goes to the serializer, whose message says what it takes."""
+    if not value:
+        return value, ""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value, ""
+    if not FIRST_YEAR <= moment.year <= LAST_YEAR:
+        return value, f"the year must be {FIRST_YEAR} to {LAST_YEAR}"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    return moment.isoformat(), ""
 
 
 @page
