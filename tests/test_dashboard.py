@@ -552,3 +552,57 @@ def test_maintenance_windows_are_in_the_persons_zone(admin, project):
                                             "ends_at": "2030-01-01T10:00:00Z"})
         assert resp.status_code == 400 and "the year must be 2000 to 2100" in text(resp)
     assert not MaintenanceWindow.objects.filter(name="odd").exists()
+
+
+# --- display ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("schedule, words", [
+    ("@daily", "At 00:00 (UTC)"), ("@hourly", "Every hour (UTC)"),
+    ("@weekly", "At 00:00, only on Sunday (UTC)"),
+    ("@monthly", "At 00:00, on day 1 of the month (UTC)"),
+    ("0 0 * * 0-7", "At 00:00 (UTC)"), ("0 0 * * 1-7", "At 00:00 (UTC)"),
+    ("0 0 * * 0,7", "At 00:00, only on Sunday (UTC)"),
+    ("0 0 * * 5-7", "At 00:00, Friday through Sunday (UTC)")])
+def test_schedules_in_words(schedule, words):
+    from cronradar.dashboard.common import schedule_words
+
+    assert schedule_words("cron", schedule, None, "UTC") == words
+
+
+def test_the_zone_is_named_on_every_page(admin, world):
+    admin.post("/account/", {"timezone": "Asia/Dubai"})
+    for url in ("/", f"/monitors/{world['monitor'].pk}/", f"/incidents/{world['incident'].pk}/"):
+        page = text(admin.get(url))
+        assert "times in Asia/Dubai" in page and "+04" in page, url
+
+
+def test_the_list_keeps_every_column_on_a_phone(admin, world):
+    page = admin.get("/").content.decode()
+    assert "hide-narrow" not in page.split('<table id="monitors"')[1]
+    assert 'class="cards"' in page and 'data-label="Next expected"' in page
+    assert "table.cards td[data-label]::before" in page
+
+
+def test_badges_for_tags_with_any_character(client, project, make_monitor, admin):
+    m = make_monitor(name="odd", tags=["team a:db", "x/y"], period=3600 * S, grace=60 * S,
+                     created=timezone.now())
+    page = text(admin.get(f"/monitors/{m.pk}/"))
+    key = project.badge_key
+    assert f"/badge/{key}/team%20a%3Adb.svg" in page and f"/badge/{key}/x%2Fy.svg" in page
+    assert client.get(f"/badge/{key}/team%20a%3Adb.json").json() == {
+        "name": "team a:db", "status": "up", "total": 1, "down": 0, "late": 0}
+    assert client.get(f"/badge/{key}/x%2Fy.json").json()["total"] == 1
+    assert 'aria-label="team a:db: up"' in client.get(
+        f"/badge/{key}/team%20a%3Adb.svg").content.decode()
+
+
+def test_a_note_over_the_limit_is_refused_not_cut(admin, world):
+    i = world["incident"]
+    resp = admin.post(f"/incidents/{i.pk}/ack/", {"note": "n" * 501})
+    assert resp.status_code == 400
+    assert "The note is 501 characters; the limit is 500." in text(resp)
+    i.refresh_from_db()
+    assert i.acknowledged_at is None
+    admin.post(f"/incidents/{i.pk}/ack/", {"note": "n" * 500})
+    i.refresh_from_db()
+    assert i.acknowledged_at is not None

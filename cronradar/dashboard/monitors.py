@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, EscalationPolicy, Incident
-from cronradar.dashboard import charts, snippets
+from cronradar.dashboard import badges, charts, snippets
 from cronradar.dashboard.common import (
     ROLE,
     ago,
@@ -159,6 +159,8 @@ def monitor_detail(request, pk: int):
                                              f"{m.project.ping_key}/{m.slug}"}
         if show_urls else {},
         "can_edit": can(request, ROLE.MEMBER),
+        "badges": [(f"#{t}" if t else m.slug, badges.url(m.project, t or m.slug))
+                   for t in ["", *m.tags]],
     }
     return render(request, "dashboard/monitor.html", context)
 

@@ -37,7 +37,8 @@ urlpatterns = [
     path("switch/", account.switch, name="switch"),
     path("projects/new/", account.project_new, name="project_new"),
     path("account/", account.profile, name="profile"),
-    re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>[-\w.]+)\.(?P<fmt>svg|json)$", badges.badge,
+    # any slug or tag, URL-quoted in the link (Django routes the decoded path)
+    re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>.+)\.(?P<fmt>svg|json)$", badges.badge,
             name="badge"),
     path("login/", auth.LoginView.as_view(template_name="dashboard/login.html",
                                           redirect_authenticated_user=True), name="login"),
