@@ -90,11 +90,21 @@ class CursorList:
         return response
 
 
+MACHINE_PATHS = ("/ping/", "/badge/", "/cli/", "/incident-link/")
+
+
 def not_found(request, exception=None):
-    """404 for unmatched URLs: JSON under /api/, plain text elsewhere."""
+    """404 for unmatched URLs and Http404: JSON under /api/, plain text where
+    machines ask (pings, badges, the CLI), the dashboard's page with its navigation
+    elsewhere."""
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
-    return HttpResponse("not found\n", status=404, content_type="text/plain; charset=utf-8")
+    if request.path.startswith(MACHINE_PATHS):
+        return HttpResponse("not found\n", status=404,
+                            content_type="text/plain; charset=utf-8")
+    from cronradar.dashboard.common import not_found as dashboard_not_found
+
+    return dashboard_not_found(request)
 
 
 def exec_script(request):

@@ -8,18 +8,22 @@ endpoints.
 - ``/api-keys/``: a project's keys (``prefix`` only); POST makes one and answers
   the key once (``key``); DELETE revokes it (the row stays, ``revoked_at`` set).
 - ``/members/``: people in the caller's organisations and their roles; admins add
-  an existing user (by ``username`` or ``email``), change roles and remove members;
+  someone who already shares an organisation with them (by ``username`` or
+  ``email``; anyone else reads as unknown) or someone new (a new ``username`` and
+  an ``email``: they get an email to choose a password), change roles and remove
+  members;
   only owners grant, change or remove the owner role, and an organisation keeps
   at least one owner. Members are managed by people: API keys read them only.
 """
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from rest_framework import exceptions, serializers, viewsets
 
 from cronradar.api import RejectUnknown
-from monitors import tenancy
+from monitors import people, tenancy
 from monitors.models import ApiKey, Membership, Organisation, Project
 
 ADMIN, OWNER = Membership.Role.ADMIN, Membership.Role.OWNER
@@ -183,8 +187,8 @@ class ApiKeyViewSet(viewsets.ModelViewSet):
 
 class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
     """``id``, ``organisation`` (id), ``username``, ``email``, ``role``. Adding one
-    takes ``username`` or ``email`` of an existing user (people are made with
-    ``manage.py createuser``)."""
+    takes ``username`` or ``email`` of someone in the caller's organisations, or a
+    new ``username`` with an ``email`` (:mod:`monitors.people`)."""
 
     organisation = serializers.PrimaryKeyRelatedField(
         queryset=Organisation.objects.none(), required=False,
@@ -218,8 +222,13 @@ class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
             org = self.instance.organisation
         else:
             org = attrs.get("organisation") or _only(list(who.organisations()[:2]))
-            user = _user(given_user)
-            if Membership.objects.filter(organisation=org, user=user).exists():
+            # the role first: whom an admin can find is not for others to probe
+            if not tenancy.at_least(who.org_role(org.pk), ADMIN):
+                raise exceptions.PermissionDenied("this needs the admin role in the "
+                                                  "organisation")
+            user = _user(given_user, who.user)
+            if user.pk is not None and Membership.objects.filter(organisation=org,
+                                                                 user=user).exists():
                 raise serializers.ValidationError(
                     {"username": [f"{user.username} is already a member"]})
             attrs.update(organisation=org, user=user)
@@ -234,6 +243,19 @@ class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
             _keep_an_owner(self.instance)
         return attrs
 
+    def create(self, validated):
+        user = validated["user"]
+        with transaction.atomic():
+            if user.pk is None:  # someone new: no password until they choose one
+                user.set_unusable_password()
+                user.save()
+            membership = Membership.objects.create(organisation=validated["organisation"],
+                                                   user=user, role=validated["role"])
+        if user.is_new_person:
+            people.send_welcome(user, membership.organisation, membership.role,
+                                tenancy.caller(self.context["request"]).name)
+        return membership
+
 
 def _only(orgs: list) -> Organisation:
     if len(orgs) != 1:
@@ -242,19 +264,44 @@ def _only(orgs: list) -> Organisation:
     return orgs[0]
 
 
-def _user(given: dict):
-    users = get_user_model().objects
+def _user(given: dict, acting):
+    """The person to add: someone who already shares an organisation with
+    ``acting`` (by username or email), or, given a username nobody has and an
+    email, a new (unsaved) user. Anyone else on the installation gets the same
+    answer as a name that does not exist (:data:`people.NOT_FOUND`)."""
+    users = get_user_model()
     username, email = given.get("username"), given.get("email")
     if not (username or email):
         raise serializers.ValidationError({"username": ["give the username or email of "
-                                                        "an existing user"]})
-    found = list(users.filter(Q(username=username) if username else Q(email__iexact=email))[:2])
-    if len(found) != 1:
-        what = f"username '{username}'" if username else f"email '{email}'"
-        raise serializers.ValidationError(
-            {"username" if username else "email":
-             [f"no single user with {what}: create them with manage.py createuser"]})
-    return found[0]
+                                                        "someone in your organisations, or a "
+                                                        "new username and email"]})
+    known = people.people_of(acting)
+    found = list(known.filter(Q(username=username) if username else Q(email__iexact=email))[:2])
+    if len(found) > 1:  # only people the caller can see: nothing is given away
+        raise serializers.ValidationError({"email": ["several people in your organisations "
+                                                     "have this email: give the username"]})
+    if found and username and email and found[0].email.lower() != email.lower():
+        raise serializers.ValidationError({"email": [f"{username} has another email: give "
+                                                     "only the username"]})
+    if found:
+        found[0].is_new_person = False
+        return found[0]
+    if username and email:
+        try:
+            users.username_validator(username)
+        except DjangoValidationError as e:
+            raise serializers.ValidationError({"username": e.messages}) from None
+        if len(username) > users._meta.get_field("username").max_length:
+            raise serializers.ValidationError({"username": ["150 characters or fewer"]})
+        # Usernames are unique on the installation: this, like any sign-up form, tells
+        # that the name is in use (never whose it is, nor their organisations).
+        if users.objects.filter(username__iexact=username).exists():
+            raise serializers.ValidationError(
+                {"username": [f"the username '{username}' cannot be used: choose another"]})
+        user = users(username=username, email=email)
+        user.is_new_person = True
+        return user
+    raise serializers.ValidationError({"username" if username else "email": [people.NOT_FOUND]})
 
 
 def _keep_an_owner(membership: Membership) -> None:

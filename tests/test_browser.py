@@ -1,6 +1,8 @@
 """The dashboard in a real browser: Playwright drives Debian's Chromium headless
 against a running `manage.py serve`. Sign in, create a monitor, ping it with curl,
-see it go up, let it go down, acknowledge the incident from its page, pause it.
+see it go up, let it go down, acknowledge the incident from its page, pause it;
+the list at phone width, the live refresh after the session ends, copy buttons on
+plain http under a name that is not localhost.
 A screenshot of each step goes to test-artifacts/browser/ (CRONRADAR_ARTIFACTS
 moves it).
 
@@ -32,7 +34,10 @@ def browser_page():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        # cronradar.test: the same server under a name that is not localhost, so plain
+        # http is not a secure context there (no Clipboard API), as on a LAN install
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--host-resolver-rules=MAP cronradar.test 127.0.0.1"])
         page = browser.new_page(viewport={"width": 1280, "height": 900},
                                 timezone_id="Europe/Berlin")
         page.set_default_timeout(15000)
@@ -51,8 +56,9 @@ def test_a_person_watches_a_job_go_up_then_down_and_acknowledges(tmp_path, brows
 
     try:
         env = {**service.env, "CRONRADAR_PASSWORD": "a long passphrase 42"}
+        # a new organisation (the service's own "live" has a project already)
         subprocess.run([sys.executable, "manage.py", "createuser", "ana", "--organisation",
-                        "live"], cwd=ROOT, env=env, check=True, capture_output=True)
+                        "acme"], cwd=ROOT, env=env, check=True, capture_output=True)
         page.goto(service.url + "/")
         assert page.url.endswith("/login/?next=/")
         page.get_by_label("Username").fill("ana")
@@ -61,7 +67,14 @@ def test_a_person_watches_a_job_go_up_then_down_and_acknowledges(tmp_path, brows
         page.get_by_role("button", name="Sign in").click()
         page.wait_for_url(service.url + "/")
         page.wait_for_load_state("networkidle")  # the browser's zone is taken on first visit
+        # a new organisation has no project yet: its owner creates one from this page
+        assert page.get_by_role("heading", name="No project yet").is_visible()
+        page.get_by_label("Project name").fill("production")
+        snap("no-project")
+        page.get_by_role("button", name="Create project").click()
+        page.wait_for_url(service.url + "/")
         assert page.get_by_role("heading", name="Monitors").is_visible()
+        assert page.locator("#zone-name").inner_text() == "times in Europe/Berlin"
         snap("signed-in")
 
         page.get_by_role("link", name="New monitor").click()
@@ -107,5 +120,36 @@ def test_a_person_watches_a_job_go_up_then_down_and_acknowledges(tmp_path, brows
         assert page.locator("h1 .status").inner_text() == "paused"
         assert page.get_by_role("button", name="Resume").is_visible()
         snap("monitor-paused")
+        monitor_path = page.url.split(str(service.port), 1)[1]
+
+        # a phone: every column of the list is still there, one card per monitor
+        page.set_viewport_size({"width": 375, "height": 800})
+        page.goto(service.url + "/")
+        card = page.locator("#monitor-rows tr", has_text="nightly backup")
+        for label in ("Schedule", "Next expected", "Last 20 runs"):
+            assert card.locator(f"td[data-label='{label}']").is_visible(), label
+        assert card.locator(".strip span").first.is_visible()
+        snap("list-phone")
+        page.set_viewport_size({"width": 1280, "height": 900})
+
+        # the session ends: the live refresh goes to the sign-in page, not into the table
+        page.context.clear_cookies()
+        page.wait_for_url("**/login/?next=/", timeout=25000)
+        assert page.locator("#monitor-rows").count() == 0
+
+        # plain http on a name that is not localhost: copy falls back to execCommand
+        other = f"http://cronradar.test:{service.port}"
+        page.goto(other + "/login/")
+        page.get_by_label("Username").fill("ana")
+        page.get_by_label("Password").fill("a long passphrase 42")
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(other + "/")
+        page.goto(other + monitor_path)
+        assert page.evaluate("window.isSecureContext") is False
+        button = page.locator("button[data-copy='url-uuid']")
+        assert button.is_visible()
+        button.click()
+        assert button.inner_text() in ("Copied", "Select and copy")
+        snap("copy-insecure")
     finally:
         service.stop()

@@ -63,7 +63,9 @@ def test_sign_in_is_required_and_works(project):
     client = Client()
     resp = client.post("/login/", {"username": "ana", "password": "a long passphrase 42"})
     assert resp.status_code == 302
-    assert client.get("/").status_code == 404  # a person in no organisation has no project
+    nothing = client.get("/")  # a person in no organisation: a page that says so
+    assert nothing.status_code == 200
+    assert "You are not in any organisation yet" in text(nothing) and "Sign out" in text(nothing)
     Membership.objects.create(organisation=project.organisation,
                               user=get_user_model().objects.get(username="ana"))
     assert "Monitors" in text(client.get("/"))
@@ -236,3 +238,371 @@ def test_times_are_in_the_persons_zone(admin, world):
     admin.post("/account/", {"timezone": "Asia/Tokyo"})
     assert " JST" in text(admin.get(f"/incidents/{world['incident'].pk}/"))
     assert admin.post("/account/", {"timezone": "Mars/Olympus"}).status_code == 400
+
+
+# --- getting started: organisations without owner or project, people without either ---
+
+def test_a_person_in_no_organisation_gets_a_page_not_a_bare_404(db):
+    staff = get_user_model().objects.create_user("root", "r@example.com", "pw", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get("/")
+    assert page.status_code == 200 and page["Content-Type"].startswith("text/html")
+    assert 'href="/admin/"' in text(page) and "Sign out" in text(page)
+    assert "createuser root --organisation NAME" in text(page)
+    other = client.get("/channels/")
+    assert other.status_code == 404 and "You are not in any organisation yet" in text(other)
+
+
+def test_an_organisation_without_a_project_offers_to_create_one(db):
+    from monitors.models import Organisation, Project
+
+    org = Organisation.objects.create(name="acme")
+    ana = get_user_model().objects.create_user("ana", "ana@example.com", "pw")
+    Membership.objects.create(organisation=org, user=ana, role="owner")
+    client = Client()
+    client.force_login(ana)
+    page = client.get("/")
+    assert page.status_code == 200 and "No project yet" in text(page)
+    assert 'action="/projects/new/"' in text(page)
+    assert client.post("/projects/new/", {"organisation": org.pk, "name": ""}
+                       ).status_code == 400
+    made = client.post("/projects/new/", {"organisation": org.pk, "name": "production"})
+    assert made.status_code == 302 and made.url == "/"
+    assert Project.objects.get(organisation=org).name == "production"
+    assert "Monitors" in text(client.get("/")) and "acme / production" in text(client.get("/"))
+    assert 'href="/projects/new/"' in text(client.get("/"))  # the switcher offers another
+
+
+def test_only_admins_create_projects(project):
+    member = signed_in(project, "member")
+    assert 'href="/projects/new/"' not in text(member.get("/"))
+    assert member.post("/projects/new/", {"organisation": project.organisation_id,
+                                          "name": "mine"}).status_code in (400, 403)
+    assert not project.organisation.projects.filter(name="mine").exists()
+    viewer_only = get_user_model().objects.create_user("vic", "v@example.com", "pw")
+    from monitors.models import Organisation
+
+    Membership.objects.create(organisation=Organisation.objects.create(name="lone"),
+                              user=viewer_only, role="viewer")
+    client = Client()
+    client.force_login(viewer_only)
+    page = text(client.get("/"))
+    assert "No project yet" in page and "Ask an admin or owner" in page
+    assert 'action="/projects/new/"' not in page
+
+
+def test_the_404_page_is_html_with_navigation(admin):
+    missing = admin.get("/monitors/99999/")
+    assert missing.status_code == 404 and missing["Content-Type"].startswith("text/html")
+    assert "<h1>Not found</h1>" in text(missing) and 'href="/incidents/"' in text(missing)
+    nowhere = admin.get("/no/such/page/")
+    assert nowhere.status_code == 404 and 'href="/incidents/"' in text(nowhere)
+    assert Client().get("/cli/nothing").content == b"not found\n"  # machines: plain text
+
+
+@pytest.mark.parametrize("back, lands", [
+    ("/monitors/3/", "/"), ("/monitors/3/edit/", "/"), ("/incidents/5/", "/incidents/"),
+    ("/channels/4/", "/channels/"), ("/maintenance/2/", "/maintenance/"),
+    ("/policies/7/", "/policies/"), ("/incidents/", "/incidents/"), ("/", "/"),
+    ("/account/", "/account/"), ("https://evil.example/", "/")])
+def test_switching_project_from_an_object_page_lands_on_its_list(admin, project, back, lands):
+    other = project.organisation.projects.create(name="staging")
+    resp = admin.post("/switch/", {"project": other.pk, "next": back})
+    assert (resp.status_code, resp.url) == (302, lands)
+
+
+def test_a_refusal_is_a_403_page_logged_in_one_line(project, world, caplog):
+    viewer = signed_in(project, "viewer")
+    with caplog.at_level("INFO"):
+        resp = viewer.post("/channels/", {"name": "x"})
+    assert resp.status_code == 403 and "this needs the admin role" in text(resp)
+    assert 'href="/incidents/"' in text(resp)  # a page with the navigation
+    refusals = [r for r in caplog.records if "Forbidden" in r.getMessage()]
+    assert len(refusals) == 1 and refusals[0].exc_info is None
+    assert all(r.exc_info is None for r in caplog.records)
+
+
+# --- crafted posts, password links, adding people -----------------------------------
+
+@pytest.mark.parametrize("url, form", [
+    ("/monitors/new/", {"name": "x", "kind": "interval", "period": "60", "grace": "60",
+                        "timezone": "UTC", "channels": "²"}),
+    ("EDIT", {"name": "x", "kind": "interval", "period": "60", "grace": "60",
+              "timezone": "UTC", "channels": "١٢"}),
+    ("/policies/", {"name": "p", "tier0_delay": "0", "tier0_channels": "²"}),
+    ("/switch/", {"project": "²"}),
+    ("/switch/", {"project": "abc"}),
+    ("/members/", {"member": "²", "role": "viewer"}),
+    ("/members/", {"member": "abc", "role": "viewer"}),
+    ("/members/", {"member": "99999999999999999999999", "role": "viewer"}),
+])
+def test_crafted_ids_are_form_errors_not_500s(admin, world, url, form):
+    if url == "EDIT":
+        url = f"/monitors/{world['monitor'].pk}/edit/"
+    resp = admin.post(url, form)
+    assert 400 <= resp.status_code < 500, resp.status_code
+    if url != "/switch/":
+        assert 'class="alert"' in text(resp) or 'class="error"' in text(resp)
+
+
+def test_the_reset_link_is_on_the_base_url_whatever_the_host(project, mailoutbox, settings):
+    settings.CRONRADAR_BASE_URL = "https://cron.example.org"
+    get_user_model().objects.create_user("ana", "ana@example.com", "pw-ana")
+    resp = Client().post("/password-reset/", {"email": "ana@example.com"},
+                         HTTP_HOST="evil.example")
+    assert resp.status_code == 302
+    (mail,) = mailoutbox
+    assert "https://cron.example.org/password-reset/" in mail.body
+    assert "evil.example" not in mail.body and "evil.example" not in mail.subject
+
+
+def test_members_page_adds_only_known_people_and_creates_new_ones(project, mailoutbox,
+                                                                  settings):
+    settings.CRONRADAR_BASE_URL = "https://cron.example.org"
+    admin = signed_in(project, "admin", "alice")
+    from monitors.models import Organisation
+
+    get_user_model().objects.create_user("stranger", "s@example.com", "pw")
+    Membership.objects.create(organisation=Organisation.objects.create(name="theirs"),
+                              user=get_user_model().objects.get(username="stranger"))
+    answers = [admin.post("/members/", {"username": who, "role": "member"})
+               for who in ("stranger", "nobody")]
+    answers += [admin.post("/members/", {"email": who, "role": "member"})
+                for who in ("s@example.com", "n@example.com")]
+    bodies = [(a.status_code, re.sub(r"stranger|nobody|s@example\.com|n@example\.com|"
+                                     r'name="csrfmiddlewaretoken" value="[^"]+"', "?",
+                                     text(a))) for a in answers]
+    # an account elsewhere and no account answer the same: nothing to learn from
+    assert bodies[0] == bodies[1] and bodies[2] == bodies[3] and bodies[0][0] == 400
+    assert "no such person in your organisations; to add someone new, give a new username " \
+           "and email" in text(answers[0])
+    assert not Membership.objects.filter(user__username="stranger",
+                                         organisation=project.organisation).exists()
+    taken = admin.post("/members/", {"username": "newbie", "email": "bad", "role": "member"})
+    assert taken.status_code == 400 and "valid email" in text(taken)
+    made = admin.post("/members/", {"username": "newbie", "email": "nb@example.com",
+                                    "role": "viewer"})
+    assert made.status_code == 302
+    newbie = Membership.objects.get(user__username="newbie")
+    assert (newbie.role, newbie.organisation, newbie.user.has_usable_password()) == (
+        "viewer", project.organisation, False)
+    (mail,) = mailoutbox
+    assert mail.to == ["nb@example.com"] and "Your username is newbie" in mail.body
+    link = re.search(r"https://cron\.example\.org(/password-reset/\S+/)", mail.body).group(1)
+    chosen = Client().get(link, follow=True)
+    assert "Choose a new password" in text(chosen)
+
+
+# --- the monitor page's snippets ---------------------------------------------------------
+
+def _m(**kw):
+    from types import SimpleNamespace
+
+    base = {"kind": "cron", "schedule": "0 3 * * *", "timezone": "UTC", "period": None,
+            "grace": 300 * S, "max_runtime": None, "concurrency": "allow", "max_attempts": 1,
+            "slug": "nightly-backup"}
+    return SimpleNamespace(**{**base, **kw})
+
+
+URL = "https://cr.example/ping/UUID"
+
+
+def test_the_cronjob_exits_with_the_jobs_status_and_has_the_monitors_limits():
+    from cronradar.dashboard.snippets import cronjob
+
+    text_ = cronjob(_m(timezone="Europe/Berlin", concurrency="forbid", max_attempts=3,
+                       max_runtime=3600 * S, grace=600 * S, slug="Nightly_Backup.v2"), URL)
+    assert "metadata: {name: nightly-backup-v2}" in text_
+    assert '  schedule: "0 3 * * *"\n  timeZone: Europe/Berlin\n' in text_
+    assert "  concurrencyPolicy: Forbid\n  startingDeadlineSeconds: 600\n" in text_
+    assert "      activeDeadlineSeconds: 3600\n      backoffLimit: 2\n" in text_
+    assert ('                  /path/to/job; code=$?\n'
+            '                  curl -fsS -m 10 --retry 5 -o /dev/null "$PING/$code?rid=$RID"\n'
+            '                  exit $code\n') in text_
+    plain = cronjob(_m(concurrency="replace", slug="x" * 80), URL)
+    assert "timeZone" not in plain and "activeDeadlineSeconds" not in plain
+    assert "concurrencyPolicy: Replace" in plain and "backoffLimit: 0" in plain
+    assert f"metadata: {{name: {'x' * 52}}}" in plain
+    import yaml
+
+    doc = yaml.safe_load(text_)
+    assert doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0][
+        "args"][0].rstrip().endswith("exit $code")
+
+
+def test_a_cronjob_snippet_run_by_sh_exits_with_the_jobs_status(tmp_path):
+    """The container's script, run by sh with curl failing: the job's status wins."""
+    import subprocess
+
+    from cronradar.dashboard.snippets import cronjob
+
+    script = cronjob(_m(), URL).split("- |\n")[1]
+    script = "\n".join(line.strip() for line in script.splitlines())
+    script = script.replace("/path/to/job", "sh -c 'exit 7'").replace("curl ", "false ")
+    assert subprocess.run(["sh", "-c", script]).returncode == 7
+
+
+@pytest.mark.parametrize("seconds, line", [
+    (60, "* * * * *"), (300, "*/5 * * * *"), (900, "*/15 * * * *"), (3600, "0 * * * *"),
+    (7200, "0 */2 * * *"), (21600, "0 */6 * * *"), (86400, "0 0 * * *"),
+    (420, None), (90, None), (5 * 3600, None), (2 * 86400, None), (30, None)])
+def test_interval_snippets_claim_a_cron_line_only_when_it_is_exact(seconds, line):
+    from cronradar.dashboard.snippets import cron_for_period, crontab
+
+    assert cron_for_period(seconds) == line
+    text_ = crontab(_m(kind="interval", schedule="", period=seconds * S), URL)
+    if line:
+        assert text_.startswith(line + "  RID=")
+    else:
+        assert text_.startswith("# SCHEDULE is a placeholder") and "\nSCHEDULE  RID=" in text_
+        assert "*/5" not in text_
+
+
+def test_zoned_cron_lines_get_cron_tz_and_systemd_handles_signals():
+    from cronradar.dashboard.snippets import cronradar_exec, crontab, systemd
+
+    zoned = _m(timezone="America/New_York")
+    assert "\nCRON_TZ=America/New_York\n0 3 * * *  RID=" in crontab(zoned, URL)
+    assert "Vixie cron and cronie honour it" in crontab(zoned, URL)
+    assert cronradar_exec(zoned, URL).endswith(
+        "CRON_TZ=America/New_York\n0 3 * * *  cronradar exec --url " + URL + " -- "
+        "/path/to/job.sh")
+    assert "CRON_TZ" not in crontab(_m(), URL)
+    assert ('\nExecStopPost=-/bin/sh -c \'if [ "$$EXIT_CODE" = exited ]; then '
+            's=$$EXIT_STATUS; else s=fail; fi; curl -fsS -m 10 --retry 5 -o /dev/null '
+            '"$$PING/$$s"\'\n') in systemd(_m(), URL)
+    assert f"Environment=PING={URL}\nExecStartPre=-/usr/bin/curl" in systemd(_m(), URL)
+
+
+def test_the_snippets_agree_with_the_readme():
+    from pathlib import Path
+
+    from cronradar.dashboard.snippets import cronjob, crontab, systemd
+
+    readme = Path(__file__).resolve().parent.parent.joinpath("README.md").read_text()
+    readme_url = "https://cronradar.example.com/ping/UUID"
+    line = next(x for x in readme.splitlines() if x.startswith("0 3 * * *  RID="))
+    assert crontab(_m(), readme_url) == line.replace("/usr/local/bin/backup.sh",
+                                                     "/path/to/job.sh")
+    stop = next(x for x in readme.splitlines() if x.startswith("ExecStopPost="))
+    assert f"\n{stop}\n" in systemd(_m(), readme_url)
+    for readme_line in ('curl -fsS -m 10 --retry 5 -o /dev/null "$PING/start?rid=$RID"',
+                        'curl -fsS -m 10 --retry 5 -o /dev/null "$PING/$code?rid=$RID"',
+                        "exit $code", "restartPolicy: Never"):
+        assert readme_line in readme and readme_line in cronjob(_m(), readme_url)
+
+
+def test_copy_buttons_are_hidden_until_javascript_shows_them(admin, world):
+    page = admin.get(f"/monitors/{world['monitor'].pk}/").content.decode()
+    buttons = re.findall(r"<button[^>]*data-copy[^>]*>", page)
+    assert len(buttons) == 6 and all(" hidden" in b for b in buttons)
+    assert "document.execCommand(\"copy\")" in page and "Select and copy" in page
+
+
+def test_the_refreshed_rows_say_when_in_the_persons_zone(admin, world):
+    page = text(admin.get("/"))
+    assert re.search(r'As of <span id="as-of">\d\d:\d\d:\d\d Europe/Berlin</span>', page)
+    rows = admin.get("/?fragment=rows")
+    assert re.fullmatch(r"\d\d:\d\d:\d\d Europe/Berlin", rows["X-As-Of"])
+    assert "toLocaleTimeString" not in page
+    signed_out = Client().get("/?fragment=rows")  # what the refresh gets after the session
+    assert signed_out.status_code == 302 and "X-As-Of" not in signed_out
+
+
+@pytest.mark.parametrize("field, value", [
+    ("kind", "weekly"), ("concurrency", "sometimes"), ("severity", "apocalyptic"),
+    ("urgency", "whenever"), ("cron_semantics", "bsd")])
+def test_every_monitor_form_error_is_shown(admin, field, value):
+    form = {"name": "job", "kind": "cron", "schedule": "0 3 * * *", "timezone": "UTC",
+            "grace": "60", "all_channels": "1", field: value}
+    resp = admin.post("/monitors/new/", form)
+    assert resp.status_code == 400
+    page = text(resp)
+    assert f"&quot;{value}&quot; is not a valid choice." in page
+    assert page.count(f"&quot;{value}&quot; is not a valid choice.") == 2  # the list, the field
+
+
+def test_nested_errors_read_as_text(admin):
+    resp = admin.post("/monitors/new/", {"name": "job", "kind": "interval", "period": "60",
+                                         "grace": "60", "timezone": "UTC", "all_channels": "1",
+                                         "tags": "ok, " + "x" * 51})
+    assert resp.status_code == 400
+    page = text(resp)
+    assert "Tags: item 2: Ensure this field has no more than 50 characters." in page
+    assert "ErrorDetail" not in page and "{" not in page.split("<main")[1].split("<form")[0]
+
+
+def test_maintenance_windows_are_in_the_persons_zone(admin, project):
+    admin.post("/account/", {"timezone": "America/Los_Angeles"})
+    made = admin.post("/maintenance/", {"name": "upgrade", "tag": "db",
+                                        "starts_at": "2030-01-01 00:00",
+                                        "ends_at": "2030-01-01T10:00:00Z"})
+    assert made.status_code == 302
+    w = MaintenanceWindow.objects.get(name="upgrade")
+    assert w.starts_at.isoformat() == "2030-01-01T08:00:00+00:00"  # read in Los Angeles
+    page = text(admin.get("/maintenance/"))
+    assert "2030-01-01 00:00:00 PST → 2030-01-01 02:00:00 PST" in page
+    assert "Times in America/Los_Angeles" in page and "2030-01-01T00:00:00Z" not in page
+    assert "in your time zone, America/Los_Angeles" in page
+    edit = text(admin.get(f"/maintenance/{w.pk}/"))
+    assert 'value="2030-01-01T00:00:00-08:00"' in edit
+    for bad in ("1999-12-31T00:00:00Z", "2101-01-01 00:00", "0001-01-01 00:00"):
+        resp = admin.post("/maintenance/", {"name": "odd", "tag": "db", "starts_at": bad,
+                                            "ends_at": "2030-01-01T10:00:00Z"})
+        assert resp.status_code == 400 and "the year must be 2000 to 2100" in text(resp)
+    assert not MaintenanceWindow.objects.filter(name="odd").exists()
+
+
+# --- display ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("schedule, words", [
+    ("@daily", "At 00:00 (UTC)"), ("@hourly", "Every hour (UTC)"),
+    ("@weekly", "At 00:00, only on Sunday (UTC)"),
+    ("@monthly", "At 00:00, on day 1 of the month (UTC)"),
+    ("0 0 * * 0-7", "At 00:00 (UTC)"), ("0 0 * * 1-7", "At 00:00 (UTC)"),
+    ("0 0 * * 0,7", "At 00:00, only on Sunday (UTC)"),
+    ("0 0 * * 5-7", "At 00:00, Friday through Sunday (UTC)")])
+def test_schedules_in_words(schedule, words):
+    from cronradar.dashboard.common import schedule_words
+
+    assert schedule_words("cron", schedule, None, "UTC") == words
+
+
+def test_the_zone_is_named_on_every_page(admin, world):
+    admin.post("/account/", {"timezone": "Asia/Dubai"})
+    for url in ("/", f"/monitors/{world['monitor'].pk}/", f"/incidents/{world['incident'].pk}/"):
+        page = text(admin.get(url))
+        assert "times in Asia/Dubai" in page and "+04" in page, url
+
+
+def test_the_list_keeps_every_column_on_a_phone(admin, world):
+    page = admin.get("/").content.decode()
+    assert "hide-narrow" not in page.split('<table id="monitors"')[1]
+    assert 'class="cards"' in page and 'data-label="Next expected"' in page
+    assert "table.cards td[data-label]::before" in page
+
+
+def test_badges_for_tags_with_any_character(client, project, make_monitor, admin):
+    m = make_monitor(name="odd", tags=["team a:db", "x/y"], period=3600 * S, grace=60 * S,
+                     created=timezone.now())
+    page = text(admin.get(f"/monitors/{m.pk}/"))
+    key = project.badge_key
+    assert f"/badge/{key}/team%20a%3Adb.svg" in page and f"/badge/{key}/x%2Fy.svg" in page
+    assert client.get(f"/badge/{key}/team%20a%3Adb.json").json() == {
+        "name": "team a:db", "status": "up", "total": 1, "down": 0, "late": 0}
+    assert client.get(f"/badge/{key}/x%2Fy.json").json()["total"] == 1
+    assert 'aria-label="team a:db: up"' in client.get(
+        f"/badge/{key}/team%20a%3Adb.svg").content.decode()
+
+
+def test_a_note_over_the_limit_is_refused_not_cut(admin, world):
+    i = world["incident"]
+    resp = admin.post(f"/incidents/{i.pk}/ack/", {"note": "n" * 501})
+    assert resp.status_code == 400
+    assert "The note is 501 characters; the limit is 500." in text(resp)
+    i.refresh_from_db()
+    assert i.acknowledged_at is None
+    admin.post(f"/incidents/{i.pk}/ack/", {"note": "n" * 500})
+    i.refresh_from_db()
+    assert i.acknowledged_at is not None

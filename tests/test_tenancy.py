@@ -290,18 +290,21 @@ def test_a_rotated_secret_key_keeps_keys_working_through_the_fallbacks(project, 
 def test_members_are_managed_by_admins_and_an_owner_stays(project):
     org = project.organisation
     olga, alice = person("olga", org, "owner"), person("alice", org, "admin")
-    get_user_model().objects.create_user("dan", "dan@example.com", "pw")
+    elsewhere = new_project("elsewhere").organisation
+    person("dan", elsewhere, "viewer")  # dan shares "elsewhere" with alice: she can add him
+    Membership.objects.create(organisation=elsewhere, user=alice, role="viewer")
     owner, admin = as_person(olga), as_person(alice)
-    added = admin.post("/api/v1/members/", {"email": "DAN@example.com", "role": "viewer"},
-                       format="json")
+    added = admin.post("/api/v1/members/", {"email": "DAN@example.com", "role": "viewer",
+                                            "organisation": org.pk}, format="json")
     assert added.status_code == 201, added.json()
     assert {k: added.json()[k] for k in ("organisation", "username", "role")} == {
         "organisation": org.pk, "username": "dan", "role": "viewer"}
-    assert admin.post("/api/v1/members/", {"username": "dan"}, format="json").json() == {
-        "username": ["dan is already a member"]}
-    assert admin.post("/api/v1/members/", {"username": "nobody"}, format="json").json() == {
-        "username": ["no single user with username 'nobody': create them with "
-                     "manage.py createuser"]}
+    assert admin.post("/api/v1/members/", {"username": "dan", "organisation": org.pk},
+                      format="json").json() == {"username": ["dan is already a member"]}
+    assert admin.post("/api/v1/members/", {"username": "nobody", "organisation": org.pk},
+                      format="json").json() == {
+        "username": ["no such person in your organisations; to add someone new, give a new "
+                     "username and email"]}
     mine = olga.memberships.get()
     assert admin.patch(f"/api/v1/members/{mine.pk}/", {"role": "member"},
                        format="json").json() == {
@@ -378,6 +381,26 @@ def test_createuser_makes_a_person_who_can_sign_in(db, monkeypatch):
         run("createuser", "gina", "--organisation", "acme")
 
 
+def test_the_first_person_of_an_organisation_without_owner_is_its_owner(db, monkeypatch):
+    """createapikey --project makes an organisation with no members (the README's
+    first path): the person createuser adds next must be able to run it."""
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
+    lines = run("createapikey", "--project", "myteam")
+    assert "organisation 'myteam' has no owner yet" in lines[1]
+    with pytest.raises(CommandError, match="'myteam' is an organisation without an owner"):
+        run("createuser", "ana", "--organisation", "myteam", "--role", "admin")
+    assert run("createuser", "ana", "--organisation", "myteam")[-1] == (
+        "ana is owner of organisation 'myteam' (it had no owner: its first person is its owner)")
+    assert run("createuser", "bo", "--organisation", "myteam")[-1] == (
+        "bo is member of organisation 'myteam'")
+    assert Membership.objects.get(user__username="ana").role == "owner"
+    lines = run("createuser", "cy", "--organisation", "newco")
+    assert lines[-2] == ("'newco' has no project yet: sign in to the dashboard and create "
+                         "one, or run manage.py createapikey --project NAME --organisation "
+                         "'newco'")
+    assert lines[-1] == "cy is owner of organisation 'newco' (new)"
+
+
 def test_createuser_keeps_an_owner_and_checks_names(db, monkeypatch):
     monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
     with pytest.raises(CommandError, match="'acme' is a new organisation: its first person is "
@@ -398,3 +421,30 @@ def test_createuser_keeps_an_owner_and_checks_names(db, monkeypatch):
     for project in ("", "   ", "p" * 101):
         with pytest.raises(CommandError, match="project name must be 1 to 100"):
             run("createapikey", "--project", project)
+
+
+def test_an_admin_finds_only_people_of_their_organisations(project, mailoutbox, settings):
+    """Anyone else on the installation reads exactly as a name nobody has: adding a
+    stranger is refused, and the answer tells nothing about who has an account."""
+    settings.CRONRADAR_BASE_URL = "https://cron.example.org"
+    admin = as_person(person("alice", project.organisation, "admin"))
+    person("stranger", new_project("theirs").organisation, "owner")
+    answers = {who: admin.post("/api/v1/members/", body, format="json")
+               for who, body in [("stranger", {"username": "stranger"}),
+                                 ("nobody", {"username": "nobody"})]}
+    assert {w: (a.status_code, a.json()) for w, a in answers.items()} == {
+        w: (400, {"username": ["no such person in your organisations; to add someone new, "
+                               "give a new username and email"]}) for w in answers}
+    by_email = [admin.post("/api/v1/members/", {"email": e}, format="json").json()
+                for e in ("stranger@example.com", "nobody@example.com")]
+    assert by_email[0] == by_email[1]
+    assert not Membership.objects.filter(organisation=project.organisation,
+                                         user__username="stranger").exists()
+    new = admin.post("/api/v1/members/", {"username": "newbie", "email": "nb@example.com",
+                                          "role": "member"}, format="json")
+    assert new.status_code == 201, new.json()
+    newbie = get_user_model().objects.get(username="newbie")
+    assert not newbie.has_usable_password()
+    assert [m.to for m in mailoutbox] == [["nb@example.com"]]
+    assert "https://cron.example.org/password-reset/" in mailoutbox[0].body
+    assert "alice added you to the organisation acme" in mailoutbox[0].body

@@ -1,6 +1,7 @@
-"""The person's own pages: the organisation and project switcher and their profile
-(the time zone the dashboard shows times in). Sign in, sign out and password
-reset are Django's auth views (see :mod:`cronradar.dashboard.urls`)."""
+"""The person's own pages: the organisation and project switcher, creating a
+project, and their profile (the time zone the dashboard shows times in). Sign in,
+sign out and password reset are Django's auth views (see
+:mod:`cronradar.dashboard.urls`)."""
 from __future__ import annotations
 
 import zoneinfo
@@ -10,11 +11,30 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
+from rest_framework import exceptions
 
+from cronradar.dashboard.common import creatable_organisations, flat_errors, form_id, person_zone
 from monitors import tenancy
+from monitors.accounts import ProjectSerializer
 from monitors.models import Profile, Project
 
 ZONES = sorted(zoneinfo.available_timezones() - {"localtime", "Factory"})
+# The list page of each section: where an object page of one project leads after
+# switching to another (its object is not there).
+SECTION_LISTS = {"monitors": "/", "incidents": "/incidents/", "channels": "/channels/",
+                 "policies": "/policies/", "maintenance": "/maintenance/", "keys": "/keys/",
+                 "members": "/members/"}
+
+
+def after_switch(back: str) -> str:
+    """Where to go after switching project: ``back`` itself, unless it is one
+    object's page (``/monitors/3/``, ``/incidents/5/``, …): then its section's list."""
+    if not url_has_allowed_host_and_scheme(back, None) or not back.startswith("/"):
+        return "/"
+    parts = back.split("?")[0].strip("/").split("/")
+    if len(parts) > 1 and parts[0] in SECTION_LISTS and form_id(parts[1]) is not None:
+        return SECTION_LISTS[parts[0]]
+    return back
 
 
 @login_required
@@ -22,14 +42,46 @@ ZONES = sorted(zoneinfo.available_timezones() - {"localtime", "Factory"})
 def switch(request):
     """POST ``/switch/`` with ``project``: look at that project from now on (one
     of the person's; anything else is a 404)."""
-    project = tenancy.visible(request, Project.objects, "pk").filter(
-        pk=request.POST.get("project") if str(request.POST.get("project", "")).isdigit()
-        else 0).first()
+    pk = form_id(request.POST.get("project", ""))
+    project = tenancy.visible(request, Project.objects, "pk").filter(pk=pk).first() \
+        if pk is not None else None
     if project is None:
         raise Http404
     request.session["project_id"] = project.pk
-    back = request.POST.get("next", "/")
-    return redirect(back if url_has_allowed_host_and_scheme(back, None) else "/")
+    return redirect(after_switch(request.POST.get("next", "/")))
+
+
+@login_required
+def project_new(request):
+    """``/projects/new/``: an admin or owner creates a project in one of their
+    organisations (the API's rules) and looks at it from then on."""
+    request.zone = person_zone(request)
+    choices = creatable_organisations(request)
+    errors, values = {}, {}
+    if request.method == "POST":
+        values = request.POST
+        data = {"name": request.POST.get("name", "").strip()}
+        org = form_id(request.POST.get("organisation", ""))
+        if org is not None:
+            data["organisation"] = org
+        elif len(choices) != 1:
+            errors["organisation"] = "choose the organisation"
+        else:
+            data["organisation"] = choices[0].pk
+        if not errors:
+            serializer = ProjectSerializer(data=data, context={"request": request})
+            try:
+                valid = serializer.is_valid()
+            except exceptions.PermissionDenied as e:  # not an admin there
+                valid, errors = False, {"organisation": str(e.detail)}
+            if valid:
+                project = serializer.save()
+                request.session["project_id"] = project.pk
+                return redirect("dashboard:monitors")
+            errors = errors or flat_errors(serializer.errors)
+    return render(request, "dashboard/project_new.html", {
+        "creatable": choices, "values": values, "errors": errors},
+        status=400 if errors else (200 if choices else 403))
 
 
 @login_required

@@ -9,7 +9,9 @@ monitors count as up). The JSON is ``{"name", "status", "total", "down", "late"}
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import quote
 
+from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
@@ -50,6 +52,12 @@ def svg(label: str, status: str) -> str:
             '<g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11">'
             f'<text x="4" y="14">{escape(label)}</text>'
             f'<text x="{left + 4}" y="14">{status}</text></g></svg>')
+
+
+def url(project: Project, name: str, fmt: str = "svg") -> str:
+    """The badge's absolute URL for a slug or tag (quoted: a tag may hold any
+    character, spaces, colons and slashes included)."""
+    return f"{settings.CRONRADAR_BASE_URL}/badge/{project.badge_key}/{quote(name, safe='')}.{fmt}"
 
 
 @cache_control(max_age=30, public=True)

@@ -8,19 +8,21 @@ Pages are server-rendered and work without JavaScript; who may see and do what i
 from __future__ import annotations
 
 import functools
+import logging
 import zoneinfo
 from datetime import datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.shortcuts import render
 from django.utils import timezone
 from rest_framework import exceptions
 
 from monitors import tenancy
-from monitors.models import Membership, Profile, Project
+from monitors.models import Membership, Organisation, Profile, Project
 
 ROLE = Membership.Role
+log = logging.getLogger(__name__)
 
 
 def person_zone(request) -> zoneinfo.ZoneInfo:
@@ -46,23 +48,100 @@ def current_project(request) -> Project | None:
 
 
 def page(view):
-    """Decorator for dashboard views: signed in, with ``request.project`` (404
-    without one), ``request.role`` there and ``request.zone`` set."""
+    """Decorator for dashboard views: signed in, with ``request.project``,
+    ``request.role`` there and ``request.zone`` set. A person without a project sees
+    a page saying why (and, as an admin, a form to create one); a refusal is a 403
+    page, not an exception (Django would log an exception with its traceback)."""
 
     @functools.wraps(view)
     @login_required
     def wrapped(request, *args, **kwargs):
         request.project = current_project(request)
-        if request.project is None:
-            raise Http404("You are not a member of any organisation yet.")
-        request.role = tenancy.caller(request).role(request.project)
         request.zone = person_zone(request)
+        if request.project is None:
+            return no_project(request)
+        request.role = tenancy.caller(request).role(request.project)
         try:
             return view(request, *args, **kwargs)
-        except exceptions.PermissionDenied as e:  # the API's refusal, as a page's 403
-            raise DjangoPermissionDenied(str(e.detail)) from None
+        except (exceptions.PermissionDenied, DjangoPermissionDenied) as e:
+            return forbidden(request, str(getattr(e, "detail", e)))
 
     return wrapped
+
+
+def no_project(request):
+    """Why there is nothing to show: no organisation yet (say who can add them), or
+    organisations without a project (admins get the form that creates one). 200 on
+    ``/``, 404 on any other page."""
+    organisations = list(tenancy.caller(request).organisations().order_by("name"))
+    return render(request, "dashboard/no_project.html", {
+        "organisations": organisations, "creatable": creatable_organisations(request),
+        "values": {}, "errors": {}}, status=200 if request.path == "/" else 404)
+
+
+def creatable_organisations(request) -> list[Organisation]:
+    """The person's organisations where they may create a project (admin or owner)."""
+    return list(Organisation.objects.filter(
+        memberships__user=request.user,
+        memberships__role__in=[ROLE.ADMIN, ROLE.OWNER]).order_by("name"))
+
+
+def forbidden(request, reason: str):
+    """The 403 page. Django's request log gets its one warning line for the 4xx."""
+    return render(request, "dashboard/error.html", {
+        "title": "Not allowed", "text": f"You cannot do that here: {reason}."},
+        status=403)
+
+
+def not_found(request):
+    """The dashboard's 404 page, with the navigation of a signed-in person."""
+    if getattr(request, "user", None) is not None and request.user.is_authenticated:
+        request.project = getattr(request, "project", None) or current_project(request)
+    return render(request, "dashboard/error.html", {
+        "title": "Not found", "text": "There is nothing here: it never existed, was "
+                                      "deleted, or belongs to another project."}, status=404)
+
+
+MAX_ID = 2**63 - 1
+
+
+def form_id(value) -> int | None:
+    """A database id given in a form or URL: ASCII digits only (``str.isdigit``
+    takes "²" and "١", which ``int`` or the database then refuse), else None."""
+    value = str(value).strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 19:
+        return None
+    number = int(value)
+    return number if 0 < number <= MAX_ID else None
+
+
+def form_ids(values) -> tuple[list[int], list[str]]:
+    """Ids given in a form (a multiple choice): (the ids, the values that are not)."""
+    ids, bad = [], []
+    for value in values:
+        number = form_id(value)
+        if number is None:
+            bad.append(str(value)[:20])
+        else:
+            ids.append(number)
+    return ids, bad
+
+
+def flat_errors(errors) -> dict[str, str]:
+    """A serializer's errors as one readable line per field: nested ones (a list
+    field's ``{0: [...]}``, a nested object's ``{"url": [...]}``) become "item 1:
+    …" and "url: …" rather than their Python repr."""
+    def flat(value) -> str:
+        if isinstance(value, dict):
+            return "; ".join(f"{f'item {k + 1}' if isinstance(k, int) else k}: {flat(v)}"
+                             for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return " ".join(flat(v) for v in value if v)
+        return str(value)
+
+    if not isinstance(errors, dict):
+        return {"non_field_errors": flat(errors)}
+    return {k: flat(v) for k, v in errors.items()}
 
 
 def can(request, role: str) -> bool:
@@ -117,10 +196,41 @@ def schedule_words(kind: str, schedule: str, period_seconds: int | None, zone: s
     options.use_24hour_time_format = True
     options.casing_type = CasingTypeEnum.Sentence
     try:
-        words = ExpressionDescriptor(schedule, options).get_description()
+        words = ExpressionDescriptor(plain_cron(schedule), options).get_description()
     except Exception:  # an expression it cannot describe: show the expression
         words = schedule
     return f"{words} ({zone})"
+
+
+MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+          "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+          "@hourly": "0 * * * *"}
+
+
+def plain_cron(schedule: str) -> str:
+    """``schedule`` as cron-descriptor reads it best: macros expanded (it does not
+    know them), and a day-of-week field naming Sunday twice (0 and 7: ``0-7``,
+    ``1-7``, ``0,7``) without the repeat ("every day", not "Sunday through
+    Sunday")."""
+    schedule = MACROS.get(schedule.strip().lower(), schedule.strip())
+    fields = schedule.split()
+    if len(fields) != 5:
+        return schedule
+    days: set[int] = set()
+    for part in fields[4].split(","):
+        low, _, high = part.partition("-")
+        if not (low.isascii() and low.isdigit() and (not high or (high.isascii()
+                                                                and high.isdigit()))):
+            return schedule  # names, steps, *: left as they are
+        days.update(d % 7 for d in range(int(low), int(high or low) + 1))
+    if days == set(range(7)):
+        if fields[2] != "*":  # a restricted day of month ORs with it: not the same as *
+            return schedule
+        fields[4] = "*"
+    elif "7" in fields[4].replace("-", ",").split(",") and 0 in days and len(
+            fields[4].split(",")) > 1:
+        fields[4] = ",".join(str(d) for d in sorted(days))
+    return " ".join(fields)
 
 
 def now() -> datetime:
@@ -141,5 +251,8 @@ def navigation(request) -> dict:
     first = request.path.strip("/").split("/")[0]
     return {"nav_projects": tenancy.visible(request, Project.objects, "pk")
             .select_related("organisation").order_by("organisation__name", "name"),
+            "nav_new_project": Membership.objects.filter(
+                user=user, role__in=[ROLE.ADMIN, ROLE.OWNER]).exists(),
             "nav": SECTIONS.get(first, "monitors" if first == "" else ""),
+            "nav_zone": person_zone(request).key,
             "zone_unset": not Profile.objects.filter(user=user).exclude(timezone="").exists()}

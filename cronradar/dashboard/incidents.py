@@ -37,9 +37,16 @@ def incident_list(request):
     return render(request, "dashboard/incidents.html", {"rows": rows, "open": len(open_)})
 
 
+NOTE_MAX = 500
+
+
 @page
 def incident_detail(request, pk: int):
     """``/incidents/<id>/``: the timeline and the buttons."""
+    return _detail(request, pk)
+
+
+def _detail(request, pk: int, note_error: str = "", status: int = 200):
     deliveries = Delivery.objects.select_related("channel").order_by("pk")
     incident = (_incidents(request).filter(pk=pk).prefetch_related(
         Prefetch("events", IncidentEvent.objects.order_by("at", "pk").prefetch_related(
@@ -58,7 +65,9 @@ def incident_detail(request, pk: int):
         "i": incident, "timeline": timeline, "opened": local(incident.opened_at, request.zone),
         "acknowledged": local(incident.acknowledged_at, request.zone),
         "resolved": local(incident.resolved_at, request.zone),
-        "can_act": can(request, ROLE.MEMBER) and incident.resolved_at is None})
+        "can_act": can(request, ROLE.MEMBER) and incident.resolved_at is None,
+        "note_max": NOTE_MAX, "note_error": note_error,
+        "note": request.POST.get("note", "") if note_error else ""}, status=status)
 
 
 @page
@@ -73,7 +82,11 @@ def incident_act(request, pk: int, action: str):
     act = incident_logic.acknowledge if action == "ack" else incident_logic.resolve_by_hand
     if action not in ("ack", "resolve"):
         raise Http404
+    note = request.POST.get("note", "")
+    if len(note) > NOTE_MAX:  # never cut silently: say so, keep what was typed
+        return _detail(
+            request, pk, note_error=f"The note is {len(note)} characters; the limit is "
+                                    f"{NOTE_MAX}.", status=400)
     with contextlib.suppress(incident_logic.IncidentClosed):  # resolved meanwhile: shown
-        act(incident.pk, request.user.get_username(), request.POST.get("note", "")[:500],
-            timezone.now())
+        act(incident.pk, request.user.get_username(), note, timezone.now())
     return redirect("dashboard:incident", pk=incident.pk)

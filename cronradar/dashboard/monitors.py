@@ -18,12 +18,14 @@ from django.views.decorators.http import require_POST
 
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, EscalationPolicy, Incident
-from cronradar.dashboard import charts
+from cronradar.dashboard import badges, charts, snippets
 from cronradar.dashboard.common import (
     ROLE,
     ago,
     can,
     duration,
+    flat_errors,
+    form_ids,
     local,
     page,
     require,
@@ -101,10 +103,13 @@ def monitor_list(request):
 
     now = timezone.now()
     table, tags = rows(request, now)
+    as_of = f"{now.astimezone(request.zone):%H:%M:%S} {request.zone.key}"
     context = {"rows": table, "tags": tags, "statuses": STATUSES, "query": request.GET,
-               "can_edit": can(request, ROLE.MEMBER), "now": local(now, request.zone)}
+               "can_edit": can(request, ROLE.MEMBER), "as_of": as_of}
     if request.GET.get("fragment") == "rows":
-        return render(request, "dashboard/_monitor_rows.html", context)
+        response = render(request, "dashboard/_monitor_rows.html", context)
+        response["X-As-Of"] = as_of  # the refresh shows it: the server's clock, their zone
+        return response
     return render(request, "dashboard/monitors.html", context)
 
 
@@ -149,11 +154,13 @@ def monitor_detail(request, pk: int):
         "incidents": [{"incident": i, "opened": local(i.opened_at, request.zone)}
                       for i in Incident.objects.filter(monitor=m).order_by("-pk")[:20]],
         "settings": _settings_rows(m),
-        "snippets": _snippets(m) if show_urls else {},
+        "snippets": snippets.all_snippets(m, m.ping_url) if show_urls else {},
         "urls": {"uuid": m.ping_url, "slug": f"{m.ping_url.rsplit('/', 1)[0]}/"
                                              f"{m.project.ping_key}/{m.slug}"}
         if show_urls else {},
         "can_edit": can(request, ROLE.MEMBER),
+        "badges": [(f"#{t}" if t else m.slug, badges.url(m.project, t or m.slug))
+                   for t in ["", *m.tags]],
     }
     return render(request, "dashboard/monitor.html", context)
 
@@ -167,32 +174,6 @@ def _settings_rows(m: Monitor) -> list[tuple[str, str]]:
             ("Tags", ", ".join(m.tags) or "–"), ("Slug", m.slug)]
 
 
-def _snippets(m: Monitor) -> dict[str, str]:
-    """Ready-to-paste ways to ping ``m``: crontab, cronradar exec, a Kubernetes
-    CronJob and a systemd service (README, section "Pinging")."""
-    url = m.ping_url
-    cron = m.schedule if m.kind == "cron" else "*/5 * * * *"
-    rid = "RID=$(cat /proc/sys/kernel/random/uuid)"
-    curl = "curl -fsS -m 10 --retry 5 -o /dev/null"
-    return {
-        "crontab": f"{cron}  {rid}; {curl} \"{url}/start?rid=$RID\"; /path/to/job.sh; "
-                   f"{curl} \"{url}/$??rid=$RID\"",
-        "cronradar exec": f"{cron}  cronradar exec --url {url} -- /path/to/job.sh",
-        "Kubernetes CronJob": (
-            f"apiVersion: batch/v1\nkind: CronJob\nmetadata: {{name: {m.slug}}}\nspec:\n"
-            f"  schedule: \"{cron}\"\n"
-            + (f"  timeZone: \"{m.timezone}\"\n" if m.kind == "cron" else "")
-            + "  jobTemplate:\n    spec:\n      template:\n        spec:\n"
-              "          restartPolicy: Never\n          containers:\n"
-              "            - name: job\n              image: your/image\n"
-              "              command: [\"sh\", \"-c\"]\n"
-              f"              args: ['{curl} {url}/start; /job; {curl} {url}/$?']\n"),
-        "systemd": (f"[Service]\nType=oneshot\nExecStartPre=-/usr/bin/{curl} {url}/start\n"
-                    f"ExecStart=/usr/local/bin/job.sh\n"
-                    f"ExecStopPost=/bin/sh -c '{curl} {url}/$EXIT_STATUS'\n"),
-    }
-
-
 FORM_FIELDS = ["name", "slug", "kind", "schedule", "timezone", "cron_semantics", "period",
                "grace", "max_runtime", "deadline", "min_runtime", "concurrency",
                "max_attempts", "tags", "severity", "urgency", "escalation_policy", "channels"]
@@ -200,13 +181,17 @@ OPTIONAL = {"period", "max_runtime", "deadline", "min_runtime", "severity",
             "escalation_policy"}
 
 
-def _form_data(post) -> dict:
-    """The edit form's fields as the API takes them (empty optional fields: null)."""
-    data = {}
+def _form_data(post) -> tuple[dict, dict]:
+    """The edit form's fields as the API takes them (empty optional fields: null),
+    and the errors of values that are not even of the right shape (a channel that
+    is not an id)."""
+    data, errors = {}, {}
     for name in FORM_FIELDS:
         if name == "channels":
-            data["channels"] = ("all" if post.get("all_channels") else
-                                [int(x) for x in post.getlist("channels") if x.isdigit()])
+            ids, bad = form_ids(post.getlist("channels"))
+            if bad:
+                errors["channels"] = f"not a channel id: {', '.join(map(repr, bad))}"
+            data["channels"] = "all" if post.get("all_channels") else ids
         elif name == "tags":
             data["tags"] = [t.strip() for t in post.get("tags", "").split(",") if t.strip()]
         elif name in post:
@@ -214,7 +199,7 @@ def _form_data(post) -> dict:
             data[name] = None if (value == "" and name in OPTIONAL) else value
     if data.get("kind") == "interval":
         data.pop("schedule", None)
-    return data
+    return data, errors
 
 
 @page
@@ -225,23 +210,30 @@ def monitor_edit(request, pk: int | None = None):
     instance = _monitor(request, pk) if pk else None
     errors, values = {}, {}
     if request.method == "POST":
-        data = {**_form_data(request.POST), "project": request.project.pk}
-        serializer = MonitorSerializer(instance, data=data, partial=instance is not None,
+        data, errors = _form_data(request.POST)
+        serializer = MonitorSerializer(instance, data={**data, "project": request.project.pk},
+                                       partial=instance is not None,
                                        context={"request": request})
-        if serializer.is_valid():
+        if not errors and serializer.is_valid():
             saved = serializer.save()
             return redirect("dashboard:monitor", pk=saved.pk)
-        errors = {k: " ".join(str(x) for x in (v if isinstance(v, list) else [v]))
-                  for k, v in serializer.errors.items()}
+        if not errors:
+            errors = flat_errors(serializer.errors)
         values = request.POST
     elif instance is not None:
         values = MonitorSerializer(instance, context={"request": request}).data
     channels = Channel.objects.filter(project=request.project, deleted_at__isnull=True)
     chosen = values.get("channels", "all") if not hasattr(values, "getlist") else (
-        "all" if values.get("all_channels") else [int(x) for x in values.getlist("channels")
-                                                  if x.isdigit()])
+        "all" if values.get("all_channels") else form_ids(values.getlist("channels"))[0])
+    labels = {"non_field_errors": "Monitor", "detail": "Monitor", "max_attempts": "Attempts",
+              "cron_semantics": "Cron semantics", "escalation_policy": "Escalation policy",
+              "max_runtime": "Max runtime", "min_runtime": "Min runtime",
+              "concurrency": "Overlapping runs"}
+    error_list = [(labels.get(k, k.replace("_", " ").capitalize()), v)
+                  for k, v in errors.items()]
     return render(request, "dashboard/monitor_form.html", {
-        "m": instance, "values": values, "errors": errors, "channels": channels,
+        "m": instance, "values": values, "errors": errors, "error_list": error_list,
+        "channels": channels,
         "chosen": chosen, "policies": EscalationPolicy.objects.filter(project=request.project),
         "tags_text": ", ".join(values.get("tags", [])) if isinstance(values.get("tags"), list)
         else values.get("tags", ""),

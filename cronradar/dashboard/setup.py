@@ -8,6 +8,8 @@ enforced there and here (viewers get no buttons, and a POST above their role is
 a 403)."""
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -18,7 +20,17 @@ from alerts import escalation, incidents
 from alerts.api import ChannelSerializer, EscalationPolicySerializer, MaintenanceWindowSerializer
 from alerts.integrations import KINDS
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
-from cronradar.dashboard.common import ROLE, can, local, page, require
+from cronradar.dashboard.common import (
+    ROLE,
+    can,
+    duration,
+    flat_errors,
+    form_id,
+    form_ids,
+    local,
+    page,
+    require,
+)
 from monitors.accounts import ApiKeySerializer, MemberSerializer
 from monitors.models import ApiKey, Membership, Monitor
 
@@ -27,14 +39,7 @@ TIERS = 5  # tier rows on the policy form
 
 
 def _errors(serializer) -> dict[str, str]:
-    def flat(value) -> str:
-        if isinstance(value, dict):
-            return "; ".join(f"{k}: {flat(v)}" for k, v in value.items())
-        if isinstance(value, list):
-            return " ".join(flat(v) for v in value if v)
-        return str(value)
-
-    return {k: flat(v) for k, v in serializer.errors.items()}
+    return flat_errors(serializer.errors)
 
 
 def _save(request, serializer_class, instance, data):
@@ -153,17 +158,21 @@ def policies(request, pk: int | None = None):
     errors = {}
     if request.method == "POST":
         require(request, ROLE.ADMIN)
-        tiers = []
+        tiers, bad = [], []
         for i in range(TIERS):
-            chans = [int(x) for x in request.POST.getlist(f"tier{i}_channels") if x.isdigit()]
+            chans, wrong = form_ids(request.POST.getlist(f"tier{i}_channels"))
+            bad += wrong
             if chans:
                 tiers.append({"delay": request.POST.get(f"tier{i}_delay") or 0,
                               "channels": chans})
         data = {"name": request.POST.get("name", ""), "repeat": request.POST.get("repeat") or 0,
                 "tiers": tiers}
-        saved, errors = _save(request, EscalationPolicySerializer, instance, data)
-        if saved is not None:
-            return redirect("dashboard:policies")
+        if bad:
+            errors = {"tiers": f"not a channel id: {', '.join(map(repr, bad))}"}
+        else:
+            saved, errors = _save(request, EscalationPolicySerializer, instance, data)
+            if saved is not None:
+                return redirect("dashboard:policies")
     listed = EscalationPolicy.objects.filter(project=request.project).prefetch_related(
         "tiers__channels", "monitors__monitor").order_by("name")
     current = [{"delay": int(t.delay.total_seconds()), "channels": [c.pk for c in
@@ -215,19 +224,56 @@ def windows(request, pk: int | None = None):
         data["tag"] = data["tag"] or ""
         data["schedule"] = data["schedule"] or ""
         data["timezone"] = data["timezone"] or "UTC"
-        saved, errors = _save(request, MaintenanceWindowSerializer, instance, data)
-        if saved is not None:
-            return redirect("dashboard:windows")
-    listed = [{"w": w, "data": MaintenanceWindowSerializer(w, context={"request": request}).data}
-              for w in MaintenanceWindow.objects.filter(project=request.project).order_by("pk")]
+        for field in ("starts_at", "ends_at"):
+            data[field], problem = _moment(data[field], request.zone)
+            if problem:
+                errors[field] = problem
+        if not errors:
+            saved, errors = _save(request, MaintenanceWindowSerializer, instance, data)
+            if saved is not None:
+                return redirect("dashboard:windows")
+    listed = []
+    for w in MaintenanceWindow.objects.filter(project=request.project).order_by("pk"):
+        until = MaintenanceWindowSerializer(w, context={"request": request}).data[
+            "active_until"]
+        listed.append({"w": w, "starts": local(w.starts_at, request.zone),
+                       "ends": local(w.ends_at, request.zone),
+                       "duration": duration(w.duration),
+                       "until": local(datetime.fromisoformat(until), request.zone)
+                       if until else None})
+    values = request.POST
+    if request.method != "POST":
+        values = MaintenanceWindowSerializer(instance, context={"request": request}).data \
+            if instance else {}
+        if instance:  # shown as entered: in the person's zone, with the offset
+            values = {**values, **{f: getattr(instance, f).astimezone(request.zone).isoformat()
+                                   for f in ("starts_at", "ends_at") if getattr(instance, f)}}
     return render(request, "dashboard/windows.html", {
-        "rows": listed, "instance": instance, "errors": errors,
-        "values": request.POST if request.method == "POST" else (
-            MaintenanceWindowSerializer(instance, context={"request": request}).data
-            if instance else {}),
+        "rows": listed, "instance": instance, "errors": errors, "values": values,
+        "zone": request.zone.key,
         "monitors": Monitor.objects.filter(project=request.project, deleted_at__isnull=True),
         "can_edit": can(request, ROLE.MEMBER),
     }, status=400 if errors else 200)
+
+
+FIRST_YEAR, LAST_YEAR = 2000, 2100
+
+
+def _moment(value: str | None, zone) -> tuple[str | None, str]:
+    """A start or end as typed: ISO 8601, with an offset, or without one and then
+    in the person's zone. (value for the serializer, a problem or ""). A value that
+    does not parse goes to the serializer, whose message says what it takes."""
+    if not value:
+        return value, ""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value, ""
+    if not FIRST_YEAR <= moment.year <= LAST_YEAR:
+        return value, f"the year must be {FIRST_YEAR} to {LAST_YEAR}"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    return moment.isoformat(), ""
 
 
 @page
@@ -305,24 +351,29 @@ def members(request):
     if request.method == "POST":
         require(request, ROLE.ADMIN)
         target = request.POST.get("member")
-        instance = (Membership.objects.filter(pk=target, organisation=org).first()
-                    if target else None)
-        if target and instance is None:
-            raise Http404
+        instance = (Membership.objects.filter(pk=form_id(target), organisation=org).first()
+                    if form_id(target) is not None else None)
         data = {"role": request.POST.get("role", "member"), "organisation": org.pk}
         if instance is None:
-            who = request.POST.get("who", "").strip()
-            data["email" if "@" in who else "username"] = who
-        serializer = MemberSerializer(instance, data=data, partial=instance is not None,
-                                      context={"request": request})
-        if serializer.is_valid():
-            serializer.save()
-            return redirect("dashboard:members")
-        errors = _errors(serializer)
+            for field in ("username", "email"):
+                if value := request.POST.get(field, "").strip():
+                    data[field] = value
+            if who := request.POST.get("who", "").strip():  # one box: a name or an email
+                data["email" if "@" in who else "username"] = who
+        if target is not None and instance is None:
+            errors = {"member": "no such member of this organisation"}
+        else:
+            serializer = MemberSerializer(instance, data=data, partial=instance is not None,
+                                          context={"request": request})
+            if serializer.is_valid():
+                serializer.save()
+                return redirect("dashboard:members")
+            errors = _errors(serializer)
     rows = Membership.objects.filter(organisation=org).select_related("user").order_by(
         "user__username")
     return render(request, "dashboard/members.html", {
         "rows": rows, "errors": errors, "roles": Membership.Role.values, "org": org,
+        "values": request.POST if errors else {},
         "can_admin": can(request, ROLE.ADMIN)}, status=400 if errors else 200)
 
 

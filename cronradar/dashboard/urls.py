@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path, re_path, reverse_lazy
 
 from cronradar.dashboard import account, badges, incidents, monitors, setup
+from monitors.people import ResetForm
 
 app_name = "dashboard"
 DONE = reverse_lazy("dashboard:password_reset_done")
@@ -34,14 +35,17 @@ urlpatterns = [
     path("members/", setup.members, name="members"),
     path("members/<int:pk>/remove/", setup.member_remove, name="member_remove"),
     path("switch/", account.switch, name="switch"),
+    path("projects/new/", account.project_new, name="project_new"),
     path("account/", account.profile, name="profile"),
-    re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>[-\w.]+)\.(?P<fmt>svg|json)$", badges.badge,
+    # any slug or tag, URL-quoted in the link (Django routes the decoded path)
+    re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>.+)\.(?P<fmt>svg|json)$", badges.badge,
             name="badge"),
     path("login/", auth.LoginView.as_view(template_name="dashboard/login.html",
                                           redirect_authenticated_user=True), name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
+    # ResetForm: the link is on CRONRADAR_BASE_URL, never on the request's Host header
     path("password-reset/", auth.PasswordResetView.as_view(
-        template_name="dashboard/password_reset.html", success_url=DONE,
+        form_class=ResetForm, template_name="dashboard/password_reset.html", success_url=DONE,
         email_template_name="dashboard/password_reset_email.txt"), name="password_reset"),
     path("password-reset/sent/", auth.PasswordResetDoneView.as_view(
         template_name="dashboard/password_reset_done.html"), name="password_reset_done"),

@@ -4,7 +4,7 @@ line of output (the first line says which database it went to)."""
 from django.core.management.base import BaseCommand
 
 from monitors.management.common import database_line, find_project
-from monitors.models import ApiKey
+from monitors.models import ApiKey, Membership
 
 
 class Command(BaseCommand):
@@ -24,6 +24,11 @@ class Command(BaseCommand):
         self.stdout.write(database_line())
         proj, created = find_project(project, organisation, create=True)
         row, key = ApiKey.issue(proj, name[:100], read_only=read_only)
+        if not Membership.objects.filter(organisation=proj.organisation,
+                                         role=Membership.Role.OWNER).exists():
+            self.stdout.write(f"organisation '{proj.organisation.name}' has no owner yet: "
+                              f"manage.py createuser NAME --organisation "
+                              f"'{proj.organisation.name}' makes its first person the owner")
         self.stdout.write(f"{'Created' if created else 'Using'} project '{proj.name}' in "
                           f"organisation '{proj.organisation.name}' (ping key {proj.ping_key}); "
                           f"new {'read-only' if read_only else 'read-write'} API key "

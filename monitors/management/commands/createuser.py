@@ -1,9 +1,10 @@
 """``manage.py createuser USERNAME --organisation ORG [--role ROLE] [--email E]
 [--password-stdin]``: a person who can sign in, as a member of an organisation.
 
-The organisation is created if needed (its first person is then its ``owner``
-unless ``--role`` says otherwise). An existing user is added to the organisation,
-or given the new role. The password comes from standard input with
+The organisation is created if needed. The first person added to an
+organisation without an owner (a new one, or one ``createapikey --project`` made)
+becomes its ``owner``; ``--role`` below owner is refused there. An existing user
+is added to the organisation, or given the new role. The password comes from standard input with
 ``--password-stdin``, else from ``CRONRADAR_PASSWORD``, else it is asked for on a
 terminal; a new user without any of them is refused.
 """
@@ -28,7 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("username")
         parser.add_argument("--organisation", required=True, help="organisation name")
         parser.add_argument("--role", choices=Membership.Role.values,
-                            help="default: owner of a new organisation, else member")
+                            help="default: owner of an organisation without one, else member")
         parser.add_argument("--email", default="")
         parser.add_argument("--password-stdin", action="store_true",
                             help="read the password from standard input")
@@ -60,10 +61,15 @@ class Command(BaseCommand):
             if password is not None:
                 user.set_password(password)
             user.save()
-            if new_org and role not in (None, Membership.Role.OWNER):
-                raise CommandError(f"'{organisation}' is a new organisation: its first person "
-                                   "is its owner (leave out --role, or add them as owner first)")
-            role = role or (Membership.Role.OWNER if new_org else Membership.Role.MEMBER)
+            # An organisation without an owner (new, or made by createapikey) could
+            # never be run from the dashboard: its first person takes the role.
+            ownerless = not Membership.objects.filter(organisation=org,
+                                                      role=Membership.Role.OWNER).exists()
+            if ownerless and role not in (None, Membership.Role.OWNER):
+                what = "a new organisation" if new_org else "an organisation without an owner"
+                raise CommandError(f"'{organisation}' is {what}: its first person is its "
+                                   "owner (leave out --role, or add them as owner first)")
+            role = role or (Membership.Role.OWNER if ownerless else Membership.Role.MEMBER)
             current = Membership.objects.filter(organisation=org, user=user).first()
             if current is not None and current.role == Membership.Role.OWNER and \
                     role != Membership.Role.OWNER and not Membership.objects.filter(
@@ -73,8 +79,14 @@ class Command(BaseCommand):
                                    "make another owner first")
             Membership.objects.update_or_create(organisation=org, user=user,
                                                 defaults={"role": role})
+        if not org.projects.exists():
+            self.stdout.write(f"'{org.name}' has no project yet: sign in to the dashboard and "
+                              "create one, or run manage.py createapikey --project NAME "
+                              f"--organisation '{org.name}'")
         self.stdout.write(f"{user.username} is {role} of organisation '{org.name}'"
-                          + (" (new)" if new_org else ""))
+                          + (" (new)" if new_org else
+                             " (it had no owner: its first person is its owner)"
+                             if ownerless else ""))
 
     def _password(self, required: bool, from_stdin: bool) -> str | None:
         if from_stdin:

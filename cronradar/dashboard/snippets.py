@@ -1,0 +1,143 @@
+"""Ready-to-paste ways to ping a monitor, shown on its page: a crontab line, a
+``cronradar exec`` line, a Kubernetes CronJob and a systemd service. Each mirrors
+the README's section "Pinging" (the same curl flags, the same exit-status
+handling), filled in with the monitor's own schedule, zone and limits.
+
+Pure functions of the monitor's fields, so each snippet is tested on its text.
+"""
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+CURL = "curl -fsS -m 10 --retry 5 -o /dev/null"
+RID = "RID=$(cat /proc/sys/kernel/random/uuid)"
+K8S_POLICY = {"allow": "Allow", "forbid": "Forbid", "replace": "Replace"}
+K8S_NAME_MAX = 52  # a CronJob's name: DNS-1123, at most 52 (Jobs add 11 characters)
+
+
+def words(seconds: int) -> str:
+    """A period in words: "5 min", "2 h", "90 s", "1 d 6 h"."""
+    parts, rest = [], seconds
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if rest >= size:
+            parts.append(f"{rest // size} {unit}")
+            rest %= size
+    return " ".join(parts) or "0 s"
+
+
+def cron_for_period(seconds: int) -> str | None:
+    """The cron line that fires exactly every ``seconds``, when there is one: a
+    whole number of minutes dividing an hour, of hours dividing a day, or a day.
+    None otherwise (7 min: the gap at the top of the hour would be shorter)."""
+    if seconds <= 0 or seconds % 60:
+        return None
+    minutes = seconds // 60
+    if minutes < 60 and 60 % minutes == 0:
+        return "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
+    if minutes % 60 == 0 and minutes // 60 < 24 and 24 % (minutes // 60) == 0:
+        hours = minutes // 60
+        return "0 * * * *" if hours == 1 else f"0 */{hours} * * *"
+    if seconds == 86400:
+        return "0 0 * * *"
+    return None
+
+
+def k8s_name(slug: str) -> str:
+    """A valid CronJob ``metadata.name`` from a slug: lowercase DNS-1123 (letters,
+    digits and '-', starting and ending with a letter or digit), at most 52."""
+    name = re.sub(r"[^a-z0-9-]+", "-", slug.lower().replace("_", "-"))
+    name = re.sub(r"-{2,}", "-", name).strip("-")[:K8S_NAME_MAX].rstrip("-")
+    return name or "cronradar-job"
+
+
+def schedule(m) -> tuple[str, str | None]:
+    """(the cron expression the job runs on, a note when it is only a placeholder)."""
+    if m.kind == "cron":
+        return m.schedule, None
+    seconds = int(m.period.total_seconds()) if m.period else 0
+    line = cron_for_period(seconds)
+    if line is not None:
+        return line, None
+    return "SCHEDULE", (f"SCHEDULE is a placeholder: no cron line fires exactly every "
+                        f"{words(seconds)}; run the job every {words(seconds)} (or change "
+                        "the monitor's period to one cron can keep)")
+
+
+def _zoned(m) -> bool:
+    return m.kind == "cron" and bool(m.timezone) and m.timezone != "UTC"
+
+
+def crontab(m, url: str) -> str:
+    line, note = schedule(m)
+    head = []
+    if note:
+        head.append(f"# {note}")
+    if _zoned(m):
+        head += [f"# CRON_TZ: the schedule is in {m.timezone} (Vixie cron and cronie honour "
+                 "it; it applies to the lines below it)", f"CRON_TZ={m.timezone}"]
+    job = (f"{line}  {RID}; {CURL} \"{url}/start?rid=$RID\"; /path/to/job.sh; "
+           f"{CURL} --data-binary \"exit $?\" \"{url}/$??rid=$RID\"")
+    return "\n".join([*head, job])
+
+
+def cronradar_exec(m, url: str) -> str:
+    line, note = schedule(m)
+    head = [f"# {note}"] if note else []
+    if _zoned(m):
+        head += [f"# CRON_TZ: the schedule is in {m.timezone} (Vixie cron and cronie honour "
+                 "it)", f"CRON_TZ={m.timezone}"]
+    return "\n".join([*head, f"{line}  cronradar exec --url {url} -- /path/to/job.sh"])
+
+
+def _seconds(value: timedelta | None) -> int | None:
+    return int(value.total_seconds()) if value else None
+
+
+def cronjob(m, url: str) -> str:
+    """A CronJob whose container exits with the job's status (not curl's), with
+    the monitor's concurrency, attempts, runtime limit and grace."""
+    line, note = schedule(m)
+    spec = [f"  schedule: \"{line}\"" + (f"  # {note}" if note else "")]
+    if _zoned(m):
+        spec.append(f"  timeZone: {m.timezone}")
+    spec.append(f"  concurrencyPolicy: {K8S_POLICY.get(m.concurrency, 'Allow')}")
+    grace = _seconds(m.grace) or 0
+    # the controller looks every 10 s: a shorter deadline can skip runs for good
+    spec.append(f"  startingDeadlineSeconds: {max(grace, 10)}")
+    job = []
+    if (limit := _seconds(m.max_runtime)) is not None:
+        job.append(f"      activeDeadlineSeconds: {limit}")
+    job.append(f"      backoffLimit: {max(m.max_attempts - 1, 0)}")
+    return "\n".join([
+        "apiVersion: batch/v1", "kind: CronJob", f"metadata: {{name: {k8s_name(m.slug)}}}",
+        "spec:", *spec, "  jobTemplate:", "    spec:", *job,
+        "      template:", "        spec:", "          restartPolicy: Never",
+        "          containers:", "            - name: job",
+        "              image: registry.example.com/your-image:1.0",
+        f"              env: [{{name: PING, value: \"{url}\"}}]",
+        "              command: [\"/bin/sh\", \"-c\"]", "              args:",
+        "                - |",
+        f"                  {RID}",
+        f"                  {CURL} \"$PING/start?rid=$RID\"",
+        "                  /path/to/job; code=$?",
+        f"                  {CURL} \"$PING/$code?rid=$RID\"",
+        "                  exit $code", ""])
+
+
+def systemd(m, url: str) -> str:
+    """A oneshot service as in the README: ``-`` so a failed ping never fails the
+    unit, and ``/fail`` when the job was killed (EXIT_STATUS is then a signal name,
+    which the ping URL refuses)."""
+    return "\n".join([
+        "# /etc/systemd/system/job.service   (started by job.timer)", "[Service]",
+        "Type=oneshot", f"Environment=PING={url}",
+        f"ExecStartPre=-/usr/bin/{CURL} ${{PING}}/start",
+        "ExecStart=/usr/local/bin/job.sh",
+        "ExecStopPost=-/bin/sh -c 'if [ \"$$EXIT_CODE\" = exited ]; then s=$$EXIT_STATUS; "
+        f"else s=fail; fi; {CURL} \"$$PING/$$s\"'", ""])
+
+
+def all_snippets(m, url: str) -> dict[str, str]:
+    return {"crontab": crontab(m, url), "cronradar exec": cronradar_exec(m, url),
+            "Kubernetes CronJob": cronjob(m, url), "systemd": systemd(m, url)}
