@@ -8,7 +8,7 @@ class AlertsConfig(AppConfig):
     def ready(self):
         """Subscribe to what the monitors side finds and announces (the only way
         the two meet: monitors never imports alerts)."""
-        from alerts import incidents
+        from alerts import incidents, retention
         from monitors import detections, signals
 
         detections.subscribe(incidents.on_detections)
@@ -18,3 +18,5 @@ class AlertsConfig(AppConfig):
                                         dispatch_uid="alerts-purge")
         signals.tick.connect(incidents.on_tick, dispatch_uid="alerts-escalate")
         signals.tick_done.connect(incidents.on_tick_done, dispatch_uid="alerts-tick")
+        signals.prune.connect(lambda sender, now, **kw: retention.prune(now),
+                              dispatch_uid="alerts-prune", weak=False)

@@ -212,6 +212,29 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": max(CRONRADAR_TICK_SECONDS * 4, 2)},
     },
 }
+# Retention (monitors.retention, alerts.retention): each monitor keeps its newest
+# CRONRADAR_KEEP_PINGS pings and CRONRADAR_KEEP_RUNS runs (older runs go once they
+# are CRONRADAR_RUN_RETENTION_DAYS old); resolved incidents, with their events and
+# notifications, go CRONRADAR_INCIDENT_RETENTION_DAYS after resolving. Pruned every
+# CRONRADAR_PRUNE_INTERVAL seconds (0: never), at most CRONRADAR_PRUNE_BATCH rows a
+# statement.
+CRONRADAR_KEEP_PINGS = env.int("CRONRADAR_KEEP_PINGS", default=100)
+CRONRADAR_KEEP_RUNS = env.int("CRONRADAR_KEEP_RUNS", default=100)
+CRONRADAR_RUN_RETENTION_DAYS = env.float("CRONRADAR_RUN_RETENTION_DAYS", default=90)
+CRONRADAR_INCIDENT_RETENTION_DAYS = env.float("CRONRADAR_INCIDENT_RETENTION_DAYS", default=365)
+CRONRADAR_PRUNE_INTERVAL = env.float("CRONRADAR_PRUNE_INTERVAL", default=60)
+CRONRADAR_PRUNE_BATCH = env.int("CRONRADAR_PRUNE_BATCH", default=500)
+for _name, _low in (("CRONRADAR_KEEP_PINGS", 1), ("CRONRADAR_KEEP_RUNS", 1),
+                    ("CRONRADAR_RUN_RETENTION_DAYS", 0), ("CRONRADAR_INCIDENT_RETENTION_DAYS", 0),
+                    ("CRONRADAR_PRUNE_INTERVAL", 0), ("CRONRADAR_PRUNE_BATCH", 1)):
+    if globals()[_name] < _low:
+        raise ImproperlyConfigured(f"{_name}={globals()[_name]}: use {_low} or more")
+if CRONRADAR_PRUNE_INTERVAL:
+    CELERY_BEAT_SCHEDULE["prune"] = {
+        "task": "monitors.tasks.prune",
+        "schedule": timedelta(seconds=CRONRADAR_PRUNE_INTERVAL),
+        "options": {"expires": CRONRADAR_PRUNE_INTERVAL},
+    }
 # Public base URL used to build ping URLs shown in the API.
 CRONRADAR_BASE_URL = env("CRONRADAR_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 # Bytes of a ping's POST body that are stored; the rest is dropped and marked truncated.

@@ -323,6 +323,8 @@ class Run(models.Model):
             # ping; without this it scans the monitor's whole history (bench/README.md).
             models.Index(fields=["monitor"], name="run_deadline_unchecked",
                          condition=Q(deadline_at__isnull=False, deadline_checked=False)),
+            # a monitor's newest runs (retention keeps them; lists, statistics)
+            models.Index(fields=["monitor", "-id"], name="run_monitor_latest"),
             # monitors.analytics.slow reads a monitor's latest succeeded runs by end
             # on every success of a monitor with a slow_factor: no history scan.
             models.Index(fields=["monitor", "-ended_at"], name="run_succeeded_end",
@@ -366,6 +368,14 @@ class Ping(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["monitor", "-received_at"], name="ping_monitor_time")]
+
+
+class PruneCursor(models.Model):
+    """How far :mod:`monitors.retention` has looked at a table (``name``: ``pings``
+    or ``runs``): rows with a primary key below ``position`` were looked at."""
+
+    name = models.CharField(max_length=16, unique=True)
+    position = models.BigIntegerField(default=0)
 
 
 class LivenessSpan(models.Model):

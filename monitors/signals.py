@@ -12,6 +12,8 @@ monitor go through :mod:`monitors.detections` instead.
   at a time, as escalation steps, runs on it).
 - ``tick_done(now)``: an evaluator tick that caught up with every due monitor
   (housekeeping may run).
+- ``prune(now)``: a retention step (:mod:`monitors.retention`) ran: receivers
+  delete what of theirs has aged out.
 """
 from django.dispatch import Signal
 
@@ -19,3 +21,4 @@ outage_settled = Signal()
 purge_requested = Signal()
 tick = Signal()
 tick_done = Signal()
+prune = Signal()

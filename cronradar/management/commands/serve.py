@@ -30,7 +30,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from alerts.tasks import delivery_loop
-from monitors import evaluator, liveness
+from monitors import evaluator, liveness, tasks
 
 CONNECTIONS = 4000  # at most, and never more than the open-file limit allows
 IDLE_TIMEOUT = 10  # seconds without a byte from a client with no request pending
@@ -122,6 +122,18 @@ def evaluator_loop(stop: threading.Event, interval: float) -> None:
         stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
 
+def prune_loop(stop: threading.Event, interval: float) -> None:
+    """Until ``stop``: a retention step (:func:`monitors.tasks.prune`) every
+    ``interval`` seconds, in its own thread so it never delays a tick."""
+    while not stop.wait(interval):
+        try:
+            tasks.prune()
+        except Exception:  # keep going: retention is housekeeping
+            log.exception("retention step failed")
+        finally:
+            close_old_connections()
+
+
 def _bind_error(exc: OSError, host: str, port: int) -> str:
     if exc.errno == errno.EADDRINUSE:
         return f"port {port} on {host} is already in use"
@@ -189,6 +201,10 @@ class Command(BaseCommand):
                                  name="cronradar-evaluator", daemon=True).start()
                 threading.Thread(target=delivery_loop, args=(stop,),
                                  name="cronradar-deliveries", daemon=True).start()
+                if settings.CRONRADAR_PRUNE_INTERVAL:
+                    threading.Thread(target=prune_loop,
+                                     args=(stop, settings.CRONRADAR_PRUNE_INTERVAL),
+                                     name="cronradar-retention", daemon=True).start()
                 self.stdout.write(f"evaluator: ticking every {interval}s in-process")
             shown = f"[{host}]" if ":" in host else host or "0.0.0.0"
             self.stdout.write(f"CronRadar listening on http://{shown}:{port}/")

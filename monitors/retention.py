@@ -1,0 +1,143 @@
+"""Bounded storage for pings and runs: old rows deleted in small batches, off the
+ping path and off the evaluator's tick.
+
+What is kept (settings; README "Retention"):
+
+- pings: each monitor's newest ``CRONRADAR_KEEP_PINGS`` (default 100, as
+  Healthchecks), by arrival time;
+- runs: each monitor's newest ``CRONRADAR_KEEP_RUNS`` (default 100: run statistics,
+  the advisor and the slow-run baseline read them), and any run younger than
+  ``CRONRADAR_RUN_RETENTION_DAYS`` (default 90; a run's time is its end, else its
+  start, else its slot). Runs the evaluator still watches (open, or a deadline not
+  checked yet) are never deleted. A deleted run's pings keep their row with no run.
+
+Which monitors are looked at: the ones that wrote pings (runs) since the last
+step. A cursor over each table's primary key, kept in :class:`PruneCursor` so it
+survives restarts and is shared by every process, marks how far the rows were
+looked at; a step claims the next range with compare-and-set, so two processes
+never prune the same range. A monitor that stops writing keeps what it has, which
+the rules above already bound. ``manage.py prune --all`` looks at every monitor
+(after an upgrade, or with the settings lowered).
+
+:func:`prune` runs every ``CRONRADAR_PRUNE_INTERVAL`` seconds (Celery beat in
+production, a thread of ``manage.py serve``); each statement deletes at most
+``CRONRADAR_PRUNE_BATCH`` rows, so it holds locks briefly (PostgreSQL locks only
+the rows it deletes; SQLite's write lock is held for one batch).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+
+from monitors.models import Monitor, Ping, PruneCursor, Run
+
+log = logging.getLogger(__name__)
+SCAN = 20_000  # primary-key values a step claims per table
+CHUNK = 100  # monitors per statement
+MAX_BATCHES = 20  # delete statements per monitor chunk and step (the rest: next step)
+
+
+@dataclass
+class Pruned:
+    """Rows deleted by one :func:`prune` call, and how many monitors were looked at."""
+
+    pings: int = 0
+    runs: int = 0
+    monitors: int = 0
+
+
+def prune(now: datetime, everything: bool = False) -> Pruned:
+    """One step: claim the next range of new pings and of new runs, and prune the
+    monitors that wrote them. ``everything``: every monitor instead (``prune --all``,
+    until done). Returns what was deleted."""
+    done = Pruned()
+    if everything:
+        ids = list(Monitor.objects.order_by("pk").values_list("pk", flat=True))
+        _prune_pings(ids, done)
+        _prune_runs(ids, now, done)
+        return done
+    ids = _claim("pings", Ping)
+    if ids is not None:
+        _prune_pings(ids, done)
+    ids = _claim("runs", Run)
+    if ids is not None:
+        _prune_runs(ids, now, done)
+    return done
+
+
+def _claim(name: str, model) -> list[int] | None:
+    """The monitors that wrote rows of ``model`` in the next unclaimed range of its
+    primary key (None if another process claimed it first)."""
+    cursor, _ = PruneCursor.objects.get_or_create(name=name)
+    start = cursor.position
+    last = model.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    end = min(start + SCAN, last + 1)
+    if end <= start:
+        return []
+    if not PruneCursor.objects.filter(name=name, position=start).update(position=end):
+        return None  # another process took this range
+    return sorted(set(model.objects.filter(pk__gte=start, pk__lt=end)
+                      .values_list("monitor_id", flat=True)))
+
+
+def _chunks(ids: list[int]):
+    for i in range(0, len(ids), CHUNK):
+        yield ids[i:i + CHUNK]
+
+
+def _prune_pings(monitor_ids: list[int], done: Pruned) -> None:
+    keep = settings.CRONRADAR_KEEP_PINGS
+    for chunk in _chunks(monitor_ids):
+        done.monitors += len(chunk)
+        # the arrival time of each monitor's (keep+1)-th newest ping: older ones go
+        cut = (Monitor.objects.filter(pk__in=chunk).annotate(cut=Subquery(
+            Ping.objects.filter(monitor=OuterRef("pk")).order_by("-received_at", "-pk")
+            .values("received_at")[keep:keep + 1])).filter(cut__isnull=False)
+            .values_list("pk", "cut"))
+        old = Q(pk__in=[])
+        for monitor_id, at in cut:
+            old |= Q(monitor_id=monitor_id, received_at__lte=at)
+        for _ in range(MAX_BATCHES):
+            batch = list(Ping.objects.filter(old).values_list("pk", flat=True)
+                         [:settings.CRONRADAR_PRUNE_BATCH])
+            if not batch:
+                break
+            done.pings += Ping.objects.filter(pk__in=batch)._raw_delete(Ping.objects.db)
+            if len(batch) < settings.CRONRADAR_PRUNE_BATCH:
+                break
+
+
+def _prune_runs(monitor_ids: list[int], now: datetime, done: Pruned) -> None:
+    keep = settings.CRONRADAR_KEEP_RUNS
+    before = now - timedelta(days=settings.CRONRADAR_RUN_RETENTION_DAYS)
+    for chunk in _chunks(monitor_ids):
+        # the id of each monitor's (keep+1)-th newest run: it and older ones may go
+        cut = (Monitor.objects.filter(pk__in=chunk).annotate(cut=Subquery(
+            Run.objects.filter(monitor=OuterRef("pk")).order_by("-pk")
+            .values("pk")[keep:keep + 1])).filter(cut__isnull=False)
+            .values_list("pk", "cut"))
+        beyond = Q(pk__in=[])
+        for monitor_id, last in cut:
+            beyond |= Q(monitor_id=monitor_id, pk__lte=last)
+        old = (Run.objects.filter(beyond).exclude(outcome__in=Run.OPEN_OUTCOMES)
+               .exclude(deadline_at__isnull=False, deadline_checked=False)
+               .alias(at=_run_time()).filter(at__lt=before))
+        for _ in range(MAX_BATCHES):
+            batch = list(old.values_list("pk", flat=True)[:settings.CRONRADAR_PRUNE_BATCH])
+            if not batch:
+                break
+            with transaction.atomic():
+                Ping.objects.filter(run_id__in=batch).update(run=None)
+                done.runs += Run.objects.filter(pk__in=batch)._raw_delete(Run.objects.db)
+            if len(batch) < settings.CRONRADAR_PRUNE_BATCH:
+                break
+
+
+def _run_time():
+    return Coalesce(F("ended_at"), F("started_at"), F("slot_at"))
