@@ -152,7 +152,8 @@ class PolicyOutcome:
     average_delay: mean of start - scheduled over started runs, 2 decimals (None when
       none started); max_delay: the largest.
     pod_hours: hours of run time spent; pod_hours_lost: of those, hours spent by
-      runs cut short (work that never completed).
+      runs cut short (work that never completed); pod_seconds, pod_seconds_lost: the
+      same in whole seconds (short jobs round to 0.00 hours).
     runs_past_horizon: runs starting at or after the horizon (queue's carry-over).
     """
 
@@ -170,6 +171,8 @@ class PolicyOutcome:
     pod_hours: float
     pod_hours_lost: float
     runs_past_horizon: int
+    pod_seconds: int = 0
+    pod_seconds_lost: int = 0
 
 
 def _peak_concurrency(scheduled: Sequence[float], starts: Sequence[float | None],
@@ -192,12 +195,13 @@ def overlap_table(offsets: Sequence[float], durations: Sequence[float],
             label, SETTING[label], r.started, r.skipped, 0, r.started, runs - r.started,
             r.peak_concurrency, r.peak_queue,
             _two(r.avg_delay) if r.started else None, max(delays, default=0),
-            _hours(r.pod_time), 0.0, r.carry_over))
+            _hours(r.pod_time), 0.0, r.carry_over, round(r.pod_time), 0))
     r = pm.simulate_replace(offsets, durations, horizon=horizon)
     rows.append(PolicyOutcome(
         REPLACE, SETTING[REPLACE], r.started, 0, r.cut_short, r.completed, runs - r.completed,
         _peak_concurrency(offsets, r.starts, r.ends), 0, 0.0 if r.started else None, 0,
-        _hours(r.pod_time), _hours(r.time_lost), r.carry_over))
+        _hours(r.pod_time), _hours(r.time_lost), r.carry_over, round(r.pod_time),
+        round(r.time_lost)))
     return rows
 
 

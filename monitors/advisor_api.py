@@ -30,7 +30,8 @@ def observed_runs(monitor: Monitor, limit: int) -> tuple[list[int], int, int]:
                 .order_by("-started_at", "-pk")
                 .values_list("started_at", "ended_at", "outcome")[:limit])
     rows.reverse()
-    durations = [max(0, round((end - start).total_seconds())) for start, end, _ in rows]
+    # whole seconds rounded down, as the runs list and the run statistics show them
+    durations = [max(0, int((end - start).total_seconds())) for start, end, _ in rows]
     succeeded = sum(1 for *_, outcome in rows if outcome == Run.Outcome.SUCCEEDED)
     failed = sum(1 for *_, outcome in rows if outcome == Run.Outcome.FAILED)
     return durations, succeeded, failed
@@ -106,6 +107,8 @@ class AdvicePolicySerializer(serializers.Serializer):
     max_delay = serializers.IntegerField(help_text="seconds")
     pod_hours = serializers.FloatField(help_text="hours of run time, 2 decimals")
     pod_hours_lost = serializers.FloatField(help_text="of those, spent by runs cut short")
+    pod_seconds = serializers.IntegerField(help_text="run time in seconds")
+    pod_seconds_lost = serializers.IntegerField(help_text="of those, spent by runs cut short")
     runs_past_horizon = serializers.IntegerField()
 
 

@@ -75,19 +75,23 @@ def test_the_documents_nights_come_back_as_the_documents_tables(api, make_monito
     assert policy_rows(body) == {
         "skip": {"setting": "forbid", "started": 25, "skipped": 5, "completed": 25, "lost": 5,
                  "max_concurrent": 1, "max_queue": 0, "average_delay": 0.0, "max_delay": 0,
-                 "pod_hours": 266.0, **common},
+                 "pod_hours": 266.0, "pod_seconds": 266 * 3600, "pod_seconds_lost": 0,
+                 **common},
         "queue": {"setting": None, "started": 30, "skipped": 0, "completed": 30, "lost": 0,
                   "max_concurrent": 1, "max_queue": 2, "average_delay": 15240.0,  # 4.23 h
-                  "max_delay": 33 * 3600, "pod_hours": 335.0, **common},
+                  "max_delay": 33 * 3600, "pod_hours": 335.0, "pod_seconds": 335 * 3600,
+                  "pod_seconds_lost": 0, **common},
         "run parallel": {"setting": "allow", "started": 30, "skipped": 0, "completed": 30,
                          "lost": 0, "max_concurrent": 2, "max_queue": 0, "average_delay": 0.0,
-                         "max_delay": 0, "pod_hours": 335.0, **common},
+                         "max_delay": 0, "pod_hours": 335.0, "pod_seconds": 335 * 3600,
+                         "pod_seconds_lost": 0, **common},
         # the 31, 50, 51, 47 and 37 h runs are ended after 24 h each: 120 pod-hours
         # spent on runs that never completed, 7+26+27+23+13 = 96 h never run
         "replace": {"setting": "replace", "started": 30, "skipped": 0, "cut_short": 5,
                     "completed": 25, "lost": 5, "max_concurrent": 1, "max_queue": 0,
                     "average_delay": 0.0, "max_delay": 0, "pod_hours": 239.0,
-                    "pod_hours_lost": 120.0, "runs_past_horizon": 0}}
+                    "pod_hours_lost": 120.0, "runs_past_horizon": 0,
+                    "pod_seconds": 239 * 3600, "pod_seconds_lost": 120 * 3600}}
     # the document's attempt table (19/27/29 nights at p = 0.5), expectations beside it
     assert body["attempt_limits"] == {"failure_rate": 0.5, "seed": 20260813, "nights": 30,
                                       "rows": [
