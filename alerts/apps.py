@@ -11,7 +11,7 @@ class AlertsConfig(AppConfig):
         from alerts import incidents, retention
         from monitors import detections, signals
 
-        detections.subscribe(incidents.on_detections)
+        detections.subscribe(incidents.on_detections, many=incidents.on_detections_many)
         signals.outage_settled.connect(incidents.on_outage_settled,
                                        dispatch_uid="alerts-outage")
         signals.purge_requested.connect(incidents.on_purge_requested,

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from alerts import batch
 from alerts.models import Alerting, Incident, IncidentEvent
 
 WINDOW = timedelta(hours=1)
@@ -38,7 +39,7 @@ def on_opening(monitor, at: datetime) -> tuple[str, int]:
         alerting.stable_check_at = at + quiet()
         alerting.save()
         return "flapping", 0
-    recent = Incident.objects.filter(monitor=monitor, opened_at__gt=at - WINDOW).count() + 1
+    recent = batch.recent_incidents(monitor, at - WINDOW) + 1
     if recent <= settings.CRONRADAR_FLAPPING_INCIDENTS:
         return "normal", recent
     alerting.flapping_since, alerting.stable_check_at = at, at + quiet()

@@ -33,7 +33,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from alerts import escalation, flapping, maintenance
+from alerts import batch, escalation, flapping, maintenance
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.tasks import dispatch
 from monitors import sql
@@ -80,6 +80,7 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
                 tier=opening.tier,
                 next_escalation_at=opening.next_escalation_at,
             )
+            batch.opened(incident)
             ev = _event(incident, IncidentEvent.Kind.OPENED, d.at, d, step="opened",
                         cause=d.kind, **opening.detail)
             _notify(ev, opening.channels)
@@ -114,6 +115,9 @@ def _streak(monitor, good: bool) -> bool:
 def open_incident(monitor) -> Incident | None:
     """The monitor's open incident, if any. (Asked on every good run's ping: as
     SQL, it costs less CPU than building the ORM statement.)"""
+    known = batch.open_incident(monitor)
+    if known is not False:
+        return known
     found = sql.select(Incident, "monitor_id = %s AND resolved_at IS NULL", [monitor.pk],
                        "LIMIT 1")
     return found[0] if found else None
@@ -224,8 +228,14 @@ def targets(monitor) -> list[int]:
     its :class:`Alerting` lists."""
     alerting = escalation.alerting_of(monitor)
     if alerting.all_channels:
+        known = batch.project_channels(monitor.project_id)
+        if known is not None:
+            return list(known)
         qs = Channel.objects.filter(project_id=monitor.project_id)
     else:
+        known = batch.chosen_channels(monitor)
+        if known is not None:
+            return list(known)
         qs = alerting.channels.all()
     return list(qs.filter(deleted_at__isnull=True).values_list("pk", flat=True))
 
@@ -411,6 +421,18 @@ def _deliver(deliveries: list[Delivery]) -> None:
 def on_detections(monitor, detections: list[Detection]) -> None:
     """monitors.detections subscriber: :func:`apply`."""
     apply(monitor, detections)
+
+
+def on_detections_many(found: list) -> None:
+    """monitors.detections batch subscriber: :func:`apply` for each (monitor,
+    detections) pair, with the reads of the whole batch made together
+    (:mod:`alerts.batch`)."""
+    if not found:
+        return
+    since = min(d.at for _, ds in found for d in ds) - flapping.WINDOW
+    with batch.batch([m for m, _ in found], since):
+        for monitor, detections in found:
+            apply(monitor, detections)
 
 
 def on_outage_settled(sender, impact, **kwargs) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from alerts import batch
 from alerts.models import MaintenanceWindow
 from monitors import schedule
 
@@ -20,7 +21,7 @@ from monitors import schedule
 def covering(monitor, at: datetime) -> tuple[MaintenanceWindow, datetime] | None:
     """The window covering ``monitor`` at ``at`` and when the maintenance ends
     (the latest end of windows that chain), or None."""
-    windows = list(MaintenanceWindow.objects.filter(project_id=monitor.project_id))
+    windows = batch.windows(monitor.project_id)
     mine = [w for w in windows if w.monitor_id == monitor.pk or (w.tag and w.tag in monitor.tags)]
     found, end = None, at
     while True:

@@ -113,7 +113,8 @@ def dispatch() -> None:
     the deliveries are claimed at once instead of on the next tick (a ``deliver``
     task with a broker, else a wake-up of this process's delivery loop). They are
     rows already: if this nudge is lost, the next tick sends them."""
-    transaction.on_commit(_nudge)
+    if not any(fn is _nudge for _, fn, *_ in transaction.get_connection().run_on_commit):
+        transaction.on_commit(_nudge)
 
 
 def _nudge() -> None:

@@ -21,29 +21,18 @@
 # Results: bench/README.md.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
-ROOT=$(pwd)
 SECS=${1:-10} ROUNDS=${2:-3}
 TARGETS=${TARGETS:-cronradar embedded busy hc limit}
-SHARED=${SHARED_BENCH:-$ROOT/../shared/bench}
+SHARED=${SHARED_BENCH:-$(pwd)/../shared/bench}
 ANCHOR_DIR=${ANCHOR_DIR:-${TMPDIR:-/tmp}/anchor}
-. "$ROOT/scripts/_venv.sh"
-ensure_venv ""
+. bench/_services.sh
 command -v wrk >/dev/null || { echo "needs wrk: apt-get install wrk" >&2; exit 1; }
-
-if [ "$(id -u)" = 0 ]; then TMPBASE=/tmp; else TMPBASE=${TMPDIR:-/tmp}; fi
-S=$(mktemp -d "$TMPBASE/cronradar-bench.XXXXXX"); chmod 755 "$S"
-PG_USER="" PG_DATA="" PIDS=()
-run_as_pg() { if [ -n "$PG_USER" ]; then runuser -u "$PG_USER" -- "$@"; else "$@"; fi; }
 cleanup() {
-    for p in "${PIDS[@]}"; do kill -- -"$p" 2>/dev/null || kill "$p" 2>/dev/null; done
-    [ -n "$PG_DATA" ] && run_as_pg pg_ctl -D "$PG_DATA" -m fast -w stop >/dev/null 2>&1
-    [ -f "$S/redis.pid" ] && kill "$(cat "$S/redis.pid")" 2>/dev/null
+    services_cleanup
     case " $TARGETS " in *" hc "*) [ -f "$ANCHOR_DIR/hc_gunicorn.pid" ] && \
         HC_MIRROR=x "$SHARED/hc_anchor.sh" stop ;; esac
-    rm -rf "$S"
 }
 trap cleanup EXIT
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_http() { for _ in $(seq 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.2; done; echo "no answer from $1" >&2; return 1; }
 lua() { # codes file -> lua script
     cat >"$1.lua" <<LUA
@@ -73,17 +62,8 @@ measure() { # label url codes db-env...
 # --- services ------------------------------------------------------------------------
 want() { case " $TARGETS " in *" $1 "*) return 0 ;; esac; return 1; }
 if want cronradar || want busy; then
-    if [ "$(id -u)" = 0 ]; then
-        PG_USER=cronradar-ci
-        id "$PG_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$PG_USER"
-        chown "$PG_USER" "$S"
-    fi
-    PG_DATA=$S/pg PGP=$(free_port) RP=$(free_port) WP=$(free_port)
-    run_as_pg initdb -D "$PG_DATA" -U cronradar -A trust -E UTF8 --no-locale >/dev/null || exit 1
-    run_as_pg pg_ctl -D "$PG_DATA" -l "$S/pg.log" -w -o "-p $PGP -c listen_addresses=127.0.0.1 -c unix_socket_directories=$S" start >/dev/null || exit 1
-    createdb -h 127.0.0.1 -p "$PGP" -U cronradar cronradar
-    redis-server --port "$RP" --bind 127.0.0.1 --save '' --daemonize yes --pidfile "$S/redis.pid" --logfile "$S/redis.log"
-    PGENV=(DATABASE_URL="postgres://cronradar@127.0.0.1:$PGP/cronradar" REDIS_URL="redis://127.0.0.1:$RP/0")
+    services || exit 1
+    WP=$(free_port)
     env "${PGENV[@]}" "$PY" bench/ping_http_db.py setup "$S/codes.txt" 100 && lua "$S/codes.txt"
     head -n1 "$S/codes.txt" >"$S/one.txt" && lua "$S/one.txt"
     setsid env "${PGENV[@]}" "$VENV/bin/gunicorn" cronradar.wsgi:application -w 4 \

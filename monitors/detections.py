@@ -56,13 +56,30 @@ class Detection:
 
 
 Subscriber = Callable[[object, list[Detection]], None]
-_subscribers: list[Subscriber] = []
+BatchSubscriber = Callable[[list[tuple[object, list[Detection]]]], None]
+_subscribers: list[tuple[Subscriber, BatchSubscriber | None]] = []
 
 
-def subscribe(fn: Subscriber) -> None:
-    """Have ``fn(monitor, detections)`` called for every :func:`emit` (once per fn)."""
-    if fn not in _subscribers:
-        _subscribers.append(fn)
+def subscribe(fn: Subscriber, many: BatchSubscriber | None = None) -> None:
+    """Have ``fn(monitor, detections)`` called for every :func:`emit` (once per fn),
+    and ``many([(monitor, detections), ...])`` for every :func:`emit_many` (else
+    ``fn`` for each pair)."""
+    if all(fn is not f for f, _ in _subscribers):
+        _subscribers.append((fn, many))
+
+
+def emit_many(found: list[tuple[object, list[Detection]]]) -> None:
+    """:func:`emit` for several monitors at once (the evaluator's batches), inside
+    the transaction that holds all their row locks; pairs without detections are
+    left out."""
+    found = [(m, ds) for m, ds in found if ds]
+    if found:
+        for fn, many in _subscribers:
+            if many is not None:
+                many(found)
+            else:
+                for monitor, ds in found:
+                    fn(monitor, ds)
 
 
 def emit(monitor, detections: list[Detection]) -> None:
@@ -72,5 +89,5 @@ def emit(monitor, detections: list[Detection]) -> None:
     from a subscriber propagates (and rolls that transaction back).
     """
     if detections:
-        for fn in _subscribers:
+        for fn, _ in _subscribers:
             fn(monitor, detections)

@@ -31,14 +31,15 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from monitors import detections, liveness, signals, slots
+from monitors import detections, liveness, signals, slots, sql
 from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
 from monitors.models import Monitor, Outage, OutageImpact, Run
-from monitors.pings import pending_runs
+from monitors.pings import pending_filter, pending_runs
 
 log = logging.getLogger(__name__)
-BATCH = 500
+BATCH = 1000  # monitors a tick selects at most
+CHUNK = 100  # monitors evaluated together in one transaction (evaluate_many)
 # Fields whose change moves the expected slots, and limits a run is judged by.
 SCHEDULE_FIELDS = frozenset({"kind", "schedule", "timezone", "cron_semantics", "period"})
 LIMIT_FIELDS = frozenset({"grace", "max_runtime", "deadline"})
@@ -153,7 +154,26 @@ def evaluate_monitor(monitor_id: int, now: datetime, alive: Liveness | None = No
 
 def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
     """Decide and apply for ``monitor`` (row locked by the caller) at ``now``."""
-    runs = pending_runs(monitor)
+    d, changed, written_off = _judge(monitor, pending_runs(monitor), now, alive)
+    if changed:
+        Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
+    if written_off:
+        Run.objects.bulk_create(written_off)
+    monitor.save(update_fields=MONITOR_FIELDS)
+    detections.emit(monitor, d.detections)
+    return d
+
+
+MONITOR_FIELDS = ["next_expected_at", "next_evaluation_at", "evaluation_error",
+                  "evaluation_failures"]
+
+
+def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
+           ) -> tuple[Decision, list[Run], list[Run]]:
+    """:func:`decide` for ``monitor`` (row locked) with its pending ``runs``, applied
+    in memory: returns (decision, runs changed, written-off runs to insert); the
+    monitor's ``MONITOR_FIELDS`` are set for the caller to write. Reads the
+    succeeded slots a deadline needs and records unknown slots (outages)."""
     # decide() only asks about the slots of runs whose deadline has come
     deadline_slots = [r.slot_at for r in runs
                       if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
@@ -164,14 +184,10 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
         ).values_list("slot_at", flat=True))
     d = decide(monitor, runs, done, now, alive)
     changed = apply_to_runs(d, runs)
-    if changed:
-        Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
-    written_off = ([Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.MISSED)
-                    for s in d.missed_slots]
-                   + [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.UNKNOWN)
-                      for s in d.unknown_slots])
-    if written_off:
-        Run.objects.bulk_create(sorted(written_off, key=lambda r: r.slot_at))
+    written_off = sorted(
+        [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.MISSED) for s in d.missed_slots]
+        + [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.UNKNOWN)
+           for s in d.unknown_slots], key=lambda r: r.slot_at)
     if d.unknown_by_outage:
         _count_unknown(monitor.project_id, d.unknown_by_outage, alive)
     monitor.next_expected_at = d.next_expected_at
@@ -180,13 +196,65 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
         # a grace end after the web tier's last beat: look again after its next one
         following = now + timedelta(seconds=max(settings.CRONRADAR_LIVENESS_INTERVAL, 0.1))
     monitor.next_evaluation_at = following
-    fields = ["next_expected_at", "next_evaluation_at"]
-    if monitor.evaluation_failures:  # it works again
-        monitor.evaluation_error, monitor.evaluation_failures = "", 0
-        fields += ["evaluation_error", "evaluation_failures"]
-    monitor.save(update_fields=fields)
-    detections.emit(monitor, d.detections)
-    return d
+    monitor.evaluation_error, monitor.evaluation_failures = "", 0  # it works (again)
+    return d, changed, written_off
+
+
+def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int:
+    """Evaluate the monitors of ``monitor_ids`` that are still due, together: one
+    transaction holding all their row locks, one query for their pending runs,
+    one statement each for the runs and monitors written, and their detections
+    applied as one batch (:func:`detections.emit_many`). Returns how many were
+    evaluated. Deleted monitors, and every monitor of a batch in which anything
+    raised, go through :func:`evaluate_monitor` one by one instead, so one bad
+    monitor never holds the others back."""
+    alone: list[int] = []
+    failed: dict[int, Exception] = {}
+    n = 0
+    try:
+        with transaction.atomic():
+            qs = (Monitor.objects.filter(pk__in=monitor_ids, next_evaluation_at__lte=now)
+                  .select_related("alerting").order_by("pk"))
+            if connection.features.has_select_for_update_skip_locked:
+                qs = qs.select_for_update(skip_locked=True, of=("self",))
+            monitors = list(qs)
+            alone = [m.pk for m in monitors if m.deleted_at is not None]
+            live = [m for m in monitors if m.deleted_at is None]
+            runs: dict[int, list[Run]] = {m.pk: [] for m in live}
+            for run in Run.objects.filter(pending_filter(m.pk for m in live)).order_by("pk"):
+                runs[run.monitor_id].append(run)
+            judged, changed, written_off = [], [], []
+            for m in live:
+                try:
+                    d, c, w = _judge(m, runs[m.pk], now, alive)
+                except Exception as exc:  # noqa: BLE001  (backed off below, alone)
+                    failed[m.pk] = exc
+                    continue
+                judged.append((m, d))
+                changed += c
+                written_off += w
+            if changed:
+                Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
+            if written_off:
+                Run.objects.bulk_create(written_off)
+            if judged:
+                sql.update_many([m for m, _ in judged], MONITOR_FIELDS)
+            detections.emit_many([(m, d.detections) for m, d in judged])
+            n = len(judged)
+    except Exception:
+        log.exception("evaluating a batch of %d monitors failed: one by one", len(monitor_ids))
+        alone, failed, n = list(monitor_ids), {}, 0
+    for pk, exc in failed.items():
+        log.error("evaluating monitor %s failed", pk, exc_info=exc)
+        _back_off(pk, now, exc)
+    for pk in alone:
+        try:
+            if evaluate_monitor(pk, now, alive) is not None:
+                n += 1
+        except Exception as exc:
+            log.exception("evaluating monitor %s failed", pk)
+            _back_off(pk, now, exc)
+    return n
 
 
 def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
@@ -351,13 +419,8 @@ def tick(now: datetime) -> int:
     due = list(Monitor.objects.filter(next_evaluation_at__lte=now)
                .order_by("next_evaluation_at").values_list("pk", flat=True)[:BATCH])
     n = 0
-    for pk in due:
-        try:
-            if evaluate_monitor(pk, now, alive) is not None:
-                n += 1
-        except Exception as exc:
-            log.exception("evaluating monitor %s failed", pk)
-            _back_off(pk, now, exc)
+    for i in range(0, len(due), CHUNK):
+        n += evaluate_many(due[i:i + CHUNK], now, alive)
     try:
         signals.tick.send(sender=None, now=now)
     except Exception:

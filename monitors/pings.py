@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
 
 from monitors import analytics, detections, slots, sql
 from monitors.detections import Detection, Kind
@@ -70,7 +71,8 @@ def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
     return stored
 
 
-def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime) -> Ping | None:
+def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
+              _retry: bool = True) -> Ping | None:
     """:func:`ingest` for the monitor a SQL condition picks (the ping URL's lookup,
     see :func:`lookup`), locked and read in one statement; None when no
     (undeleted) monitor matches.
@@ -80,16 +82,28 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime) -> Ping |
     update the monitor, insert the ping (tests/test_query_counts.py pins them).
     Effects are computed and written first; if anything raises, the transaction
     is rolled back and the ping is stored alone in a second one.
+
+    On PostgreSQL, a connection error from the first statement (a persistent
+    connection cut while idle, as by a database restart: the transaction did
+    nothing) closes the connection and the ping is tried once more on a new one
+    (what Django's per-request health check did, paid only when it fails); any
+    other database error is raised (the ping route answers 503: nothing was stored).
     """
+    started = []
     try:
         with transaction.atomic():
             monitor = _lock(where)
+            started.append(True)
             if monitor is None:
                 return None
             run, duplicate = _apply(monitor, ping, now)
             return _insert_ping(monitor.pk, run, ping, now, duplicate)
     except (InterfaceError, OperationalError):
-        raise  # the database is unreachable or locked: nothing was stored (503)
+        if (started or not _retry or connection.in_atomic_block
+                or connection.vendor != "postgresql"):
+            raise
+        connection.close()
+        return ingest_at(where, ping, now, _retry=False)
     except Exception as exc:  # noqa: BLE001  (a bug or a schedule that cannot be computed)
         failure = exc
     log.error("ping stored without applying its effects (%s: %s)", type(failure).__name__,
@@ -150,6 +164,14 @@ def pending_runs(monitor: Monitor, rid: UUID | None = None,
         where.append("OR (slot_at = %s AND outcome IN (%s, %s))")
         params += [sql.prep(Run, "slot_at", slot), *Run.WRITTEN_OFF]
     return sql.select(Run, " ".join(where) + ")", params, "ORDER BY id")
+
+
+def pending_filter(monitor_ids) -> Q:
+    """The runs :func:`pending_runs` reads (without a rid or slot), for several
+    monitors at once (the evaluator's batches)."""
+    ids = list(monitor_ids)
+    return (Q(monitor_id__in=ids, outcome__in=Run.OPEN_OUTCOMES)
+            | Q(monitor_id__in=ids, deadline_at__isnull=False, deadline_checked=False))
 
 
 # --- the hot path's statements, as SQL (see monitors.sql) --------------------------------

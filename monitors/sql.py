@@ -76,6 +76,20 @@ def update(obj: Model, fields: Iterable[str]) -> None:
                     [prep(model, f, getattr(obj, f)) for f in fields] + [obj.pk])
 
 
+def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
+    """:func:`update` for several saved instances of one model, sent together
+    (``executemany``: psycopg pipelines them; Django's ``bulk_update`` builds a
+    CASE per field and row, which costs more than the updates)."""
+    if not objs:
+        return
+    model, fields = type(objs[0]), list(fields)
+    sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
+    with connection.cursor() as cur:
+        cur.executemany(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s",
+                        [[prep(model, f, getattr(o, f)) for f in fields] + [o.pk]
+                         for o in objs])
+
+
 def insert(obj: Model, fields: Sequence[str]) -> None:
     """Insert the unsaved ``obj`` with ``fields`` (attnames; the others take their
     database defaults) and set its ``pk`` (``INSERT ... RETURNING id``)."""

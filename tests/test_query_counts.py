@@ -201,3 +201,47 @@ def test_the_ping_route_answers_503_when_the_database_is_down(make_monitor, monk
     assert (status, headers["Retry-After"], body) == (
         "503 Service Unavailable", "5",
         b"database unavailable, nothing was stored: retry in 5 seconds\n")
+
+
+def test_a_tick_evaluates_due_monitors_together(project, make_monitor, monkeypatch,
+                                                django_assert_num_queries):
+    """The hour-start burst: 30 monitors missed at once cost the batch's shared
+    statements plus three inserts each (incident, "opened" event, deliveries)."""
+    hook = Channel.objects.create(project=project, kind="webhook",
+                                  config={"url": "http://example.invalid", "secret": "s"})
+    ms = [make_monitor(channels=[hook]) for _ in range(30)]
+    for m in ms:
+        ingest(m.pk, PingInput("success"), T0)
+    monkeypatch.setattr(evaluator, "_last_beat", [])  # this tick records liveness
+    # the evaluator's liveness (3) and the due ids; one batch: transaction, lock the
+    # 30 with their alerting, their pending runs, insert the missed runs, update the
+    # monitors (one executemany), alerts' batch reads (open incidents, maintenance
+    # windows, recent incidents, project channels, chosen channels), 3 inserts per
+    # monitor, end; then the tick's escalation, flapping and housekeeping steps (4)
+    with django_assert_num_queries(4 + 12 + 3 * 30 + 3) as ctx:
+        assert evaluator.tick(T0 + s(4)) == 30
+    assert Incident.objects.filter(cause="missed").count() == 30
+    assert Delivery.objects.filter(channel=hook).count() == 30
+    assert sum("INSERT INTO \"alerts_incident\"" in q["sql"] for q in ctx.captured_queries) == 30
+
+
+def test_a_monitor_that_cannot_be_evaluated_does_not_hold_back_its_batch(make_monitor,
+                                                                          monkeypatch):
+    good, bad = make_monitor(), make_monitor()
+    for m in (good, bad):
+        ingest(m.pk, PingInput("success"), T0)
+    real = slots.overdue
+
+    def overdue(monitor, until, alive=None):
+        if monitor.pk == bad.pk:
+            raise ValueError("cannot compute")
+        return real(monitor, until, alive)
+
+    monkeypatch.setattr(slots, "overdue", overdue)
+    assert evaluator.tick(T0 + s(4)) == 1
+    good.refresh_from_db()
+    bad.refresh_from_db()
+    assert Run.objects.filter(monitor=good, outcome="missed").count() == 1
+    assert not Run.objects.filter(monitor=bad, outcome="missed").exists()
+    assert (bad.evaluation_failures, bad.evaluation_error) == (1, "ValueError: cannot compute")
+    assert bad.next_evaluation_at == T0 + s(4) + timedelta(minutes=1)

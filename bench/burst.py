@@ -1,0 +1,141 @@
+"""Benchmark: the hour-start burst (run it with bench/burst.sh, which starts
+PostgreSQL and Redis).
+
+MONITORS monitors (default 10,000) with the same ``0 * * * *`` schedule and the
+same grace, none pinged since the last hour began, so every one of them becomes
+``missed`` at the same instant D = slot + grace (set about LEAD seconds ahead).
+They notify 100 webhook channels (MONITORS / 100 monitors each) that all point at
+one local receiver. The production shape does the work: a Celery worker
+(``--concurrency`` WORKERS, default 2: two evaluator processes) and Celery beat
+(the ``evaluate`` and ``deliver`` tasks every CRONRADAR_TICK_SECONDS) on
+PostgreSQL and Redis.
+
+Prints, in seconds after D: when the first, median and last ``missed`` incident
+was committed (the database is polled every 0.1 s), and when the first, median
+and last webhook reached the receiver. Targets (issue "Scale"): incidents within
+5 s, webhooks within 15 s.
+
+Needs DATABASE_URL and REDIS_URL (bench/burst.sh sets them).
+Usage: bench/burst.sh [MONITORS] [WORKERS]
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+os.environ["CRONRADAR_LIVENESS_INTERVAL"] = "0"  # no outage logic: measure the burst
+
+import django  # noqa: E402
+
+django.setup()
+from django.core.management import call_command  # noqa: E402
+
+from alerts.models import Alerting, Channel, Incident  # noqa: E402
+from monitors.models import Monitor, Organisation  # noqa: E402
+
+MONITORS = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+WORKERS = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+CHANNELS, LEAD = 100, 25.0
+received: list[float] = []
+
+
+class Receiver(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        received.append(time.time())
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def setup(url: str) -> datetime:
+    call_command("migrate", verbosity=0)
+    org = Organisation.objects.create(name=f"burst-{time.time_ns()}")
+    project = org.projects.create(name="burst")
+    channels = Channel.objects.bulk_create(
+        Channel(project=project, kind="webhook", name=f"hook-{i}",
+                config={"url": url, "secret": "bench"})
+        for i in range(CHANNELS))
+    now = datetime.now(UTC)
+    slot = now.replace(minute=0, second=0, microsecond=0)  # this hour's fire time
+    due = now + timedelta(seconds=LEAD)
+    grace = due - slot
+    monitors = Monitor.objects.bulk_create(
+        Monitor(project=project, name=f"job-{i}", slug=f"job-{i}", kind="cron",
+                schedule="0 * * * *", timezone="UTC", grace=grace,
+                last_ping_at=slot - timedelta(hours=1) + timedelta(seconds=5),
+                next_expected_at=slot, next_evaluation_at=due)
+        for i in range(MONITORS))
+    alerting = Alerting.objects.bulk_create(Alerting(monitor=m, all_channels=False)
+                                            for m in monitors)
+    per = max(1, MONITORS // CHANNELS)
+    Alerting.channels.through.objects.bulk_create(
+        Alerting.channels.through(alerting_id=a.pk, channel_id=channels[i // per % CHANNELS].pk)
+        for i, a in enumerate(alerting))
+    return due
+
+
+def spread(xs: list[float]) -> str:
+    if not xs:
+        return "none"
+    xs = sorted(xs)
+    return f"{xs[0]:.2f} / {statistics.median(xs):.2f} / {xs[-1]:.2f}"
+
+
+def main() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    t = time.time()
+    due = setup(f"http://127.0.0.1:{server.server_address[1]}/hook")
+    print(f"{MONITORS} monitors, {CHANNELS} webhook channels, set up in {time.time() - t:.1f} s;"
+          f" all missed at {due:%H:%M:%S} UTC; Celery worker --concurrency {WORKERS} + beat")
+    env = {**os.environ, "CRONRADAR_LIVENESS_INTERVAL": "0"}
+    celery = [sys.executable, "-m", "celery", "-A", "cronradar"]
+    procs = [
+        subprocess.Popen([*celery, "worker", "--loglevel=WARNING", "--without-gossip",
+                          "--without-mingle", f"--concurrency={WORKERS}"], cwd=ROOT, env=env),
+        subprocess.Popen([*celery, "beat", "--loglevel=WARNING", "--schedule",
+                          str(Path(os.environ.get("BENCH_SCRATCH", "/tmp")) / "beat-schedule")],
+                         cwd=ROOT, env=env),
+    ]
+    written: list[float] = []  # when the count of incidents grew, one entry per incident
+    try:
+        d = due.timestamp()
+        seen, deadline = 0, d + 120
+        while time.time() < deadline and (seen < MONITORS or len(received) < MONITORS):
+            n = Incident.objects.filter(cause="missed").count()
+            if n > seen:
+                written += [time.time() - d] * (n - seen)
+                seen = n
+            time.sleep(0.1)
+        webhooks = [r - d for r in received]
+        print(f"incidents written: {seen} of {MONITORS}; s after slot+grace, first / median / "
+              f"last: {spread(written)}")
+        print(f"webhooks received: {len(webhooks)} of {MONITORS}; s after slot+grace, first / "
+              f"median / last: {spread(webhooks)}")
+        print(json.dumps({"monitors": MONITORS, "workers": WORKERS,
+                          "incidents_last": max(written, default=None),
+                          "webhooks_last": max(webhooks, default=None)}))
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(30)
+        server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
