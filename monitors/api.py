@@ -77,6 +77,9 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     max_attempts = serializers.IntegerField(min_value=1, max_value=100, required=False)
     project = tenancy.ProjectField()
     ping_url = serializers.SerializerMethodField()
+    uuid = serializers.UUIDField(read_only=True, allow_null=True,
+                                 help_text="the ping URL's key; null for callers who may only "
+                                           "read")
     status = serializers.SerializerMethodField()
     next_expected_at = serializers.DateTimeField(read_only=True)
 
@@ -102,6 +105,14 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
         if not tenancy.can(self.context["request"], m.project, Membership.Role.MEMBER):
             return None
         return m.ping_url
+
+    def to_representation(self, instance):
+        """As the fields say, but ``uuid`` (the ping URL's key) is null where
+        ``ping_url`` is: for callers who may only read."""
+        data = super().to_representation(instance)
+        if data.get("ping_url") is None and "uuid" in data:
+            data["uuid"] = None
+        return data
 
     def get_status(self, m) -> str:
         running = getattr(m, "is_running", None)

@@ -159,11 +159,16 @@ def test_no_night_prints_nan_for_the_average_delay_as_node_does():
     assert lines[lines.index("0 nights' run durations (hours): ") + 2].split()[-2] == "NaN"
 
 
-@pytest.mark.parametrize("args", [["--nights", "-1"], ["--fail-prob", "1.5"],
-                                  ["--fail-prob", "nan"], ["--seed", str(2**53)]])
-def test_the_command_refuses_parameters_the_model_cannot_take(args):
-    with pytest.raises(CommandError):
+@pytest.mark.parametrize("args, message", [
+    (["--nights", "-1"], "--nights must be from 0 to 100000"),
+    (["--nights", "100001"], "--nights must be from 0 to 100000"),
+    (["--fail-prob", "1.5"], None), (["--fail-prob", "nan"], None),
+    (["--seed", str(2**53)], None)])
+def test_the_command_refuses_parameters_the_model_cannot_take(args, message):
+    with pytest.raises(CommandError) as refused:
         command_output(*args)
+    if message:
+        assert str(refused.value) == message
 
 
 def test_the_module_imports_no_django():

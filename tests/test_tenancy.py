@@ -164,7 +164,8 @@ def test_a_read_only_key_reads_everything_and_changes_nothing(callers, project, 
     ingest(m.pk, PingInput("fail"), T0)
     incident = Incident.objects.get()
     got = ro.get(f"/api/v1/monitors/{m.pk}/").json()
-    assert (got["name"], got["ping_url"]) == ("job", None)  # a ping would change it
+    # a ping would change it: no ping URL, no uuid
+    assert (got["name"], got["ping_url"], got["uuid"]) == ("job", None, None)
     assert ro.get(f"/api/v1/monitors/{m.pk}/advice/").json()["monitor"] == m.pk
     assert ro.get("/api/v1/projects/").json()[0]["ping_key"] is None
     writes = [("post", "/api/v1/monitors/", {"name": "x", "period": 60, "grace": 5}),
@@ -207,7 +208,7 @@ def test_roles_inside_an_organisation(project, make_monitor):
     assert admin.post("/api/v1/channels/", hook, format="json").status_code == 201
     url = f"/api/v1/monitors/{created.json()['id']}/"
     assert viewer.patch(url, {"paused": True}, format="json").status_code == 403
-    assert viewer.get(url).json()["ping_url"] is None
+    assert (viewer.get(url).json()["ping_url"], viewer.get(url).json()["uuid"]) == (None, None)
     assert member.patch(url, {"paused": True}, format="json").json()["paused"] is True
     assert admin.patch(f"/api/v1/organisations/{org.pk}/", {"name": "x"},
                        format="json").status_code == 403

@@ -7,6 +7,7 @@ from __future__ import annotations
 import zoneinfo
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -58,6 +59,8 @@ def project_new(request):
     request.zone = person_zone(request)
     choices = creatable_organisations(request)
     errors, values = {}, {}
+    if request.method == "POST" and not choices:  # an admin of no organisation
+        raise PermissionDenied("only an organisation's admins and owners create projects")
     if request.method == "POST":
         values = request.POST
         data = {"name": request.POST.get("name", "").strip()}

@@ -7,6 +7,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from monitors import policymodel
 
+MAX_NIGHTS = 100_000  # a few seconds; the model keeps every night in memory
+
 
 class Command(BaseCommand):
     help = ("Print the jobs / cron-job policy model's four tables (attempt limit, "
@@ -22,8 +24,8 @@ class Command(BaseCommand):
                                  f"(default {policymodel.FAIL_PROB})")
 
     def handle(self, *args, seed: int, nights: int, fail_prob: float, **options):
-        if nights < 0:
-            raise CommandError("--nights must be >= 0")
+        if not 0 <= nights <= MAX_NIGHTS:
+            raise CommandError(f"--nights must be from 0 to {MAX_NIGHTS}")
         if not (math.isfinite(fail_prob) and 0 <= fail_prob <= 1):
             raise CommandError("--fail-prob must be between 0 and 1")
         if abs(seed) > policymodel.MAX_SAFE_INTEGER:
