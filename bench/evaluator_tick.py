@@ -4,7 +4,10 @@ Creates N idle monitors (next evaluation far in the future) plus D due ones in a
 scratch SQLite file database (WAL, as the embedded default), then times
 `evaluator.tick` over the due ones (median of 5) and an empty tick (best of 5),
 and counts the statements per due monitor (BEGIN and COMMIT included).
-Run: `.venv/bin/python bench/evaluator_tick.py` (results in bench/README.md).
+Run: `.venv/bin/python bench/evaluator_tick.py [N ...]` (default N: 1000 10000
+100000; results in bench/README.md). With ``BENCH_DATABASE_URL=postgres://...`` it
+runs against that (scratch!) PostgreSQL database instead (bench/tick_pg.sh starts
+one and runs it with 1,000,000 monitors).
 """
 import os
 import statistics
@@ -16,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.pop("DATABASE_URL", None)
+if os.environ.get("BENCH_DATABASE_URL"):
+    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
 os.environ["CRONRADAR_DATA_DIR"] = tempfile.mkdtemp()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
 
@@ -40,7 +45,7 @@ def populate(idle: int) -> None:
     Monitor.objects.bulk_create([
         Monitor(project=project, name=f"m{i}", slug=f"m{i}", period=60 * s, grace=s,
                 last_ping_at=T0, next_expected_at=T0 + 3600 * s, next_evaluation_at=T0 + 3601 * s)
-        for i in range(idle)], batch_size=2000)
+        for i in range(idle)], batch_size=5000)
 
 
 def make_due(due: int) -> None:
@@ -64,7 +69,8 @@ def timed(fn, repeat=5):
 DUE = 50
 print(f"{'monitors':>9} {'due':>4} {'empty tick ms':>14} {'tick of due ms':>15} "
       f"{'queries/due':>12}")
-for idle in (1_000, 10_000, 100_000):
+print(connection.vendor)
+for idle in [int(a) for a in sys.argv[1:]] or [1_000, 10_000, 100_000]:
     populate(idle)
     empty = timed(lambda: evaluator.tick(T0 + 12 * s))
     runs = []
