@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import signal
 import subprocess
@@ -123,10 +124,13 @@ def _pump(source, sink, tail: Tail) -> None:
 
 
 def run(command: list[str], tail: Tail) -> int:
-    """Run ``command``, passing signals on; its exit status (128 + n after signal
-    n; 127/126 when it cannot be started)."""
+    """Run ``command`` in a process group of its own, passing signals on to the
+    whole group (a shell's children get them too, as they would from cron or a
+    terminal); its exit status (128 + n after signal n; 127/126 when it cannot be
+    started)."""
     try:
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True)
     except FileNotFoundError:
         message = f"cronradar exec: {command[0]}: command not found\n".encode()
         tail.write(message)
@@ -137,7 +141,12 @@ def run(command: list[str], tail: Tail) -> int:
         tail.write(message)
         sys.stderr.buffer.write(message)
         return 126
-    previous = {s: signal.signal(s, lambda n, _f: child.send_signal(n)) for s in FORWARDED}
+
+    def forward(signum, _frame):
+        with contextlib.suppress(ProcessLookupError):  # the group is gone already
+            os.killpg(child.pid, signum)
+
+    previous = {s: signal.signal(s, forward) for s in FORWARDED}
     pumps = [threading.Thread(target=_pump, args=(pipe, sink, tail), daemon=True)
              for pipe, sink in ((child.stdout, sys.stdout.buffer),
                                 (child.stderr, sys.stderr.buffer))]

@@ -90,6 +90,26 @@ def test_sigterm_to_the_wrapper_reaches_the_job(monitor, tmp_path):
     assert pings(api, m)[-1]["exit_status"] == 7
 
 
+def test_sigterm_reaches_the_jobs_children_too(monitor, tmp_path):
+    """A job that is a shell running a command: the command gets the signal as
+    well (the whole process group), not left running on its own."""
+    api, m = monitor
+    pid_file = tmp_path / "pid"
+    job = f"sleep 37.5 & echo $! > {pid_file}; wait"
+    proc = subprocess.Popen([*WRAPPER, "--url", m["ping_url"], "--", "sh", "-c", job],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    end = time.time() + 10
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.time() < end:
+        time.sleep(0.1)
+    sleeper = int(pid_file.read_text())
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 128 + signal.SIGTERM
+    end = time.time() + 5
+    while os.path.exists(f"/proc/{sleeper}") and time.time() < end:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{sleeper}")
+
+
 def test_the_job_runs_and_keeps_its_status_when_cronradar_is_down(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/ping/3f1c7d3e-0000-4000-8000-000000000000"
     started = time.monotonic()
