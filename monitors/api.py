@@ -57,6 +57,9 @@ class Seconds(serializers.IntegerField):
         return timedelta(seconds=n)
 
 
+SLOW_RANGE = "must be more than 1 and at most 100 (or null: off)"
+
+
 class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     """Monitor JSON: section-1 field names, durations in seconds."""
 
@@ -68,6 +71,8 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     min_runtime = Seconds(minimum=1, required=False, allow_null=True)
     slow_factor = serializers.DecimalField(
         max_digits=5, decimal_places=2, coerce_to_string=False, required=False, allow_null=True,
+        error_messages={"max_digits": SLOW_RANGE, "max_whole_digits": SLOW_RANGE,
+                        "max_decimal_places": "at most 2 decimal places"},
         help_text="a succeeded run longer than this times the p95 duration of the last 50 "
                   "succeeded runs (at least 20 needed) is slow; more than 1, at most 100; "
                   "null: off")
@@ -95,8 +100,7 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
 
     def validate_slow_factor(self, value):
         if value is not None and not 1 < value <= 100:
-            raise serializers.ValidationError("must be more than 1 and at most 100 (or null: "
-                                              "off)")
+            raise serializers.ValidationError(SLOW_RANGE)
         return value
 
     def get_ping_url(self, m) -> str | None:

@@ -393,4 +393,6 @@ def test_slow_factor_through_the_api(api, value, ok):
         assert Monitor.objects.get(pk=made["id"]).slow_factor == (
             None if value is None else Decimal(str(value)))
     else:
-        assert "slow_factor" in resp.json()
+        expected = {1.001: "at most 2 decimal places", "fast": "A valid number is required."}
+        assert resp.json()["slow_factor"] == [
+            expected.get(value, "must be more than 1 and at most 100 (or null: off)")]
