@@ -41,10 +41,11 @@ _wake = threading.Event()
 _idle = threading.Condition(_lock)
 
 
-def deliver_due(now=None) -> int:
+def deliver_due(now=None, keep_sending: bool = False) -> int:
     """Claim the deliveries due at ``now`` (default: the current time) that this
     process's free sender threads can take, and start sending them; returns how
-    many were claimed. Does not wait for the sends."""
+    many were claimed. Does not wait for the sends. ``keep_sending``: see
+    :func:`_send`."""
     global _busy, _pool
     threads = settings.CRONRADAR_DELIVERY_THREADS
     with _lock:
@@ -55,7 +56,7 @@ def deliver_due(now=None) -> int:
     for claim in claims:
         with _lock:
             _busy += 1
-        _pool.submit(_send, claim)
+        _pool.submit(_send, claim, keep_sending)
     return len(claims)
 
 
@@ -71,14 +72,31 @@ def drain(timeout: float = 30.0) -> bool:
     return True
 
 
-def _send(claim: delivery.Claim) -> None:
-    """Sender thread: one attempt, on this thread's own database connection."""
+KEEP_SENDING = 5.0  # seconds a sender thread goes on claiming due deliveries itself
+
+
+def _send(claim: delivery.Claim, keep_sending: bool = False) -> None:
+    """Sender thread: the attempt ``claim`` was made for; with ``keep_sending`` (a
+    Celery worker's ``deliver`` task), then, while deliveries are due (for at most
+    ``KEEP_SENDING`` seconds), the next one it claims itself: a burst drains at the
+    pool's pace, not one pool-full per beat, and the thread keeps its database
+    connection between attempts. (The embedded loop is woken by every thread that
+    gets free instead.)"""
     global _busy
     close_old_connections()
+    end = time.monotonic() + (KEEP_SENDING if keep_sending else 0)
     try:
-        delivery.send(claim)
-    except Exception:
-        logger.exception("delivery %s crashed", claim.delivery_id)
+        while claim is not None:
+            try:
+                delivery.send(claim)
+            except Exception:
+                logger.exception("delivery %s crashed", claim.delivery_id)
+            claim = None
+            if time.monotonic() < end:
+                try:
+                    claim = next(iter(delivery.claim_due(timezone.now(), 1)), None)
+                except Exception:  # the database may be down: the next tick claims them
+                    logger.exception("claiming the next delivery failed")
     finally:
         connections.close_all()
         with _idle:
@@ -90,8 +108,9 @@ def _send(claim: delivery.Claim) -> None:
 @shared_task(ignore_result=True)
 def deliver() -> int:
     """Celery task (beat, and after each commit that created deliveries):
-    :func:`deliver_due` in this worker process."""
-    return deliver_due()
+    :func:`deliver_due` in this worker process, its threads claiming more while a
+    burst lasts."""
+    return deliver_due(keep_sending=True)
 
 
 def delivery_loop(stop: threading.Event) -> None:
