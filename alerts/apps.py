@@ -11,7 +11,8 @@ class AlertsConfig(AppConfig):
         from alerts import incidents, retention
         from monitors import detections, signals
 
-        detections.subscribe(incidents.on_detections, many=incidents.on_detections_many)
+        detections.subscribe(incidents.on_detections, many=incidents.on_detections_many,
+                             state=incidents.MONITOR_STATE)
         signals.outage_settled.connect(incidents.on_outage_settled,
                                        dispatch_uid="alerts-outage")
         signals.purge_requested.connect(incidents.on_purge_requested,

@@ -58,14 +58,21 @@ class Detection:
 Subscriber = Callable[[object, list[Detection]], None]
 BatchSubscriber = Callable[[list[tuple[object, list[Detection]]]], None]
 _subscribers: list[tuple[Subscriber, BatchSubscriber | None]] = []
+# attribute name -> SQL expression read with a monitor on the ping path (see subscribe)
+STATE: dict[str, str] = {}
 
 
-def subscribe(fn: Subscriber, many: BatchSubscriber | None = None) -> None:
+def subscribe(fn: Subscriber, many: BatchSubscriber | None = None,
+              state: dict[str, str] | None = None) -> None:
     """Have ``fn(monitor, detections)`` called for every :func:`emit` (once per fn),
     and ``many([(monitor, detections), ...])`` for every :func:`emit_many` (else
-    ``fn`` for each pair)."""
+    ``fn`` for each pair). ``state``: attribute name -> an SQL expression over the
+    monitor row (``{monitor_id}`` stands for its id column) that ping ingest reads
+    in the statement that locks the monitor and sets on it, so a subscriber can
+    skip a query of its own (the alerting side: whether an incident is open)."""
     if all(fn is not f for f, _ in _subscribers):
         _subscribers.append((fn, many))
+    STATE.update(state or {})
 
 
 def emit_many(found: list[tuple[object, list[Detection]]]) -> None:

@@ -186,10 +186,14 @@ _PENDING = ("monitor_id = %s AND (outcome IN (%s, %s) "
 
 def _lock(where: tuple[str, list]) -> Monitor | None:
     """The undeleted monitor ``where`` picks, row-locked (SQLite: the transaction
-    holds the database's write lock from BEGIN IMMEDIATE)."""
+    holds the database's write lock from BEGIN IMMEDIATE), with the subscribers'
+    state (:data:`detections.STATE`) read in the same statement."""
     condition, params = where
     lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
-    found = sql.select(Monitor, f"{condition} AND deleted_at IS NULL", params, lock)
+    table = Monitor._meta.db_table
+    extra = {name: expr.format(monitor_id=f"{table}.id")
+             for name, expr in detections.STATE.items()}
+    found = sql.select(Monitor, f"{condition} AND deleted_at IS NULL", params, lock, extra)
     return found[0] if found else None
 
 

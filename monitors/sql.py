@@ -37,23 +37,31 @@ def _converters(model: type[Model], vendor: str) -> tuple[tuple[int, tuple], ...
     return tuple(out)
 
 
-def select(model: type[Model], where: str, params: Sequence, suffix: str = "") -> list:
+def select(model: type[Model], where: str, params: Sequence, suffix: str = "",
+           extra: dict[str, str] | None = None) -> list:
     """Instances of ``model`` for ``SELECT <all columns> FROM <table> WHERE <where>
     <suffix>`` (``where`` and ``suffix`` are SQL with ``%s`` placeholders for
-    ``params``, which must already be database values: see :func:`prep`)."""
+    ``params``, which must already be database values: see :func:`prep`).
+    ``extra``: attribute name -> an SQL expression (no placeholders) selected too
+    and set on each instance as it comes from the driver."""
     names, cols = _columns(model)
+    extra = extra or {}
+    more = "".join(f", ({expr})" for expr in extra.values())
     conv = _converters(model, connection.vendor)
     with connection.cursor() as cur:
-        cur.execute(f"SELECT {cols} FROM {model._meta.db_table} WHERE {where} {suffix}",
+        cur.execute(f"SELECT {cols}{more} FROM {model._meta.db_table} WHERE {where} {suffix}",
                     params)
         rows = cur.fetchall()
     out = []
     for row in rows:
-        values = list(row)
+        values = list(row[:len(names)])
         for i, (col, fns) in conv:
             for fn in fns:
                 values[i] = fn(values[i], col, connection)
-        out.append(model.from_db(connection.alias, names, values))
+        obj = model.from_db(connection.alias, names, values)
+        for name, value in zip(extra, row[len(names):], strict=True):
+            setattr(obj, name, value)
+        out.append(obj)
     return out
 
 
