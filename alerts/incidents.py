@@ -66,24 +66,11 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
         if incident is None and not _streak(monitor, good=False):
             continue  # under the threshold: the run history shows it, nothing opens
         if incident is None:
-            opening = escalation.plan_opening(monitor, d.at, lambda: targets(monitor))
-            note = f" ({opening.detail['flapping']})" if "flapping" in opening.detail else ""
-            incident = Incident.objects.create(
-                monitor=monitor,
-                cause=d.kind,
-                summary=f"{monitor.name}: {d.message}{note}"[:500],
-                severity=severity(monitor, d.kind),
-                opened_at=d.at,
-                last_event_at=d.at,
-                missed_count=d.count if d.kind == Kind.MISSED else 0,
-                failure_count=1 if d.kind == Kind.FAILED else 0,
-                tier=opening.tier,
-                next_escalation_at=opening.next_escalation_at,
-            )
-            batch.opened(incident)
-            monitor.has_open_incident = True  # what the ping path read is out of date
-            ev = _event(incident, IncidentEvent.Kind.OPENED, d.at, d, step="opened",
-                        cause=d.kind, **opening.detail)
+            incident, opening = _opening(monitor, d)
+            incident.save(force_insert=True)
+            _opened(monitor, incident)
+            ev = _opened_event(incident, d, opening)
+            ev.save(force_insert=True)
             _notify(ev, opening.channels)
         else:
             ev = _repeat(incident, d)
@@ -93,6 +80,65 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
                 ev = _raise(monitor, incident, d)
         events.append(ev)
     return events
+
+
+def _opening(monitor, d: Detection) -> tuple[Incident, escalation.Opening]:
+    """The unsaved incident problem ``d`` opens for ``monitor`` (none open), and
+    its :class:`escalation.Opening` (who is notified now, the next step)."""
+    opening = escalation.plan_opening(monitor, d.at, lambda: targets(monitor))
+    note = f" ({opening.detail['flapping']})" if "flapping" in opening.detail else ""
+    incident = Incident(
+        monitor=monitor,
+        cause=d.kind,
+        summary=f"{monitor.name}: {d.message}{note}"[:500],
+        severity=severity(monitor, d.kind),
+        opened_at=d.at,
+        last_event_at=d.at,
+        missed_count=d.count if d.kind == Kind.MISSED else 0,
+        failure_count=1 if d.kind == Kind.FAILED else 0,
+        tier=opening.tier,
+        next_escalation_at=opening.next_escalation_at,
+    )
+    return incident, opening
+
+
+def _opened(monitor, incident: Incident) -> None:
+    batch.opened(incident)
+    monitor.has_open_incident = True  # what the ping path read is out of date
+
+
+def _opened_event(incident: Incident, d: Detection, opening) -> IncidentEvent:
+    """The unsaved ``opened`` event of a new incident."""
+    return _new_event(incident, IncidentEvent.Kind.OPENED, d.at, d, step="opened",
+                      cause=d.kind, **opening.detail)
+
+
+def open_many(found: list) -> list:
+    """Open the incidents of the (monitor, detections) pairs that simply open one
+    (a single problem, no incident open, no failure threshold to reach) with one
+    insert of the incidents, one of their ``opened`` events and one of their
+    deliveries; returns the pairs left for :func:`apply`. Inside
+    :func:`alerts.batch.batch` (the open incidents are known)."""
+    simple, rest = [], []
+    for monitor, ds in found:
+        if (len(ds) == 1 and ds[0].kind in PROBLEMS and open_incident(monitor) is None
+                and escalation.alerting_of(monitor).failure_threshold <= 1):
+            simple.append((monitor, ds[0]))
+        else:
+            rest.append((monitor, ds))
+    if not simple:
+        return rest
+    planned = [(monitor, d, *_opening(monitor, d)) for monitor, d in simple]
+    Incident.objects.bulk_create([incident for _, _, incident, _ in planned])
+    for monitor, _, incident, _ in planned:
+        _opened(monitor, incident)
+    events = [_opened_event(incident, d, opening) for _, d, incident, opening in planned]
+    IncidentEvent.objects.bulk_create(events)
+    _deliver([Delivery(event=ev, incident_id=ev.incident_id, channel_id=ch, created_at=ev.at,
+                       next_attempt_at=ev.at)
+              for ev, (_, _, _, opening) in zip(events, planned, strict=True)
+              for ch in opening.channels])
+    return rest
 
 
 GOOD, BAD = ("succeeded",), ("failed", "missed", "stuck")
@@ -408,9 +454,16 @@ def _detail(d: Detection, **extra) -> dict:
 
 def _event(incident: Incident, kind: str, at: datetime, d: Detection, step: str | None = None,
            **extra) -> IncidentEvent:
-    return IncidentEvent.objects.create(incident=incident, kind=kind, at=at, step=step,
-                                        message=d.message[:500], detail=_detail(d, **extra),
-                                        count=d.count if kind == d.kind else 1)
+    ev = _new_event(incident, kind, at, d, step, **extra)
+    ev.save(force_insert=True)
+    return ev
+
+
+def _new_event(incident: Incident, kind: str, at: datetime, d: Detection,
+               step: str | None = None, **extra) -> IncidentEvent:
+    return IncidentEvent(incident=incident, kind=kind, at=at, step=step,
+                         message=d.message[:500], detail=_detail(d, **extra),
+                         count=d.count if kind == d.kind else 1)
 
 
 def _notify(event: IncidentEvent, channel_ids: Iterable[int]) -> None:
@@ -442,7 +495,7 @@ def on_detections_many(found: list) -> None:
         return
     since = min(d.at for _, ds in found for d in ds) - flapping.WINDOW
     with batch.batch([m for m, _ in found], since):
-        for monitor, detections in found:
+        for monitor, detections in open_many(found):
             apply(monitor, detections)
 
 

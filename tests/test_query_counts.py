@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from alerts.models import Channel, Delivery, Incident
+from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from monitors import evaluator, slots
 from monitors.liveness import Liveness
 from monitors.models import Run
@@ -205,8 +205,9 @@ def test_the_ping_route_answers_503_when_the_database_is_down(make_monitor, monk
 
 def test_a_tick_evaluates_due_monitors_together(project, make_monitor, monkeypatch,
                                                 django_assert_num_queries):
-    """The hour-start burst: 30 monitors missed at once cost the batch's shared
-    statements plus three inserts each (incident, "opened" event, deliveries)."""
+    """The hour-start burst: 30 monitors missed at once cost as many statements as
+    one: the incidents, their "opened" events and their deliveries are one insert
+    each for the whole batch."""
     hook = Channel.objects.create(project=project, kind="webhook",
                                   config={"url": "http://example.invalid", "secret": "s"})
     ms = [make_monitor(channels=[hook]) for _ in range(30)]
@@ -216,13 +217,20 @@ def test_a_tick_evaluates_due_monitors_together(project, make_monitor, monkeypat
     # the evaluator's liveness (3) and the due ids; one batch: transaction, lock the
     # 30 with their alerting, their pending runs, insert the missed runs, update the
     # monitors (one executemany), alerts' batch reads (open incidents, maintenance
-    # windows, recent incidents, project channels, chosen channels), 3 inserts per
-    # monitor, end; then the tick's escalation, flapping and housekeeping steps (4)
-    with django_assert_num_queries(4 + 12 + 3 * 30 + 3) as ctx:
+    # windows, recent incidents, project channels, chosen channels), the 3 inserts,
+    # end; then the tick's escalation, flapping and housekeeping steps
+    with django_assert_num_queries(4 + 12 + 3 + 3) as ctx:
         assert evaluator.tick(T0 + s(4)) == 30
     assert Incident.objects.filter(cause="missed").count() == 30
     assert Delivery.objects.filter(channel=hook).count() == 30
-    assert sum("INSERT INTO \"alerts_incident\"" in q["sql"] for q in ctx.captured_queries) == 30
+    assert sum("INSERT INTO \"alerts_incident\"" in q["sql"] for q in ctx.captured_queries) == 1
+    assert sorted(Incident.objects.values_list("monitor_id", flat=True)) == sorted(
+        m.pk for m in ms)
+    opened = IncidentEvent.objects.filter(kind="opened", step="opened")
+    assert opened.count() == 30 and all(
+        e.detail["missed_count"] == 1 for e in opened)
+    assert set(Delivery.objects.values_list("event__incident__monitor_id", flat=True)) == {
+        m.pk for m in ms}
 
 
 def test_a_monitor_that_cannot_be_evaluated_does_not_hold_back_its_batch(make_monitor,
