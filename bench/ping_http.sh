@@ -9,6 +9,9 @@
 #              anchor's) and a Redis
 #   embedded   `manage.py serve` (waitress + SQLite in a scratch data dir)
 #   busy       the production shape, every request to ONE monitor
+#   pairs      the production shape, ONE monitor, paired start/success pings with a
+#              run id (consecutive requests, so a start and its success often race):
+#              afterwards every run id must be one closed run (bench/ping_http_db.py check)
 #   hc         Healthchecks' ping path (../shared/bench/hc_anchor.sh; run its
 #              `setup` once first with HC_MIRROR set, see ../shared/bench/README.md)
 #   limit      ../shared/bench/ping_limit.sh (bare psycopg handlers, on the anchor's
@@ -22,7 +25,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 SECS=${1:-10} ROUNDS=${2:-3}
-TARGETS=${TARGETS:-cronradar embedded busy hc limit}
+TARGETS=${TARGETS:-cronradar embedded busy pairs hc limit}
 SHARED=${SHARED_BENCH:-$(pwd)/../shared/bench}
 ANCHOR_DIR=${ANCHOR_DIR:-${TMPDIR:-/tmp}/anchor}
 . bench/_services.sh
@@ -40,6 +43,20 @@ local codes = {}
 for line in io.lines("$1") do codes[#codes+1] = line end
 local i = 0
 request = function() i = i + 1; return wrk.format("GET", "/ping/" .. codes[(i % #codes) + 1]) end
+LUA
+}
+pairs_lua() { # codes file (first code) -> lua script of paired pings
+    cat >"$1.pairs.lua" <<LUA
+local counter = 1
+function setup(thread) thread:set("tid", counter); counter = counter + 1 end
+local code = io.open("$1"):read("*l")
+local i = 0
+request = function()
+  i = i + 1
+  local rid = string.format("%08x-0000-4000-8000-%012x", tid, math.floor((i - 1) / 2))
+  if i % 2 == 1 then return wrk.format("GET", "/ping/" .. code .. "/start?rid=" .. rid) end
+  return wrk.format("GET", "/ping/" .. code .. "?rid=" .. rid)
+end
 LUA
 }
 # wrk, then "req/s p99 acknowledged" on stdout (acknowledged = requests - non-2xx)
@@ -61,11 +78,12 @@ measure() { # label url codes db-env...
 
 # --- services ------------------------------------------------------------------------
 want() { case " $TARGETS " in *" $1 "*) return 0 ;; esac; return 1; }
-if want cronradar || want busy; then
+if want cronradar || want busy || want pairs; then
     services || exit 1
     WP=$(free_port)
     env "${PGENV[@]}" "$PY" bench/ping_http_db.py setup "$S/codes.txt" 100 && lua "$S/codes.txt"
     head -n1 "$S/codes.txt" >"$S/one.txt" && lua "$S/one.txt"
+    sed -n 2p "$S/codes.txt" >"$S/pair.txt" && pairs_lua "$S/pair.txt" && cp "$S/pair.txt.pairs.lua" "$S/pair.txt.lua"
     setsid env "${PGENV[@]}" "$VENV/bin/gunicorn" cronradar.wsgi:application -w 4 \
         -b "127.0.0.1:$WP" --access-logfile /dev/null >"$S/gunicorn.log" 2>&1 &
     PIDS+=($!)
@@ -97,5 +115,9 @@ for round in $(seq "$ROUNDS"); do
     fi
     want cronradar && measure cronradar "http://127.0.0.1:$WP" "$S/codes.txt" "${PGENV[@]}"
     want busy && measure busy "http://127.0.0.1:$WP" "$S/one.txt" "${PGENV[@]}"
+    if want pairs; then
+        measure pairs "http://127.0.0.1:$WP" "$S/pair.txt" "${PGENV[@]}"
+        env "${PGENV[@]}" "$PY" bench/ping_http_db.py check "$(cat "$S/pair.txt")"
+    fi
     want embedded && measure embedded "http://127.0.0.1:$EP" "$S/ecodes.txt" "${EENV[@]}"
 done
