@@ -66,7 +66,8 @@ print(f"{connection.vendor}: {MONITORS} monitors, {RATE} pings/s simulated for {
       "older than 10 min")
 print("simulated minute | pings | runs")
 step = timedelta(seconds=1 / RATE)
-now, n, rids, next_prune, next_report = T0, 0, {}, T0 + timedelta(seconds=60), 5
+EVERY = 5 if MINUTES >= 10 else 1  # report every EVERY simulated minutes
+now, n, rids, next_prune, next_report = T0, 0, {}, T0 + timedelta(seconds=60), EVERY
 while now < T0 + timedelta(minutes=MINUTES):
     m = ids[(n // 2) % MONITORS]
     if n % 2 == 0:
@@ -81,7 +82,7 @@ while now < T0 + timedelta(minutes=MINUTES):
         next_prune += timedelta(seconds=60)
     if now >= T0 + timedelta(minutes=next_report):
         print(f"{next_report:16d} | {sizes()[0]:5d} | {sizes()[1]:4d}", flush=True)
-        next_report += 5
+        next_report += EVERY
 
 
 # --- p99 of ingest with and without a prune running beside it (real time) -------------

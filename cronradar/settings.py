@@ -11,6 +11,8 @@ secret key, ``ALLOWED_HOSTS=*`` or the guard off.
 Booleans are read strictly (true/false, yes/no, on/off, 1/0; anything else stops
 the start with a message). Nothing here touches the disk.
 """
+import math
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -33,12 +35,40 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r}: use true or false")
 
 
+def _env_number(name: str, default, cast):
+    """A number from the environment, read strictly: ASCII, the whole value, finite
+    (django-environ's casts drop characters they do not expect: ``3e2`` became 32).
+    Raises ImproperlyConfigured naming the variable."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    text = raw.strip()
+    try:
+        if not text.isascii():
+            raise ValueError
+        value = cast(text)
+    except ValueError:
+        what = "a whole number" if cast is int else "a number"
+        raise ImproperlyConfigured(f"{name}={raw!r}: not {what}") from None
+    if cast is float and not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name}={raw!r}: not a finite number")
+    return value
+
+
+def env_int(name: str, default: int) -> int:
+    return _env_number(name, default, int)
+
+
+def env_float(name: str, default: float) -> float:
+    return _env_number(name, default, float)
+
+
 def env_rate(name: str, default: str) -> str:
     """A rate limit like ``600/min`` (``/s``, ``/min``, ``/hour``, ``/day``), or ""
     for none; raises ImproperlyConfigured for anything else."""
     raw = env.str(name, default=default).strip()
     count, _, period = raw.partition("/")
-    if raw and not (count.isdigit() and int(count) > 0
+    if raw and not (count.isascii() and count.isdigit() and int(count) > 0
                     and period in ("s", "sec", "second", "m", "min", "minute", "h", "hour",
                                    "d", "day")):
         raise ImproperlyConfigured(f"{name}={raw!r}: use a rate like 600/min (or empty: none)")
@@ -197,7 +227,7 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["monitors.auth.CallerRateThrottle"
 
 # --- CronRadar --------------------------------------------------------------
 # Seconds between evaluator ticks (Celery beat in production, a loop in `serve`).
-CRONRADAR_TICK_SECONDS = env.float("CRONRADAR_TICK_SECONDS", default=0.5)
+CRONRADAR_TICK_SECONDS = env_float("CRONRADAR_TICK_SECONDS", default=0.5)
 CELERY_BEAT_SCHEDULE = {
     "evaluate": {
         "task": "monitors.tasks.evaluate",
@@ -218,12 +248,12 @@ CELERY_BEAT_SCHEDULE = {
 # notifications, go CRONRADAR_INCIDENT_RETENTION_DAYS after resolving. Pruned every
 # CRONRADAR_PRUNE_INTERVAL seconds (0: never), at most CRONRADAR_PRUNE_BATCH rows a
 # statement.
-CRONRADAR_KEEP_PINGS = env.int("CRONRADAR_KEEP_PINGS", default=100)
-CRONRADAR_KEEP_RUNS = env.int("CRONRADAR_KEEP_RUNS", default=100)
-CRONRADAR_RUN_RETENTION_DAYS = env.float("CRONRADAR_RUN_RETENTION_DAYS", default=90)
-CRONRADAR_INCIDENT_RETENTION_DAYS = env.float("CRONRADAR_INCIDENT_RETENTION_DAYS", default=365)
-CRONRADAR_PRUNE_INTERVAL = env.float("CRONRADAR_PRUNE_INTERVAL", default=60)
-CRONRADAR_PRUNE_BATCH = env.int("CRONRADAR_PRUNE_BATCH", default=500)
+CRONRADAR_KEEP_PINGS = env_int("CRONRADAR_KEEP_PINGS", default=100)
+CRONRADAR_KEEP_RUNS = env_int("CRONRADAR_KEEP_RUNS", default=100)
+CRONRADAR_RUN_RETENTION_DAYS = env_float("CRONRADAR_RUN_RETENTION_DAYS", default=90)
+CRONRADAR_INCIDENT_RETENTION_DAYS = env_float("CRONRADAR_INCIDENT_RETENTION_DAYS", default=365)
+CRONRADAR_PRUNE_INTERVAL = env_float("CRONRADAR_PRUNE_INTERVAL", default=60)
+CRONRADAR_PRUNE_BATCH = env_int("CRONRADAR_PRUNE_BATCH", default=500)
 for _name, _low in (("CRONRADAR_KEEP_PINGS", 1), ("CRONRADAR_KEEP_RUNS", 1),
                     ("CRONRADAR_RUN_RETENTION_DAYS", 0), ("CRONRADAR_INCIDENT_RETENTION_DAYS", 0),
                     ("CRONRADAR_PRUNE_INTERVAL", 0), ("CRONRADAR_PRUNE_BATCH", 1)):
@@ -238,7 +268,7 @@ if CRONRADAR_PRUNE_INTERVAL:
 # Public base URL used to build ping URLs shown in the API.
 CRONRADAR_BASE_URL = env("CRONRADAR_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 # Bytes of a ping's POST body that are stored; the rest is dropped and marked truncated.
-CRONRADAR_PING_BODY_LIMIT = env.int("CRONRADAR_PING_BODY_LIMIT", default=100 * 1024)
+CRONRADAR_PING_BODY_LIMIT = env_int("CRONRADAR_PING_BODY_LIMIT", default=100 * 1024)
 # Behind a reverse proxy that sets X-Forwarded-For (docker/compose.yaml's nginx), a
 # ping's client address is the last entry of that header. Only turn it on when
 # clients cannot reach the web server except through that proxy.
@@ -247,19 +277,19 @@ if CRONRADAR_TRUST_X_FORWARDED_FOR:  # the same proxy says whether the client us
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Outgoing notifications (webhooks, Slack, PagerDuty): see alerts.delivery.
 # Seconds each HTTP operation of an attempt may take (connect, write, read).
-CRONRADAR_DELIVERY_TIMEOUT = env.float("CRONRADAR_DELIVERY_TIMEOUT", default=5.0)
+CRONRADAR_DELIVERY_TIMEOUT = env_float("CRONRADAR_DELIVERY_TIMEOUT", default=5.0)
 # Retryable failures are retried until a delivery is this many seconds old (6 h).
-CRONRADAR_DELIVERY_MAX_AGE = env.float("CRONRADAR_DELIVERY_MAX_AGE", default=6 * 3600)
+CRONRADAR_DELIVERY_MAX_AGE = env_float("CRONRADAR_DELIVERY_MAX_AGE", default=6 * 3600)
 # An extra bound on attempts; 0: none (the age bounds retries).
-CRONRADAR_DELIVERY_MAX_ATTEMPTS = env.int("CRONRADAR_DELIVERY_MAX_ATTEMPTS", default=0)
+CRONRADAR_DELIVERY_MAX_ATTEMPTS = env_int("CRONRADAR_DELIVERY_MAX_ATTEMPTS", default=0)
 # Backoff between attempts: BACKOFF ** attempts seconds (jittered, at most 600).
-CRONRADAR_DELIVERY_BACKOFF = env.float("CRONRADAR_DELIVERY_BACKOFF", default=2.0)
+CRONRADAR_DELIVERY_BACKOFF = env_float("CRONRADAR_DELIVERY_BACKOFF", default=2.0)
 # A receiver's Retry-After is honoured up to this many seconds.
-CRONRADAR_DELIVERY_RETRY_AFTER_CAP = env.float("CRONRADAR_DELIVERY_RETRY_AFTER_CAP",
+CRONRADAR_DELIVERY_RETRY_AFTER_CAP = env_float("CRONRADAR_DELIVERY_RETRY_AFTER_CAP",
                                                default=600.0)
 # Attempts in flight per channel at most, and sender threads per process.
-CRONRADAR_CHANNEL_CONCURRENCY = env.int("CRONRADAR_CHANNEL_CONCURRENCY", default=4)
-CRONRADAR_DELIVERY_THREADS = env.int("CRONRADAR_DELIVERY_THREADS", default=32)
+CRONRADAR_CHANNEL_CONCURRENCY = env_int("CRONRADAR_CHANNEL_CONCURRENCY", default=4)
+CRONRADAR_DELIVERY_THREADS = env_int("CRONRADAR_DELIVERY_THREADS", default=32)
 # The SSRF guard (alerts.destinations): notifications reach public addresses only.
 # On under CRONRADAR_ENV=production; off in the embedded default so local
 # receivers work. CRONRADAR_ALLOWED_DESTINATIONS: hosts and networks (CIDR)
@@ -273,29 +303,29 @@ vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 CRONRADAR_EMAIL_FROM = env("CRONRADAR_EMAIL_FROM", default="cronradar@localhost")
 # Flapping (alerts.flapping): more than this many incidents of a monitor in an hour,
 # and the quiet time (seconds) after which it is stable again.
-CRONRADAR_FLAPPING_INCIDENTS = env.int("CRONRADAR_FLAPPING_INCIDENTS", default=5)
-CRONRADAR_FLAPPING_QUIET = env.int("CRONRADAR_FLAPPING_QUIET", default=3600)
+CRONRADAR_FLAPPING_INCIDENTS = env_int("CRONRADAR_FLAPPING_INCIDENTS", default=5)
+CRONRADAR_FLAPPING_QUIET = env_int("CRONRADAR_FLAPPING_QUIET", default=3600)
 # GET /api/v1/monitors/<id>/stats/ covers this many of the newest runs unless the
 # request says otherwise (?runs=, 1-10000; monitors.analytics).
-CRONRADAR_STATS_RUNS = env.int("CRONRADAR_STATS_RUNS", default=100)
+CRONRADAR_STATS_RUNS = env_int("CRONRADAR_STATS_RUNS", default=100)
 if not 1 <= CRONRADAR_STATS_RUNS <= 10000:
     raise ImproperlyConfigured(f"CRONRADAR_STATS_RUNS={CRONRADAR_STATS_RUNS}: use 1 to 10000")
 # Signed acknowledge/resolve links in notifications stay valid this many seconds.
-CRONRADAR_LINK_MAX_AGE = env.int("CRONRADAR_LINK_MAX_AGE", default=24 * 3600)
+CRONRADAR_LINK_MAX_AGE = env_int("CRONRADAR_LINK_MAX_AGE", default=24 * 3600)
 # CronRadar's own liveness (monitors.liveness): every web process and the evaluator
 # record that they are alive every CRONRADAR_LIVENESS_INTERVAL seconds (0: off);
 # a silence of the web tier longer than CRONRADAR_OUTAGE_THRESHOLD seconds is an
 # outage, and slots whose grace ended in it are recorded unknown, not missed.
-CRONRADAR_LIVENESS_INTERVAL = env.float("CRONRADAR_LIVENESS_INTERVAL", default=1.0)
-CRONRADAR_OUTAGE_THRESHOLD = env.float("CRONRADAR_OUTAGE_THRESHOLD", default=10.0)
+CRONRADAR_LIVENESS_INTERVAL = env_float("CRONRADAR_LIVENESS_INTERVAL", default=1.0)
+CRONRADAR_OUTAGE_THRESHOLD = env_float("CRONRADAR_OUTAGE_THRESHOLD", default=10.0)
 CRONRADAR_PAGERDUTY_EVENTS_URL = env(
     "CRONRADAR_PAGERDUTY_EVENTS_URL", default="https://events.pagerduty.com/v2/enqueue"
 )
 # The overlap-policy advisor (GET /api/v1/monitors/<id>/advice/, monitors.advisor):
 # it replays the monitor's last CRONRADAR_ADVICE_RUNS finished runs and advises
 # only from CRONRADAR_ADVICE_MIN_RUNS of them on.
-CRONRADAR_ADVICE_RUNS = env.int("CRONRADAR_ADVICE_RUNS", default=100)
-CRONRADAR_ADVICE_MIN_RUNS = env.int("CRONRADAR_ADVICE_MIN_RUNS", default=20)
+CRONRADAR_ADVICE_RUNS = env_int("CRONRADAR_ADVICE_RUNS", default=100)
+CRONRADAR_ADVICE_MIN_RUNS = env_int("CRONRADAR_ADVICE_MIN_RUNS", default=20)
 if not 1 <= CRONRADAR_ADVICE_RUNS <= 10000:
     raise ImproperlyConfigured(f"CRONRADAR_ADVICE_RUNS={CRONRADAR_ADVICE_RUNS}: use 1 to 10000")
 if not 1 <= CRONRADAR_ADVICE_MIN_RUNS <= CRONRADAR_ADVICE_RUNS:

@@ -108,9 +108,34 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
         failure = exc
     log.error("ping stored without applying its effects (%s: %s)", type(failure).__name__,
               failure, exc_info=failure)
+    problem = f"a ping's effects could not be applied: {type(failure).__name__}: {failure}"
     with transaction.atomic():
         monitor = _lock(where)
-        return None if monitor is None else _insert_ping(monitor.pk, None, ping, now, False)
+        if monitor is None:
+            return None
+        stored = _insert_ping(monitor.pk, None, ping, now, False)
+        monitor.evaluation_error = problem[:500]  # shown by the API and the dashboard
+        sql.update(monitor, ["evaluation_error"])
+    if ping.kind == Ping.Kind.FAIL or ping.exit_status not in (None, 0):
+        _report_failure(where, ping, now, problem)
+    return stored
+
+
+def _report_failure(where: tuple[str, list], ping: PingInput, now: datetime,
+                    problem: str) -> None:
+    """A failure whose run could not be recorded still raises ``failed`` (after
+    the ping is stored, in a transaction of its own: if this fails too, the ping
+    stays)."""
+    status = f" (exit status {ping.exit_status})" if ping.exit_status is not None else ""
+    try:
+        with transaction.atomic():
+            monitor = _lock(where)
+            if monitor is not None and not monitor.paused:
+                detections.emit(monitor, [Detection(
+                    Kind.FAILED, now, f"run failed{status}; {problem}"[:500],
+                    detail={"exit_status": ping.exit_status})])
+    except Exception:
+        log.exception("reporting a failed run of a monitor whose pings cannot be applied")
 
 
 def lookup(uuid: UUID | None = None, ping_key: str = "", slug: str = "") -> tuple[str, list]:

@@ -167,6 +167,26 @@ def test_ping_is_stored_even_when_applying_it_fails(client, make_monitor, monkey
     p = Ping.objects.get(monitor=m)
     assert (p.kind, p.run, bytes(p.body)) == ("start", None, b"x")
     assert Run.objects.count() == 0  # the half-applied effect was rolled back
+    m.refresh_from_db()
+    assert m.evaluation_error == ("a ping's effects could not be applied: RuntimeError: "
+                                  "schedule engine exploded")
+    assert not Incident.objects.exists()  # a start is no failure
+
+
+def test_a_failure_whose_run_cannot_be_recorded_still_raises_failed(client, make_monitor,
+                                                                   monkeypatch):
+    m = make_monitor()
+
+    def boom(*args):
+        raise RuntimeError("schedule engine exploded")
+
+    monkeypatch.setattr("monitors.slots.slot_for", boom)
+    assert client.get(f"/ping/{m.uuid}/3").status_code == 200
+    assert Ping.objects.get(monitor=m).exit_status == 3
+    incident = Incident.objects.get(monitor=m)
+    assert (incident.cause, incident.summary) == (
+        "failed", f"{m.name}: run failed (exit status 3); a ping's effects could not be "
+                  "applied: RuntimeError: schedule engine exploded")
 
 
 def test_late_cron_start_takes_over_missed_slot(make_monitor):
