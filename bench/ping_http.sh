@@ -81,9 +81,11 @@ want() { case " $TARGETS " in *" $1 "*) return 0 ;; esac; return 1; }
 if want cronradar || want busy || want pairs; then
     services || exit 1
     WP=$(free_port)
-    env "${PGENV[@]}" "$PY" bench/ping_http_db.py setup "$S/codes.txt" 100 && lua "$S/codes.txt"
-    head -n1 "$S/codes.txt" >"$S/one.txt" && lua "$S/one.txt"
-    sed -n 2p "$S/codes.txt" >"$S/pair.txt" && pairs_lua "$S/pair.txt" && cp "$S/pair.txt.pairs.lua" "$S/pair.txt.lua"
+    # 100 monitors for the round-robin load, one for "busy", one for "pairs"
+    env "${PGENV[@]}" "$PY" bench/ping_http_db.py setup "$S/all.txt" 102
+    head -n100 "$S/all.txt" >"$S/codes.txt" && lua "$S/codes.txt"
+    sed -n 101p "$S/all.txt" >"$S/one.txt" && lua "$S/one.txt"
+    sed -n 102p "$S/all.txt" >"$S/pair.txt" && pairs_lua "$S/pair.txt" && cp "$S/pair.txt.pairs.lua" "$S/pair.txt.lua"
     setsid env "${PGENV[@]}" "$VENV/bin/gunicorn" cronradar.wsgi:application -w 4 \
         -b "127.0.0.1:$WP" --access-logfile /dev/null >"$S/gunicorn.log" 2>&1 &
     PIDS+=($!)
@@ -115,7 +117,8 @@ for round in $(seq "$ROUNDS"); do
     fi
     want cronradar && measure cronradar "http://127.0.0.1:$WP" "$S/codes.txt" "${PGENV[@]}"
     want busy && measure busy "http://127.0.0.1:$WP" "$S/one.txt" "${PGENV[@]}"
-    if want pairs; then
+    if want pairs; then  # the monitor's pings and runs of earlier rounds are removed first
+        env "${PGENV[@]}" "$PY" bench/ping_http_db.py reset "$(cat "$S/pair.txt")"
         measure pairs "http://127.0.0.1:$WP" "$S/pair.txt" "${PGENV[@]}"
         env "${PGENV[@]}" "$PY" bench/ping_http_db.py check "$(cat "$S/pair.txt")"
     fi

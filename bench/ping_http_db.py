@@ -4,6 +4,7 @@
                                          ping UUIDs to CODES_FILE, one a line
     ping_http_db.py count                print: pings runs (rows stored so far)
     ping_http_db.py check UUID           the paired-pings correctness figures of one monitor
+    ping_http_db.py reset UUID           delete that monitor's pings and runs
 
 Uses the database of ``DATABASE_URL`` (else the embedded SQLite file under
 ``CRONRADAR_DATA_DIR``). Monitors are interval monitors (period 60 s, grace 1 h),
@@ -66,5 +67,8 @@ if __name__ == "__main__":
         print(Ping.objects.count(), Run.objects.count())
     elif cmd == "check":
         check(sys.argv[2])
+    elif cmd == "reset":
+        Ping.objects.filter(monitor__uuid=sys.argv[2]).delete()
+        Run.objects.filter(monitor__uuid=sys.argv[2]).delete()
     else:
         sys.exit(f"unknown command {cmd}")
