@@ -7,7 +7,7 @@ import contextlib
 
 from django.db.models import Prefetch
 from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -76,9 +76,7 @@ def incident_act(request, pk: int, action: str):
     """POST ``/incidents/<id>/ack/`` or ``/resolve/`` (``note`` optional), as the
     person."""
     require(request, ROLE.MEMBER)
-    incident = _incidents(request).filter(pk=pk).first()
-    if incident is None:
-        raise Http404
+    incident = get_object_or_404(_incidents(request), pk=pk)
     act = incident_logic.acknowledge if action == "ack" else incident_logic.resolve_by_hand
     if action not in ("ack", "resolve"):
         raise Http404

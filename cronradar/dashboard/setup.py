@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -69,15 +68,17 @@ def _detail(exc) -> str:
 
 # --- channels ---------------------------------------------------------------------------
 
+def _channel(request, pk: int) -> Channel:
+    """The project's live channel ``pk`` (404 otherwise)."""
+    return get_object_or_404(Channel, pk=pk, project=request.project, deleted_at__isnull=True)
+
+
 @page
 def channels(request, pk: int | None = None):
     """``/channels/`` (list + create) and ``/channels/<id>/`` (edit)."""
     instance = None
     if pk is not None:
-        instance = Channel.objects.filter(pk=pk, project=request.project,
-                                          deleted_at__isnull=True).first()
-        if instance is None:
-            raise Http404
+        instance = _channel(request, pk)
     errors, result = {}, request.session.pop("channel_test", None)
     if request.method == "POST":
         require(request, ROLE.ADMIN)
@@ -117,10 +118,7 @@ def channel_test(request, pk: int):
     """POST ``/channels/<id>/test/``: send a test notification; the list shows the
     answer."""
     require(request, ROLE.MEMBER)
-    channel = Channel.objects.filter(pk=pk, project=request.project,
-                                     deleted_at__isnull=True).first()
-    if channel is None:
-        raise Http404
+    channel = _channel(request, pk)
     status, error = incidents.send_test(channel, timezone.now())
     request.session["channel_test"] = {"channel": channel.name or f"#{channel.pk}",
                                        "ok": error == "", "status": status, "error": error}
@@ -130,10 +128,7 @@ def channel_test(request, pk: int):
 @page
 def channel_delete(request, pk: int):
     require(request, ROLE.ADMIN)
-    channel = Channel.objects.filter(pk=pk, project=request.project,
-                                     deleted_at__isnull=True).first()
-    if channel is None:
-        raise Http404
+    channel = _channel(request, pk)
     sole = escalation.tiers_only_on(channel)
     if request.method == "POST" and not sole:
         incidents.delete_channel(channel, timezone.now())
@@ -152,9 +147,7 @@ def policies(request, pk: int | None = None):
     channels."""
     instance = None
     if pk is not None:
-        instance = EscalationPolicy.objects.filter(pk=pk, project=request.project).first()
-        if instance is None:
-            raise Http404
+        instance = get_object_or_404(EscalationPolicy, pk=pk, project=request.project)
     errors = {}
     if request.method == "POST":
         require(request, ROLE.ADMIN)
@@ -189,9 +182,7 @@ def policies(request, pk: int | None = None):
 @page
 def policy_delete(request, pk: int):
     require(request, ROLE.ADMIN)
-    policy = EscalationPolicy.objects.filter(pk=pk, project=request.project).first()
-    if policy is None:
-        raise Http404
+    policy = get_object_or_404(EscalationPolicy, pk=pk, project=request.project)
     users = sorted(a.monitor.name for a in policy.monitors.select_related("monitor"))
     if request.method == "POST" and not users:
         policy.delete()
@@ -213,9 +204,7 @@ def windows(request, pk: int | None = None):
     """``/maintenance/`` and ``/maintenance/<id>/``."""
     instance = None
     if pk is not None:
-        instance = MaintenanceWindow.objects.filter(pk=pk, project=request.project).first()
-        if instance is None:
-            raise Http404
+        instance = get_object_or_404(MaintenanceWindow, pk=pk, project=request.project)
     errors = {}
     if request.method == "POST":
         require(request, ROLE.MEMBER)
@@ -279,9 +268,7 @@ def _moment(value: str | None, zone) -> tuple[str | None, str]:
 @page
 def window_delete(request, pk: int):
     require(request, ROLE.MEMBER)
-    window = MaintenanceWindow.objects.filter(pk=pk, project=request.project).first()
-    if window is None:
-        raise Http404
+    window = get_object_or_404(MaintenanceWindow, pk=pk, project=request.project)
     if request.method == "POST":
         window.delete()
         return redirect("dashboard:windows")
@@ -318,9 +305,7 @@ def keys(request):
 @page
 def key_revoke(request, pk: int):
     require(request, ROLE.ADMIN)
-    key = ApiKey.objects.filter(pk=pk, project=request.project).first()
-    if key is None:
-        raise Http404
+    key = get_object_or_404(ApiKey, pk=pk, project=request.project)
     if request.method == "POST":
         ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now())
@@ -384,10 +369,8 @@ def member_remove(request, pk: int):
     from monitors.accounts import MemberViewSet
 
     require(request, ROLE.ADMIN)
-    membership = Membership.objects.filter(pk=pk, organisation=request.project.organisation
-                                           ).select_related("user").first()
-    if membership is None:
-        raise Http404
+    membership = get_object_or_404(Membership.objects.select_related("user"), pk=pk,
+                                   organisation=request.project.organisation)
     if request.method == "POST":
         view = MemberViewSet(request=request)
         try:
