@@ -78,8 +78,9 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     (undeleted) monitor matches.
 
     The common pings cost one transaction of five statements besides BEGIN and
-    COMMIT: lock and read the monitor, read the runs it can touch, write the run,
-    update the monitor, insert the ping (tests/test_query_counts.py pins them).
+    COMMIT: lock and read the monitor (and the subscribers' state), read the runs
+    it can touch, write the run, update the monitor, insert the ping
+    (tests/test_query_counts.py pins them).
     Effects are computed and written first; if anything raises, the transaction
     is rolled back and the ping is stored alone in a second one.
 
@@ -89,11 +90,11 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     (what Django's per-request health check did, paid only when it fails); any
     other database error is raised (the ping route answers 503: nothing was stored).
     """
-    started = []
+    started = False
     try:
         with transaction.atomic():
             monitor = _lock(where)
-            started.append(True)
+            started = True
             if monitor is None:
                 return None
             run, duplicate = _apply(monitor, ping, now)
@@ -126,13 +127,12 @@ def _report_failure(where: tuple[str, list], ping: PingInput, now: datetime,
     """A failure whose run could not be recorded still raises ``failed`` (after
     the ping is stored, in a transaction of its own: if this fails too, the ping
     stays)."""
-    status = f" (exit status {ping.exit_status})" if ping.exit_status is not None else ""
     try:
         with transaction.atomic():
             monitor = _lock(where)
             if monitor is not None and not monitor.paused:
                 detections.emit(monitor, [Detection(
-                    Kind.FAILED, now, f"run failed{status}; {problem}"[:500],
+                    Kind.FAILED, now, f"run failed{_status(ping)}; {problem}"[:500],
                     detail={"exit_status": ping.exit_status})])
     except Exception:
         log.exception("reporting a failed run of a monitor whose pings cannot be applied")
@@ -299,12 +299,11 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     run.outcome = Run.Outcome.FAILED if failed else Run.Outcome.SUCCEEDED
     _save_run(run)
     if failed:
-        status = f" (exit status {ping.exit_status})" if ping.exit_status is not None else ""
         attempt = _attempt(monitor, run)
         if attempt >= monitor.max_attempts:  # else a later attempt may still succeed
             of = (f", attempt {attempt} of {monitor.max_attempts}"
                   if monitor.max_attempts > 1 else "")
-            found.append(Detection(Kind.FAILED, now, f"run failed{status}{of}",
+            found.append(Detection(Kind.FAILED, now, f"run failed{_status(ping)}{of}",
                                    detail={"run": run.pk, "exit_status": ping.exit_status}))
     elif monitor.min_runtime and run.duration is not None and run.duration < monitor.min_runtime:
         found.append(Detection(
@@ -316,6 +315,10 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
         found.append(analytics.slow(monitor, run, now)
                      or Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
     return run, False
+
+
+def _status(ping: PingInput) -> str:
+    return f" (exit status {ping.exit_status})" if ping.exit_status is not None else ""
 
 
 def _attempt(monitor: Monitor, run: Run) -> int:
@@ -340,19 +343,20 @@ def _attempt(monitor: Monitor, run: Run) -> int:
 
 
 def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
-             looked_up: datetime | None) -> Run:
+             slot: datetime | None) -> Run:
     """An unsaved run for the slot ``now`` belongs to; advances the expected slot.
 
     A run arriving for a slot already written off (``missed``, or ``unknown``
     during an outage) takes over that row, so the slot's history shows what
-    really happened. ``runs``: from :func:`pending_runs`, which has the written-off
-    row of slot ``looked_up`` if there is one (another slot's is looked up here).
+    really happened. ``slot``: :func:`slots.slot_for` at ``now``, when the caller
+    computed it and :func:`pending_runs` read its written-off row with ``runs``;
+    None: computed here and the row looked up.
     """
-    slot = slots.slot_for(monitor, now)
+    if slot is None:  # an end ping with a rid no run has: rare
+        slot = slots.slot_for(monitor, now)
+        runs = list(Run.objects.filter(monitor=monitor, slot_at=slot,
+                                       outcome__in=Run.WRITTEN_OFF)[:1])
     taken = [r for r in runs if r.slot_at == slot and r.outcome in Run.WRITTEN_OFF]
-    if not taken and slot != looked_up:
-        taken = list(Run.objects.filter(monitor=monitor, slot_at=slot,
-                                        outcome__in=Run.WRITTEN_OFF)[:1])
     run = taken[0] if taken else Run(monitor=monitor, slot_at=slot)
     run.rid = rid
     if monitor.deadline:
