@@ -35,7 +35,7 @@ from monitors import detections, liveness, signals, slots, sql
 from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
 from monitors.models import Monitor, Outage, OutageImpact, Run
-from monitors.pings import pending_filter, pending_runs
+from monitors.pings import pending_runs, pending_runs_of
 
 log = logging.getLogger(__name__)
 BATCH = 1000  # monitors a tick selects at most
@@ -221,7 +221,7 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
             alone = [m.pk for m in monitors if m.deleted_at is not None]
             live = [m for m in monitors if m.deleted_at is None]
             runs: dict[int, list[Run]] = {m.pk: [] for m in live}
-            for run in Run.objects.filter(pending_filter(m.pk for m in live)).order_by("pk"):
+            for run in pending_runs_of([m.pk for m in live]):
                 runs[run.monitor_id].append(run)
             judged, changed, written_off = [], [], []
             for m in live:

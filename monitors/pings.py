@@ -23,7 +23,6 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import Q
 
 from monitors import analytics, detections, slots, sql
 from monitors.detections import Detection, Kind
@@ -181,22 +180,25 @@ def pending_runs(monitor: Monitor, rid: UUID | None = None,
     a new run for it takes over), so a ping needs one query for all of them.
     Ordered by ``pk``.
     """
-    where, params = [_PENDING], [monitor.pk, *Run.OPEN_OUTCOMES, False]
+    where, params = [_PENDING], [*Run.OPEN_OUTCOMES, False]
     if rid is not None:
         where.append("OR rid = %s")
         params.append(sql.prep(Run, "rid", rid))
     if slot is not None:
         where.append("OR (slot_at = %s AND outcome IN (%s, %s))")
         params += [sql.prep(Run, "slot_at", slot), *Run.WRITTEN_OFF]
-    return sql.select(Run, " ".join(where) + ")", params, "ORDER BY id")
+    return sql.select(Run, f"monitor_id = %s AND ({' '.join(where)})",
+                      [monitor.pk, *params], "ORDER BY id")
 
 
-def pending_filter(monitor_ids) -> Q:
-    """The runs :func:`pending_runs` reads (without a rid or slot), for several
-    monitors at once (the evaluator's batches)."""
-    ids = list(monitor_ids)
-    return (Q(monitor_id__in=ids, outcome__in=Run.OPEN_OUTCOMES)
-            | Q(monitor_id__in=ids, deadline_at__isnull=False, deadline_checked=False))
+def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
+    """:func:`pending_runs` (without a rid or slot) of several monitors in one
+    query (the evaluator's batches), ordered by ``pk``."""
+    if not monitor_ids:
+        return []
+    marks = ", ".join(["%s"] * len(monitor_ids))
+    return sql.select(Run, f"monitor_id IN ({marks}) AND ({_PENDING})",
+                      [*monitor_ids, *Run.OPEN_OUTCOMES, False], "ORDER BY id")
 
 
 # --- the hot path's statements, as SQL (see monitors.sql) --------------------------------
@@ -205,8 +207,7 @@ MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
                        "next_evaluation_at")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
               "exit_status", "timeout_at", "deadline_at", "deadline_checked")
-_PENDING = ("monitor_id = %s AND (outcome IN (%s, %s) "
-            "OR (deadline_at IS NOT NULL AND deadline_checked = %s)")
+_PENDING = ("outcome IN (%s, %s) OR (deadline_at IS NOT NULL AND deadline_checked = %s)")
 
 
 def _lock(where: tuple[str, list]) -> Monitor | None:
