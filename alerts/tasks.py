@@ -131,7 +131,9 @@ def dispatch() -> None:
     """Call inside the transaction that created ``Delivery`` rows: once it commits,
     the deliveries are claimed at once instead of on the next tick (a ``deliver``
     task with a broker, else a wake-up of this process's delivery loop). They are
-    rows already: if this nudge is lost, the next tick sends them."""
+    rows already: if this nudge is lost, the next tick sends them. One nudge per
+    transaction however many calls (a batch of the evaluator opens hundreds of
+    incidents): Django keeps the pending callbacks as (savepoints, func, robust)."""
     if not any(fn is _nudge for _, fn, *_ in transaction.get_connection().run_on_commit):
         transaction.on_commit(_nudge)
 
