@@ -21,7 +21,8 @@ class Command(BaseCommand):
             step = retention.prune(now, everything=everything)
             total.pings, total.runs = total.pings + step.pings, total.runs + step.runs
             total.monitors += step.monitors
-            if not (step.pings or step.runs) and not (step.monitors and not everything):
+            # --all: until a pass deletes nothing; else until no new rows are left
+            if not (step.pings or step.runs or (step.monitors and not everything)):
                 break
         incidents = sum(n or 0 for _, n in signals.prune.send(sender=None, now=now))
         self.stdout.write(f"deleted {total.pings} pings, {total.runs} runs and {incidents} "
