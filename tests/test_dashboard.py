@@ -201,6 +201,36 @@ def test_another_tenants_pages_are_404(admin, project):
     assert Monitor.objects.get(pk=m.pk).paused is False
 
 
+def test_another_tenants_setup_pages_are_404(admin, project):
+    """The isolation matrix, continued: policies, maintenance windows, API keys and
+    members of another organisation are 404 to read and to change, and stay."""
+    other = new_project("charlie")
+    policy = EscalationPolicy.objects.create(project=other, name="their policy")
+    now = timezone.now()
+    window = MaintenanceWindow.objects.create(project=other, name="their window", tag="db",
+                                              starts_at=now, ends_at=now + 3600 * S)
+    key, _ = ApiKey.issue(other)
+    stranger = get_user_model().objects.create_user("stranger", "s@example.com", "pw")
+    member = Membership.objects.create(organisation=other.organisation, user=stranger)
+    for method, url in [("get", f"/policies/{policy.pk}/"),
+                        ("post", f"/policies/{policy.pk}/"),
+                        ("post", f"/policies/{policy.pk}/delete/"),
+                        ("get", f"/maintenance/{window.pk}/"),
+                        ("post", f"/maintenance/{window.pk}/"),
+                        ("post", f"/maintenance/{window.pk}/delete/"),
+                        ("post", f"/keys/{key.pk}/revoke/"),
+                        ("post", f"/members/{member.pk}/remove/")]:
+        assert getattr(admin, method)(url, {"name": "mine"}).status_code == 404, (method, url)
+    for page in ("/policies/", "/maintenance/", "/keys/", "/members/"):
+        body = text(admin.get(page))
+        assert "their policy" not in body and "their window" not in body
+        assert key.prefix not in body and "stranger" not in body
+    assert EscalationPolicy.objects.get(pk=policy.pk).name == "their policy"
+    assert MaintenanceWindow.objects.filter(pk=window.pk).exists()
+    assert ApiKey.objects.get(pk=key.pk).revoked_at is None
+    assert Membership.objects.filter(pk=member.pk).exists()
+
+
 def test_the_monitors_list_takes_a_bounded_number_of_queries(admin, project):
     now = timezone.now()
     monitors = Monitor.objects.bulk_create(
