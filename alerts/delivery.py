@@ -46,13 +46,15 @@ import httpx
 from django.conf import settings
 from django.core import mail
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, F, OuterRef, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from alerts import escalation
 from alerts.destinations import BlockedDestination, GuardedTransport
-from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest
+from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
 from alerts.models import Channel, Delivery, DeliveryAttempt
+from monitors import sql
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +62,11 @@ BACKOFF_CAP = 600.0  # seconds between two attempts at most (without Retry-After
 ERROR_MAX = 500  # DeliveryAttempt.error / Delivery.last_error length
 BODY_SNIPPET = 200  # bytes of a failed response's body kept in the error
 _CLAIM_LOCK = 7_311_001  # pg_advisory_xact_lock key: one claimer at a time
+# Claims and outcomes are committed without waiting for the WAL flush: a crash of
+# PostgreSQL may lose the last fraction of a second of them, which only means a
+# delivery is claimed (and sent) again, as the at-least-once contract allows.
+# Nothing else is affected (the setting lasts for that transaction only).
+_NO_FSYNC = "SET LOCAL synchronous_commit = off"
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,8 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
     pending or sending. A channel gets no more claims while it has
     ``CRONRADAR_CHANNEL_CONCURRENCY`` unexpired ones. Claimers are serialized (an
     advisory lock on PostgreSQL, the write lock on SQLite), so the cap holds with
-    any number of processes; each claim is a compare-and-set on ``lease`` too.
+    any number of processes; the claims are one compare-and-set ``UPDATE`` that
+    bumps each row's ``lease``.
     """
     if limit <= 0:
         return []
@@ -98,77 +106,194 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CLAIM_LOCK])
-        # Hits the delivery_due index; the NOT EXISTS hits delivery_order.
+                cursor.execute(_NO_FSYNC)
+        # Claims in flight per channel (unexpired ``sending`` rows: few).
+        in_flight = Counter(dict(Delivery.objects.filter(
+            status=Delivery.Status.SENDING, next_attempt_at__gt=now)
+            .values_list("channel_id").annotate(n=Count("pk")).order_by()))
+        full = [ch for ch, n in in_flight.items() if n >= cap]
+        # Hits the delivery_due index; the NOT EXISTS hits delivery_order. Only the
+        # first `cap` due rows of each channel not at its cap: a burst to a few
+        # channels (whose rows come first) never hides the others' rows.
+        first = Window(RowNumber(), partition_by=F("channel_id"),
+                       order_by=[F("next_attempt_at").asc(), F("pk").asc()])
         due = list(Delivery.objects.filter(status__in=Delivery.ACTIVE, next_attempt_at__lte=now)
-                   .exclude(Exists(earlier)).order_by("next_attempt_at", "pk")
-                   .values_list("pk", "channel_id", "lease")[:limit * 4])
+                   .exclude(channel_id__in=full).exclude(Exists(earlier))
+                   .annotate(_rank=first).filter(_rank__lte=cap)
+                   .order_by("next_attempt_at", "pk").values_list("pk", "channel_id")[:limit * 4])
         if not due:
             return []
-        in_flight = Counter(Delivery.objects.filter(
-            status=Delivery.Status.SENDING, next_attempt_at__gt=now,
-            channel_id__in={ch for _, ch, _ in due}).values_list("channel_id", flat=True))
-        claims: list[Claim] = []
-        for pk, channel_id, lease in due:
-            if len(claims) >= limit:
+        picked: list[int] = []
+        for pk, channel_id in due:
+            if len(picked) >= limit:
                 break
-            if in_flight[channel_id] >= cap:
-                continue
-            if Delivery.objects.filter(pk=pk, lease=lease).update(
-                    status=Delivery.Status.SENDING, lease=lease + 1, claimed_at=now,
-                    next_attempt_at=now + claim_timeout()):
+            if in_flight[channel_id] < cap:
                 in_flight[channel_id] += 1
-                claims.append(Claim(pk, lease + 1))
-        return claims
+                picked.append(pk)
+        if not picked:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {Delivery._meta.db_table} SET status = %s, lease = lease + 1, "
+                f"claimed_at = %s, next_attempt_at = %s WHERE id IN "
+                f"({', '.join(['%s'] * len(picked))}) AND status IN (%s, %s) "
+                "AND next_attempt_at <= %s RETURNING id, lease",
+                [Delivery.Status.SENDING, sql.prep(Delivery, "claimed_at", now),
+                 sql.prep(Delivery, "next_attempt_at", now + claim_timeout()), *picked,
+                 *Delivery.ACTIVE, sql.prep(Delivery, "next_attempt_at", now)])
+            leases = dict(cursor.fetchall())
+        return [Claim(pk, leases[pk]) for pk in picked if pk in leases]
+
+
+@dataclass
+class Attempt:
+    """One attempt of a claimed delivery, from :func:`prepare` through
+    :func:`attempt` (the HTTP part, no database) to :func:`record`.
+
+    request: the built request, or None when it could not be built (``error``
+    says why; not retried). After :func:`attempt`: ``started_at`` /
+    ``finished_at`` (the clock before and after), ``duration_ms``, the receiver's
+    ``status_code`` (None without an answer), ``error`` ("" on success),
+    ``retryable`` and ``retry_after`` (seconds, from ``Retry-After``).
+    """
+
+    claim: Claim
+    delivery: Delivery
+    request: OutgoingRequest | OutgoingEmail | None
+    error: str = ""
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    duration_ms: int = 0
+    status_code: int | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+
+
+def prepare(claims: list[Claim]) -> list[Attempt]:
+    """Load the deliveries ``claims`` hold (with their channel, event, incident,
+    monitor and project, and what :func:`~alerts.integrations.common.context`
+    reads: a few queries for the whole batch) and build their requests. Claims no
+    longer held (re-claimed, deleted) are left out."""
+    if not claims:
+        return []
+    leases = {c.delivery_id: c.lease for c in claims}
+    rows = {d.pk: d for d in Delivery.objects.select_related(
+        "channel", "event__incident__monitor__project", "outage__outage", "outage__project",
+    ).filter(pk__in=leases, status=Delivery.Status.SENDING) if d.lease == leases[d.pk]}
+    monitors = {d.event.incident.monitor_id: d.event.incident.monitor
+                for d in rows.values() if d.event_id is not None}
+    common.prefetch_latest(monitors.values())
+    for d in rows.values():  # one instance per monitor, the one prefetched
+        if d.event_id is not None:
+            d.event.incident.monitor = monitors[d.event.incident.monitor_id]
+    return [Attempt(c, rows[c.delivery_id], *_build(rows[c.delivery_id]))
+            for c in claims if c.delivery_id in rows]
+
+
+def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, str]:
+    """(``delivery``'s request, "") or (None, why it cannot be built)."""
+    channel = delivery.channel
+    try:
+        kind = KINDS[channel.kind]
+        if delivery.outage_id is not None:
+            return kind.build_outage(channel, delivery.outage), ""
+        return kind.build_request(channel, delivery.event), ""
+    except Exception as exc:  # any builder failure is a config/data problem: no retry
+        logger.exception("delivery %s: cannot build the request", delivery.pk)
+        return None, f"build error: {type(exc).__name__}: {exc}"
+
+
+def attempt(a: Attempt, client: httpx.Client | None = None, clock=timezone.now) -> None:
+    """Send ``a``'s request (no database access: sender threads only do this) and
+    fill in its outcome. Never raises for a failed send."""
+    a.started_at, started = clock(), time.monotonic()
+    if a.request is not None:
+        a.status_code, a.error, a.retryable, a.retry_after = transmit(a.request, client)
+    a.duration_ms = round((time.monotonic() - started) * 1000)
+    a.finished_at = clock()
+
+
+def record(attempts: list[Attempt]) -> list[str]:
+    """Write the outcomes of made attempts in one transaction: their attempt log
+    rows, each delivery's new state (only where its claim still holds), the
+    channels' health and escalation on a delivery that failed for good. Returns,
+    in order, each delivery's status after it ("" where the claim was lost: the row
+    was re-claimed or deleted meanwhile; it is sent again or not at all)."""
+    if not attempts:
+        return []
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(_NO_FSYNC)
+        held = dict((pk, (lease, status)) for pk, lease, status in Delivery.objects
+                    .select_for_update().filter(pk__in=[a.delivery.pk for a in attempts])
+                    .values_list("pk", "lease", "status"))
+        log, written, statuses = [], [], []
+        for a in attempts:
+            d = a.delivery
+            if d.pk not in held:
+                logger.info("delivery %s was deleted while being sent", d.pk)
+                statuses.append("")
+                continue
+            number = d.attempts + 1
+            log.append(DeliveryAttempt(delivery=d, number=number, at=a.started_at,
+                                       status_code=a.status_code, error=a.error[:ERROR_MAX],
+                                       duration_ms=a.duration_ms))
+            if held[d.pk] != (a.claim.lease, Delivery.Status.SENDING):
+                logger.warning("delivery %s: claim expired while sending; it will be sent again",
+                               d.pk)
+                statuses.append("")
+                continue
+            _outcome(d, a, number)
+            written.append((d, a))
+            statuses.append(d.status)
+        DeliveryAttempt.objects.bulk_create(log)
+        sql.update_many([d for d, _ in written], OUTCOME_FIELDS)
+        _record_health([(d.channel_id, d.status, a.error, a.finished_at) for d, a in written])
+        for d, a in written:
+            if d.status == Delivery.Status.FAILED:
+                escalation.on_delivery_failed(d, a.finished_at)
+    for d, a in written:
+        say = logger.warning if d.status == Delivery.Status.FAILED else logger.info
+        say("delivery %s attempt %s to channel %s: %s %s", d.pk, d.attempts, d.channel_id,
+            d.status, a.error or a.status_code)
+    return statuses
+
+
+OUTCOME_FIELDS = ("status", "attempts", "last_error", "delivered_at", "next_attempt_at")
+
+
+def _outcome(d: Delivery, a: Attempt, number: int) -> None:
+    """Set ``d``'s :data:`OUTCOME_FIELDS` after its attempt ``number``."""
+    now, error = a.finished_at, a.error
+    d.attempts, d.last_error = number, error[:ERROR_MAX]
+    if a.status_code is not None and 200 <= a.status_code < 300:
+        d.status, d.delivered_at, d.next_attempt_at = Delivery.Status.DELIVERED, now, None
+    elif a.retryable and not _exhausted(d, number, now):
+        d.status = Delivery.Status.PENDING
+        d.next_attempt_at = now + timedelta(seconds=retry_delay(number, a.retry_after))
+    else:
+        if a.retryable:
+            d.last_error = (f"gave up after {number} attempt{'s' * (number > 1)} over "
+                            f"{_age(d, now)}: {error}")[:ERROR_MAX]
+        d.status, d.next_attempt_at = Delivery.Status.FAILED, None
 
 
 def send(claim: Claim, *, client: httpx.Client | None = None, clock=timezone.now) -> str:
-    """Make the attempt ``claim`` was claimed for; returns the delivery's status after
-    it ("" when the claim was lost: the row was re-claimed or deleted meanwhile).
+    """Make the attempt ``claim`` was claimed for, on this thread: :func:`prepare`,
+    :func:`attempt`, :func:`record`. Returns the delivery's status after it (""
+    when the claim was lost).
 
     client: the httpx client (tests pass one with a mock transport; default: one
     shared, connection-pooling client); clock: the current time, read before and
     after the request (tests pass a controlled one). Never raises for a failed
     send: errors end up in the attempt log, the row and the channel.
     """
-    delivery = (Delivery.objects.select_related("channel").filter(
-        pk=claim.delivery_id, lease=claim.lease, status=Delivery.Status.SENDING).first())
-    if delivery is None:
+    prepared = prepare([claim])
+    if not prepared:
         return ""
-    started_at, started = clock(), time.monotonic()
-    status_code, error, retryable, retry_after = _send(delivery, client)
-    duration_ms = round((time.monotonic() - started) * 1000)
-    now = clock()
-    number = delivery.attempts + 1
-    fields = {"attempts": number, "last_error": error[:ERROR_MAX]}
-    if status_code is not None and 200 <= status_code < 300:
-        fields.update(status=Delivery.Status.DELIVERED, delivered_at=now, next_attempt_at=None)
-    elif retryable and not _exhausted(delivery, number, now):
-        fields.update(status=Delivery.Status.PENDING,
-                      next_attempt_at=now + timedelta(seconds=retry_delay(number, retry_after)))
-    else:
-        if retryable:
-            fields["last_error"] = (f"gave up after {number} attempt{'s' * (number > 1)} over "
-                                    f"{_age(delivery, now)}: {error}")[:ERROR_MAX]
-        fields.update(status=Delivery.Status.FAILED, next_attempt_at=None)
-    with transaction.atomic():
-        if not Delivery.objects.filter(pk=delivery.pk).exists():
-            logger.info("delivery %s was deleted while being sent", delivery.pk)
-            return ""
-        DeliveryAttempt.objects.create(delivery=delivery, number=number, at=started_at,
-                                       status_code=status_code, error=error[:ERROR_MAX],
-                                       duration_ms=duration_ms)
-        if not Delivery.objects.filter(pk=delivery.pk, lease=claim.lease,
-                                       status=Delivery.Status.SENDING).update(**fields):
-            logger.warning("delivery %s: claim expired while sending; it will be sent again",
-                           delivery.pk)
-            return ""
-        _record_health(delivery.channel, fields["status"], error, now)
-        if fields["status"] == Delivery.Status.FAILED:
-            escalation.on_delivery_failed(delivery, now)
-    log = logger.warning if fields["status"] == Delivery.Status.FAILED else logger.info
-    log("delivery %s attempt %s to channel %s: %s %s", delivery.pk, number,
-        delivery.channel_id, fields["status"], error or status_code)
-    return fields["status"]
+    attempt(prepared[0], client, clock)
+    return record(prepared)[0]
 
 
 def retry_delay(attempts: int, retry_after: float | None = None) -> float:
@@ -197,30 +322,30 @@ def _age(delivery: Delivery, now: datetime) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds}s"
 
 
-def _record_health(channel: Channel, status: str, error: str, now: datetime) -> None:
-    """The channel's ``last_error`` and ``failing_since`` after one outcome."""
-    if status == Delivery.Status.DELIVERED:
-        Channel.objects.filter(pk=channel.pk).exclude(failing_since=None).update(
-            failing_since=None)
-    else:
-        Channel.objects.filter(pk=channel.pk).update(last_error=error[:ERROR_MAX])
-        Channel.objects.filter(pk=channel.pk, failing_since=None).update(failing_since=now)
-
-
-def _send(delivery: Delivery, client: httpx.Client | None
-          ) -> tuple[int | None, str, bool, float | None]:
-    """Build and POST ``delivery``'s request: (status_code, error, retryable, retry_after)."""
-    channel = delivery.channel
-    try:
-        kind = KINDS[channel.kind]
-        if delivery.outage_id is not None:
-            request = kind.build_outage(channel, delivery.outage)
+def _record_health(outcomes: list[tuple[int, str, str, datetime]]) -> None:
+    """Channels' ``last_error`` and ``failing_since`` after outcomes (channel id,
+    status, error, time), in the order they happened: a failure sets
+    ``last_error`` and, unless already failing, ``failing_since``; a delivery
+    clears ``failing_since``."""
+    last: dict[int, tuple[str | None, datetime | None, bool]] = {}
+    for channel_id, status, error, at in outcomes:
+        fail_error, since, cleared = last.get(channel_id, (None, None, False))
+        if status == Delivery.Status.DELIVERED:
+            last[channel_id] = (fail_error, None, True)
         else:
-            request = kind.build_request(channel, delivery.event)
-    except Exception as exc:  # any builder failure is a config/data problem: no retry
-        logger.exception("delivery %s: cannot build the request", delivery.pk)
-        return None, f"build error: {type(exc).__name__}: {exc}", False, None
-    return transmit(request, client)
+            last[channel_id] = (error, since or at, cleared)
+    healthy = [ch for ch, (_, since, _) in last.items() if since is None]
+    if healthy:  # the common case, one statement for all of them
+        Channel.objects.filter(pk__in=healthy).exclude(failing_since=None).update(
+            failing_since=None)
+    for channel_id, (fail_error, since, cleared) in last.items():
+        channel = Channel.objects.filter(pk=channel_id)
+        if fail_error is not None:
+            channel.update(last_error=fail_error[:ERROR_MAX])
+        if since is not None and cleared:  # it recovered in this batch, then failed again
+            channel.update(failing_since=since)
+        elif since is not None:
+            channel.filter(failing_since=None).update(failing_since=since)
 
 
 def transmit(request, client: httpx.Client | None = None

@@ -2,20 +2,34 @@
 incident code.
 
 Each process that sends notifications has one pool of sender threads
-(``CRONRADAR_DELIVERY_THREADS``). :func:`deliver_due` claims as many due
-deliveries as the pool has free threads and hands them to it; it returns at once,
-so a channel that hangs holds at most its own claims (``CRONRADAR_CHANNEL_CONCURRENCY``)
-of threads and everyone else's alerts keep going out.
+(``CRONRADAR_DELIVERY_THREADS``) and works in three steps, so the database sees
+batches while a channel that hangs holds only its own claims:
 
-- Embedded default (``manage.py serve``): :func:`delivery_loop` calls it every
-  ``LOOP_SECONDS`` and at once when a transaction that created deliveries commits.
+1. :func:`deliver_due` claims as many due deliveries as the pool has free threads
+   (one statement), loads them and builds their requests (a few queries for the
+   batch: :func:`delivery.prepare`) and hands each to a sender thread. It returns
+   at once.
+2. A sender thread only makes the HTTP attempt (no database), then queues its
+   outcome. A channel that hangs holds at most its own claims
+   (``CRONRADAR_CHANNEL_CONCURRENCY``) of threads; everyone else's alerts keep going out.
+3. One recorder thread per process writes the queued outcomes, whatever has
+   accumulated, in one transaction each (:func:`delivery.record`); a thread counts
+   as busy until its outcome is written.
+
+Who calls :func:`deliver_due`:
+
+- Embedded default (``manage.py serve``): :func:`delivery_loop`, every
+  ``LOOP_SECONDS`` and at once when a transaction that created deliveries commits
+  or a thread gets free.
 - Production (Celery): beat sends the ``deliver`` task every ``CRONRADAR_TICK_SECONDS``
-  and a commit that created deliveries sends one too; a worker runs
-  :func:`deliver_due` in its own process, whose pool does the sending.
+  and a commit that created deliveries sends one too. The task claims once and
+  leaves a claimer thread in that worker process that goes on claiming as threads
+  get free while deliveries are due (at most ``KEEP_SENDING`` seconds), so a burst
+  drains at the pool's pace without holding the worker process.
 
 Nothing is kept only in memory: a delivery waiting to be retried is a row with a
-later ``next_attempt_at``, and one whose sender died is claimed again when its
-claim expires.
+later ``next_attempt_at``, and one whose sender or recorder died (or whose outcome
+could not be written) is claimed again when its claim expires.
 """
 from __future__ import annotations
 
@@ -33,35 +47,55 @@ from alerts import delivery
 
 logger = logging.getLogger(__name__)
 LOOP_SECONDS = 0.25
+KEEP_SENDING = 5.0  # seconds a Celery worker's claimer thread goes on claiming
+IDLE_CLOSE = 1.0  # seconds without outcomes after which the recorder closes its connection
 
 _lock = threading.Lock()
-_busy = 0
+_busy = 0  # claims taken by this process whose outcome is not written yet
 _pool: ThreadPoolExecutor | None = None
-_wake = threading.Event()
-_idle = threading.Condition(_lock)
+_wake = threading.Event()  # the claimer: a thread got free, or deliveries were created
+_idle = threading.Condition(_lock)  # notified when _busy goes down
+_outcomes: list[delivery.Attempt] = []  # made attempts waiting for the recorder
+_recorded = threading.Condition(_lock)  # notified when _outcomes gets one
+_recorder: threading.Thread | None = None
+_claimer: threading.Thread | None = None
+_claimed = [0.0]  # time.monotonic() of the last claim
 
 
-def deliver_due(now=None, keep_sending: bool = False) -> int:
+def deliver_due(now=None) -> int:
     """Claim the deliveries due at ``now`` (default: the current time) that this
-    process's free sender threads can take, and start sending them; returns how
-    many were claimed. Does not wait for the sends. ``keep_sending``: see
-    :func:`_send`."""
-    global _busy, _pool
+    process's free sender threads can take, build their requests and start
+    sending them; returns how many were claimed. Does not wait for the sends."""
+    global _busy, _pool, _recorder
     threads = settings.CRONRADAR_DELIVERY_THREADS
     with _lock:
         free = threads - _busy
+        if _busy and free < threads // 4 and time.monotonic() - _claimed[0] < LOOP_SECONDS:
+            return 0  # claim in batches: each claim reads every due row (a burst: thousands)
+        _claimed[0] = time.monotonic()
         if _pool is None:
             _pool = ThreadPoolExecutor(threads, thread_name_prefix="cronradar-delivery")
+        if _recorder is None or not _recorder.is_alive():
+            _recorder = threading.Thread(target=_record_loop, name="cronradar-recorder",
+                                         daemon=True)
+            _recorder.start()
     claims = delivery.claim_due(now or timezone.now(), free)
-    for claim in claims:
-        with _lock:
-            _busy += 1
-        _pool.submit(_send, claim, keep_sending)
+    if not claims:
+        return 0
+    with _lock:
+        _busy += len(claims)
+    attempts: list[delivery.Attempt] = []
+    try:
+        attempts = delivery.prepare(claims)
+    finally:  # claims not handed to a thread (lost, or the database failed) expire
+        _done(len(claims) - len(attempts))
+    for a in attempts:
+        _pool.submit(_attempt, a)
     return len(claims)
 
 
 def drain(timeout: float = 30.0) -> bool:
-    """Wait until this process's sender threads are idle; False on timeout."""
+    """Wait until this process's claims are all sent and written; False on timeout."""
     end = time.monotonic() + timeout
     with _idle:
         while _busy:
@@ -72,45 +106,79 @@ def drain(timeout: float = 30.0) -> bool:
     return True
 
 
-KEEP_SENDING = 5.0  # seconds a sender thread goes on claiming due deliveries itself
-
-
-def _send(claim: delivery.Claim, keep_sending: bool = False) -> None:
-    """Sender thread: the attempt ``claim`` was made for; with ``keep_sending`` (a
-    Celery worker's ``deliver`` task), then, while deliveries are due (for at most
-    ``KEEP_SENDING`` seconds), the next one it claims itself: a burst drains at the
-    pool's pace, not one pool-full per beat, and the thread keeps its database
-    connection between attempts. (The embedded loop is woken by every thread that
-    gets free instead.)"""
+def _done(n: int) -> None:
     global _busy
-    close_old_connections()
-    end = time.monotonic() + (KEEP_SENDING if keep_sending else 0)
-    try:
-        while claim is not None:
-            try:
-                delivery.send(claim)
-            except Exception:
-                logger.exception("delivery %s crashed", claim.delivery_id)
-            claim = None
-            if time.monotonic() < end:
-                try:
-                    claim = next(iter(delivery.claim_due(timezone.now(), 1)), None)
-                except Exception:  # the database may be down: the next tick claims them
-                    logger.exception("claiming the next delivery failed")
-    finally:
-        connections.close_all()
+    if n:
         with _idle:
-            _busy -= 1
+            _busy -= n
             _idle.notify_all()
-        _wake.set()  # a thread is free: more may be due
+        _wake.set()  # threads are free: more may be due
+
+
+def _attempt(a: delivery.Attempt) -> None:
+    """Sender thread: the HTTP attempt, then the outcome goes to the recorder."""
+    try:
+        delivery.attempt(a)
+    except Exception:  # attempt() handles send errors; this is a bug: the claim expires
+        logger.exception("delivery %s crashed", a.claim.delivery_id)
+        _done(1)
+        return
+    with _recorded:
+        _outcomes.append(a)
+        _recorded.notify()
+
+
+def _record_loop() -> None:
+    """Recorder thread: write whatever outcomes have queued up, one transaction a
+    batch; close the database connection when idle."""
+    while True:
+        with _recorded:
+            if not _outcomes and not _recorded.wait_for(lambda: _outcomes, IDLE_CLOSE):
+                batch = None
+            else:
+                batch, _outcomes[:] = list(_outcomes), []
+        if batch is None:
+            connections.close_all()
+            continue
+        try:
+            close_old_connections()
+            delivery.record(batch)
+        except Exception:  # the database may be down: the claims expire and are sent again
+            logger.exception("writing %d delivery outcomes failed", len(batch))
+            connections.close_all()
+        finally:
+            _done(len(batch))
 
 
 @shared_task(ignore_result=True)
 def deliver() -> int:
     """Celery task (beat, and after each commit that created deliveries):
-    :func:`deliver_due` in this worker process, its threads claiming more while a
-    burst lasts."""
-    return deliver_due(keep_sending=True)
+    :func:`deliver_due` in this worker process, then a claimer thread there keeps
+    claiming while a burst lasts (at most ``KEEP_SENDING`` seconds)."""
+    global _claimer
+    n = deliver_due()
+    with _lock:
+        if n and (_claimer is None or not _claimer.is_alive()):
+            _claimer = threading.Thread(target=_keep_claiming, name="cronradar-claimer",
+                                        daemon=True)
+            _claimer.start()
+    return n
+
+
+def _keep_claiming() -> None:
+    end = time.monotonic() + KEEP_SENDING
+    try:
+        while time.monotonic() < end:
+            _wake.wait(LOOP_SECONDS)
+            _wake.clear()
+            try:
+                if not deliver_due() and not _busy:
+                    return
+            except Exception:  # the database may be down: the next tick claims them
+                logger.exception("claiming deliveries failed")
+                return
+    finally:
+        connections.close_all()
 
 
 def delivery_loop(stop: threading.Event) -> None:

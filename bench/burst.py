@@ -6,9 +6,10 @@ same grace, none pinged since the last hour began, so every one of them becomes
 ``missed`` at the same instant D = slot + grace (set about LEAD seconds ahead).
 They notify 100 webhook channels (MONITORS / 100 monitors each) that all point at
 one local receiver. The production shape does the work: a Celery worker
-(``--concurrency`` WORKERS, default 2: two evaluator processes) and Celery beat
-(the ``evaluate`` and ``deliver`` tasks every CRONRADAR_TICK_SECONDS) on
-PostgreSQL and Redis.
+on the ``celery`` queue (``--concurrency`` WORKERS, default 2: two evaluator
+processes), a Celery worker on the ``deliveries`` queue (one process, its sender
+threads) and Celery beat (the ``evaluate`` and ``deliver`` tasks every
+CRONRADAR_TICK_SECONDS) on PostgreSQL and Redis.
 
 Prints, in seconds after D: when the first, median and last ``missed`` incident
 was committed (the database is polled every 0.1 s), and when the first, median
@@ -49,6 +50,8 @@ received: list[float] = []
 
 
 class Receiver(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the receivers of webhooks and paging APIs
+
     def do_POST(self):  # noqa: N802
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         received.append(time.time())
@@ -101,12 +104,18 @@ def main() -> None:
     t = time.time()
     due = setup(f"http://127.0.0.1:{server.server_address[1]}/hook")
     print(f"{MONITORS} monitors, {CHANNELS} webhook channels, set up in {time.time() - t:.1f} s;"
-          f" all missed at {due:%H:%M:%S} UTC; Celery worker --concurrency {WORKERS} + beat")
+          f" all missed at {due:%H:%M:%S} UTC; evaluator worker --concurrency {WORKERS}, "
+          "delivery worker, beat")
     env = {**os.environ, "CRONRADAR_LIVENESS_INTERVAL": "0"}
     celery = [sys.executable, "-m", "celery", "-A", "cronradar"]
     procs = [
         subprocess.Popen([*celery, "worker", "--loglevel=WARNING", "--without-gossip",
-                          "--without-mingle", f"--concurrency={WORKERS}"], cwd=ROOT, env=env),
+                          "--without-mingle", "-Q", "celery", f"--concurrency={WORKERS}",
+                          "-n", "evaluator@%h"], cwd=ROOT, env=env),
+        subprocess.Popen([*celery, "worker", "--loglevel=WARNING", "--without-gossip",
+                          "--without-mingle", "-Q", "deliveries",
+                          f"--concurrency={os.environ.get('DELIVERY_WORKERS', '1')}",
+                          "-n", "deliveries@%h"], cwd=ROOT, env=env),
         subprocess.Popen([*celery, "beat", "--loglevel=WARNING", "--schedule",
                           str(Path(os.environ.get("BENCH_SCRATCH", "/tmp")) / "beat-schedule")],
                          cwd=ROOT, env=env),

@@ -212,6 +212,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# Two queues: "celery" (evaluator ticks, retention) and "deliveries" (the delivery
+# engine's task). A worker started without -Q takes both; at scale, run one worker
+# per queue (`-Q celery` and `-Q deliveries`) so a burst of notifications never
+# delays evaluator ticks (README "Production").
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = {"celery": {}, "deliveries": {}}
+CELERY_TASK_ROUTES = {"alerts.tasks.deliver": {"queue": "deliveries"}}
 
 # --- Cache and rate limits ---------------------------------------------------
 # The cache holds the rate-limit counters: Redis when REDIS_URL is set (shared by

@@ -360,6 +360,82 @@ def test_a_channel_gets_at_most_its_cap_of_claims(project, monitor, settings):
     assert [c.delivery_id for c in claim_due(NOW, 100)] == [many[3].pk]
 
 
+def test_a_channel_with_a_backlog_never_hides_the_others(project, monitor, settings):
+    """Claims take each channel's first due rows, not the oldest rows overall: 50
+    older rows of one channel (more than a claim reads) leave room for the other."""
+    settings.CRONRADAR_CHANNEL_CONCURRENCY = 4
+    busy, calm = webhook(project), webhook(project, OTHER)
+    backlog = [new_delivery(new_incident(monitor), busy, at=NOW - s(60)) for _ in range(50)]
+    late = new_delivery(new_incident(monitor), calm, at=NOW)
+    claims = claim_due(NOW, 5)
+    assert [c.delivery_id for c in claims] == [d.pk for d in backlog[:4]] + [late.pk]
+
+
+def test_outcomes_of_a_batch_are_written_together(project, monitor):
+    """record(): each outcome as send() would write it, in one transaction; the
+    channel's health follows the order the outcomes happened in."""
+    hook, other = webhook(project), webhook(project, OTHER)
+    Channel.objects.filter(pk=other.pk).update(failing_since=NOW - s(600), last_error="old")
+    rows = [new_delivery(new_incident(monitor), hook) for _ in range(2)] + [
+        new_delivery(new_incident(monitor), other) for _ in range(2)]
+    prepared = delivery.prepare(claim_due(NOW, 10))
+    assert [a.delivery.pk for a in prepared] == [d.pk for d in rows]
+    answers = {HOOK: [httpx.Response(503), httpx.Response(200)],
+               OTHER: [httpx.Response(200), httpx.Response(500)]}
+    client = httpx.Client(transport=httpx.MockTransport(
+        lambda request: answers[str(request.url)].pop(0)))
+    for i, a in enumerate(prepared):
+        delivery.attempt(a, client, clock=lambda i=i: NOW + s(i))
+    assert delivery.record(prepared) == ["pending", "delivered", "delivered", "pending"]
+    assert [(d.status, d.attempts, d.last_error) for d in
+            Delivery.objects.filter(pk__in=[d.pk for d in rows]).order_by("pk")] == [
+        ("pending", 1, "HTTP 503"), ("delivered", 1, ""), ("delivered", 1, ""),
+        ("pending", 1, "HTTP 500")]
+    assert DeliveryAttempt.objects.filter(delivery__in=rows).count() == 4
+    hook.refresh_from_db()
+    other.refresh_from_db()
+    # hook failed, then delivered: healthy, the error kept; other was failing,
+    # delivered (healthy again), then failed: failing since that failure
+    assert (hook.failing_since, hook.last_error) == (None, "HTTP 503")
+    assert (other.failing_since, other.last_error) == (NOW + s(3), "HTTP 500")
+
+
+def test_an_outcome_whose_claim_was_lost_is_logged_not_written(project, monitor):
+    d = new_delivery(new_incident(monitor), webhook(project))
+    [a] = delivery.prepare(claim_due(NOW, 10))
+    delivery.attempt(a, Receiver(httpx.Response(200)).client, clock=lambda: NOW)
+    [again] = claim_due(NOW + claim_timeout(), 10)  # expired: claimed anew meanwhile
+    assert delivery.record([a]) == [""]
+    d.refresh_from_db()
+    assert (d.status, d.lease, d.attempts) == ("sending", again.lease, 0)
+    assert list(d.log.values_list("number", "status_code")) == [(1, 200)]
+
+
+def test_a_batch_reads_what_notifications_carry_once(project, monitor, settings,
+                                                     django_assert_num_queries):
+    """prepare() builds the same requests as one-by-one building, with a fixed
+    number of queries whatever the batch size."""
+    from alerts.integrations import common
+
+    settings.CRONRADAR_CHANNEL_CONCURRENCY = 10
+
+    hook = webhook(project)
+    rows = [new_delivery(new_incident(monitor), hook) for _ in range(5)]
+    for d in rows:
+        m = d.incident.monitor
+        m.runs.create(slot_at=NOW - s(60), started_at=NOW - s(59), ended_at=NOW - s(50),
+                      outcome="succeeded")
+        m.pings.create(received_at=NOW - s(50), kind="success", body=f"done {m.pk}".encode())
+    alone = [common.context(Delivery.objects.get(pk=d.pk).incident) for d in rows]
+    claims = claim_due(NOW, 10)
+    with django_assert_num_queries(3):  # the deliveries with their relations, runs, pings
+        prepared = delivery.prepare(claims)
+    assert [common.context(a.delivery.event.incident) for a in prepared] == alone
+    assert alone[0]["last_ping_body"] == f"done {rows[0].incident.monitor_id}"
+    assert alone[0]["run_duration"] == 9
+    assert len(prepared) == 5
+
+
 def test_two_claimers_never_claim_one_row_twice(project, monitor):
     rows = [new_delivery(new_incident(monitor), webhook(project)) for _ in range(30)]
     first, second = claim_due(NOW, 20), claim_due(NOW, 20)

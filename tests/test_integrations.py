@@ -4,6 +4,7 @@ import hmac
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -29,7 +30,7 @@ SIGNED_AT = 1735732900.0  # the time the links in notifications are signed at
 def _links_signed_at_a_fixed_time(monkeypatch):
     from django.core import signing
 
-    monkeypatch.setattr(signing.time, "time", lambda: SIGNED_AT)
+    monkeypatch.setattr(signing, "time", SimpleNamespace(time=lambda: SIGNED_AT))
 
 
 @pytest.fixture

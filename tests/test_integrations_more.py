@@ -2,6 +2,7 @@
 what a local HTTP server receives; the "send test notification" action."""
 import json
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.core import mail, signing
@@ -21,7 +22,7 @@ DEDUP = "1d1f4c1e-aaaa-4bbb-8ccc-dddddddddddd"
 
 @pytest.fixture(autouse=True)
 def _links_signed_at_a_fixed_time(monkeypatch):
-    monkeypatch.setattr(signing.time, "time", lambda: 1735732900.0)
+    monkeypatch.setattr(signing, "time", SimpleNamespace(time=lambda: 1735732900.0))
 
 
 @pytest.fixture

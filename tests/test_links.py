@@ -1,5 +1,6 @@
 """Signed acknowledge/resolve links: GET shows, POST acts, once; they expire."""
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.core import signing
@@ -51,7 +52,7 @@ def test_old_and_forged_links_are_refused(client, incident, settings, monkeypatc
     url = path(links.make(incident.pk, "ack"))
     settings.CRONRADAR_LINK_MAX_AGE = 60
     real = signing.time.time
-    monkeypatch.setattr(signing.time, "time", lambda: real() + 61)
+    monkeypatch.setattr(signing, "time", SimpleNamespace(time=lambda: real() + 61))
     expired = client.post(url)
     assert expired.status_code == 400 and b"This link has expired" in expired.content
     forged = client.get(url[:-5] + "xxxx/")

@@ -164,6 +164,34 @@ def json_post(url: str, document: object, **headers: str) -> OutgoingRequest:
 
 
 BODY_TAIL = 500  # characters of the last ping's body a notification carries
+LATEST = "_context_latest"  # (latest run, latest ping) set on a monitor by prefetch_latest
+
+
+def prefetch_latest(monitors) -> None:
+    """Read the latest run (by slot) and the latest ping of each of ``monitors``
+    (distinct instances; those :func:`context` reads) in two queries for all of
+    them, and keep them on the instances, so building a batch of notifications
+    does not cost two queries each (the delivery engine's batches)."""
+    from django.db.models import F, Window
+    from django.db.models.functions import RowNumber
+
+    from monitors.models import Ping, Run
+
+    monitors = [m for m in monitors if m.pk is not None]
+    if not monitors:
+        return
+    ids = {m.pk for m in monitors}
+
+    def latest(qs, *order):
+        rank = Window(RowNumber(), partition_by=F("monitor_id"),
+                      order_by=[F(f).desc() for f in order])
+        return {row.monitor_id: row for row in
+                qs.filter(monitor_id__in=ids).annotate(_rank=rank).filter(_rank=1)}
+
+    runs = latest(Run.objects.exclude(slot_at=None), "slot_at", "pk")
+    pings = latest(Ping.objects.all(), "received_at", "pk")
+    for m in monitors:
+        setattr(m, LATEST, (runs.get(m.pk), pings.get(m.pk)))
 
 
 def context(incident) -> dict:
@@ -173,7 +201,8 @@ def context(incident) -> dict:
     when it ended), ``last_ping_body`` (the last 500 characters of the last ping's
     body) and ``links`` (signed ``acknowledge`` and ``resolve`` links, valid
     ``CRONRADAR_LINK_MAX_AGE``; the monitor's API URL). Reads the monitor's
-    latest run and ping (two small queries)."""
+    latest run and ping (two small queries), unless :func:`prefetch_latest` read
+    them for a batch already."""
     from django.conf import settings
 
     from alerts import links
@@ -183,8 +212,11 @@ def context(incident) -> dict:
         return {"scheduled_at": None, "timezone": monitor.timezone, "last_ping_at": None,
                 "run_duration": None, "last_ping_body": "",
                 "links": {"acknowledge": None, "resolve": None, "monitor": None}}
-    run = monitor.runs.exclude(slot_at=None).order_by("-slot_at", "-pk").first()
-    ping = monitor.pings.order_by("-received_at", "-pk").first()
+    if hasattr(monitor, LATEST):
+        run, ping = getattr(monitor, LATEST)
+    else:
+        run = monitor.runs.exclude(slot_at=None).order_by("-slot_at", "-pk").first()
+        ping = monitor.pings.order_by("-received_at", "-pk").first()
     body = bytes(ping.body).decode("utf-8", "replace") if ping else ""
     return {
         "scheduled_at": (run.slot_at.astimezone(ZoneInfo(monitor.timezone)).isoformat()
