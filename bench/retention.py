@@ -64,9 +64,10 @@ def sizes() -> tuple[int, int]:
 print(f"{connection.vendor}: {MONITORS} monitors, {RATE} pings/s simulated for {MINUTES} min, "
       f"prune every 60 s simulated; keep {100} pings and {100} runs per monitor, runs "
       "older than 10 min")
-print("simulated minute | pings | runs")
+print("simulated minute | pings | runs | real seconds")
+started = time.monotonic()
 step = timedelta(seconds=1 / RATE)
-EVERY = 5 if MINUTES >= 10 else 1  # report every EVERY simulated minutes
+EVERY = 60 if MINUTES >= 600 else 5 if MINUTES >= 10 else 1  # report every EVERY sim. minutes
 now, n, rids, next_prune, next_report = T0, 0, {}, T0 + timedelta(seconds=60), EVERY
 while now < T0 + timedelta(minutes=MINUTES):
     m = ids[(n // 2) % MONITORS]
@@ -81,7 +82,8 @@ while now < T0 + timedelta(minutes=MINUTES):
         retention.prune(now)
         next_prune += timedelta(seconds=60)
     if now >= T0 + timedelta(minutes=next_report):
-        print(f"{next_report:16d} | {sizes()[0]:5d} | {sizes()[1]:4d}", flush=True)
+        print(f"{next_report:16d} | {sizes()[0]:5d} | {sizes()[1]:4d} | "
+              f"{time.monotonic() - started:.0f}", flush=True)
         next_report += EVERY
 
 
