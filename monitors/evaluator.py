@@ -24,6 +24,7 @@ are removed here once their last notifications are done (:func:`evaluate_monitor
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -38,7 +39,8 @@ from monitors.models import Monitor, Outage, OutageImpact, Run
 from monitors.pings import pending_runs, pending_runs_of
 
 log = logging.getLogger(__name__)
-BATCH = 1000  # monitors a tick selects at most
+BATCH = 1000  # monitors a tick selects at a time
+TICK_BUDGET = 5.0  # seconds after which a tick stops taking more batches (the next goes on)
 CHUNK = 100  # monitors evaluated together in one transaction (evaluate_many)
 # Fields whose change moves the expected slots, and limits a run is judged by.
 SCHEDULE_FIELDS = frozenset({"kind", "schedule", "timezone", "cron_semantics", "period"})
@@ -405,8 +407,10 @@ _last_beat: list[datetime] = []
 def tick(now: datetime) -> int:
     """Evaluate every monitor due at ``now``; returns how many were evaluated.
 
-    Also records the evaluator's liveness, and when it has caught up (fewer than
-    ``BATCH`` monitors due) sends settled outage summaries and ``tick_done`` (for
+    Takes due monitors ``BATCH`` at a time until none are left or
+    ``TICK_BUDGET`` seconds have passed (another evaluator, or the next tick, takes
+    the rest). Also records the evaluator's liveness, and when it has caught up
+    (fewer than ``BATCH`` monitors due) sends settled outage summaries and ``tick_done`` (for
     housekeeping elsewhere). One failing monitor (e.g. a schedule that cannot be computed) is
     logged and skipped, never stopping the others.
     """
@@ -415,12 +419,17 @@ def tick(now: datetime) -> int:
         liveness.beat(liveness.EVALUATOR, now)
         _last_beat[:] = [now]
     alive = liveness.load(now)
-    # Hits the next_evaluation_at index: only due monitors are read.
-    due = list(Monitor.objects.filter(next_evaluation_at__lte=now)
-               .order_by("next_evaluation_at").values_list("pk", flat=True)[:BATCH])
-    n = 0
-    for i in range(0, len(due), CHUNK):
-        n += evaluate_many(due[i:i + CHUNK], now, alive)
+    n, until = 0, time.monotonic() + TICK_BUDGET
+    while True:  # a burst (the top of the hour) goes on without waiting for the next tick
+        # Hits the next_evaluation_at index: only due monitors are read.
+        due = list(Monitor.objects.filter(next_evaluation_at__lte=now)
+                   .order_by("next_evaluation_at").values_list("pk", flat=True)[:BATCH])
+        done = 0
+        for i in range(0, len(due), CHUNK):
+            done += evaluate_many(due[i:i + CHUNK], now, alive)
+        n += done
+        if len(due) < BATCH or not done or time.monotonic() > until:
+            break
     try:
         signals.tick.send(sender=None, now=now)
     except Exception:
