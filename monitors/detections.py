@@ -68,8 +68,9 @@ def subscribe(fn: Subscriber, many: BatchSubscriber | None = None,
     and ``many([(monitor, detections), ...])`` for every :func:`emit_many` (else
     ``fn`` for each pair). ``state``: attribute name -> an SQL expression over the
     monitor row (``{monitor_id}`` stands for its id column) that ping ingest reads
-    in the statement that locks the monitor and sets on it, so a subscriber can
-    skip a query of its own (the alerting side: whether an incident is open)."""
+    in the statement that updates the monitor (after locking it) and sets on it,
+    so a subscriber can skip a query of its own (the alerting side: whether an
+    incident is open)."""
     if all(fn is not f for f, _ in _subscribers):
         _subscribers.append((fn, many))
     STATE.update(state or {})

@@ -77,8 +77,8 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     (undeleted) monitor matches.
 
     The common pings cost one transaction of five statements besides BEGIN and
-    COMMIT: lock and read the monitor (and the subscribers' state), read the runs
-    it can touch, write the run, update the monitor, insert the ping
+    COMMIT: lock and read the monitor, read the runs it can touch, write the run,
+    update the monitor (reading the subscribers' state), insert the ping
     (tests/test_query_counts.py pins them).
     Effects are computed and written first; if anything raises, the transaction
     is rolled back and the ping is stored alone in a second one.
@@ -165,7 +165,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None
         monitor.last_ping_at = now
         runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
         monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
-        sql.update(monitor, MONITOR_PING_FIELDS)
+        sql.update(monitor, MONITOR_PING_FIELDS, _state())
         if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
             detections.emit(monitor, found)
     return run, duplicate
@@ -212,15 +212,23 @@ _PENDING = ("outcome IN (%s, %s) OR (deadline_at IS NOT NULL AND deadline_checke
 
 def _lock(where: tuple[str, list]) -> Monitor | None:
     """The undeleted monitor ``where`` picks, row-locked (SQLite: the transaction
-    holds the database's write lock from BEGIN IMMEDIATE), with the subscribers'
-    state (:data:`detections.STATE`) read in the same statement."""
+    holds the database's write lock from BEGIN IMMEDIATE)."""
     condition, params = where
     lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
-    table = Monitor._meta.db_table
-    extra = {name: expr.format(monitor_id=f"{table}.id")
-             for name, expr in detections.STATE.items()}
-    found = sql.select(Monitor, f"{condition} AND deleted_at IS NULL", params, lock, extra)
+    found = sql.select(Monitor, f"{condition} AND deleted_at IS NULL", params, lock)
     return found[0] if found else None
+
+
+def _state() -> dict[str, str]:
+    """The subscribers' state (:data:`detections.STATE`), read by the statement
+    that updates the monitor. Not by the one that locks it: on PostgreSQL a
+    statement that waited for the lock reads other tables as they were before it
+    waited, so an incident opened by the transaction that held the lock (the
+    evaluator's) would be missed; the update comes after the lock, with a
+    snapshot of its own."""
+    table = Monitor._meta.db_table
+    return {name: expr.format(monitor_id=f"{table}.id")
+            for name, expr in detections.STATE.items()}
 
 
 def _save_run(run: Run) -> None:

@@ -75,13 +75,19 @@ def prep(model: type[Model], attname: str, value):
     return _field(model, attname).get_db_prep_save(value, connection)
 
 
-def update(obj: Model, fields: Iterable[str]) -> None:
-    """Write ``fields`` (attnames) of the saved instance ``obj``."""
+def update(obj: Model, fields: Iterable[str], returning: dict[str, str] | None = None) -> None:
+    """Write ``fields`` (attnames) of the saved instance ``obj``. ``returning``:
+    attribute name -> an SQL expression (no placeholders) read in the same
+    statement (``UPDATE ... RETURNING``) and set on ``obj``."""
     model, fields = type(obj), list(fields)
     sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
+    more = f" RETURNING {', '.join(f'({e})' for e in returning.values())}" if returning else ""
     with connection.cursor() as cur:
-        cur.execute(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s",
+        cur.execute(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s{more}",
                     [prep(model, f, getattr(obj, f)) for f in fields] + [obj.pk])
+        if returning:
+            for name, value in zip(returning, cur.fetchone(), strict=True):
+                setattr(obj, name, value)
 
 
 def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:

@@ -209,3 +209,42 @@ def test_non_ascii_digits_are_not_exit_statuses(client, make_monitor, action):
     resp = client.get(f"/ping/{m.uuid}/{action}")
     assert resp.status_code == 400 and b"exit status must be an integer" in resp.content
     assert not Ping.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ping_that_waited_for_the_lock_sees_the_incident_opened_meanwhile(make_monitor):
+    """The evaluator holds the monitor's lock and opens an incident; a success ping
+    arriving then waits for the lock and must resolve that incident (on PostgreSQL
+    the statement that waited reads other tables as they were before it waited, so
+    whether an incident is open is read after the lock)."""
+    import threading
+    import time
+
+    from django.db import connection, connections, transaction
+
+    from monitors.models import Monitor
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serializes whole transactions: nothing can open meanwhile")
+    monitor = make_monitor()
+    locked, opened_at = threading.Event(), T0 + timedelta(minutes=2)
+
+    def evaluator():
+        try:
+            with transaction.atomic():
+                list(Monitor.objects.select_for_update().filter(pk=monitor.pk))
+                Incident.objects.create(monitor=monitor, cause="missed", summary="x: missed",
+                                        opened_at=opened_at, missed_count=1)
+                locked.set()
+                time.sleep(0.5)  # the ping below is waiting for the lock meanwhile
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=evaluator)
+    holder.start()
+    assert locked.wait(10)
+    ingest(monitor.pk, PingInput("success"), opened_at + timedelta(seconds=3))
+    holder.join(10)
+    incident = Incident.objects.get(monitor=monitor)
+    assert (incident.resolved_at, incident.resolution) == (opened_at + timedelta(seconds=3),
+                                                          "a run succeeded")
