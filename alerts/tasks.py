@@ -49,7 +49,6 @@ logger = logging.getLogger(__name__)
 LOOP_SECONDS = 0.25
 KEEP_SENDING = 5.0  # seconds a Celery worker's claimer thread goes on claiming
 IDLE_CLOSE = 1.0  # seconds without outcomes after which the recorder closes its connection
-GATHER, GATHER_SECONDS = 50, 0.02  # the recorder waits up to 20 ms for 50 outcomes
 
 _lock = threading.Lock()
 _busy = 0  # claims taken by this process whose outcome is not written yet
@@ -136,8 +135,7 @@ def _record_loop() -> None:
         with _recorded:
             if not _outcomes and not _recorded.wait_for(lambda: _outcomes, IDLE_CLOSE):
                 batch = None
-            else:  # more are on their way: gather them for a moment (fewer transactions)
-                _recorded.wait_for(lambda: len(_outcomes) >= min(_busy, GATHER), GATHER_SECONDS)
+            else:
                 batch, _outcomes[:] = list(_outcomes), []
         if batch is None:
             connections.close_all()
