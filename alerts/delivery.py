@@ -25,7 +25,7 @@ runs it (the ``serve`` loop, a Celery worker on beat's tick, a test):
 
 Receivers get each notification at least once: a sender that dies after the
 request went out and before its outcome was written leaves the row claimed; it is
-sent again when the claim expires. Dedupe on ``event_id`` (webhooks) or rely on
+due again when the claim expires. Dedupe on ``event_id`` (webhooks) or rely on
 PagerDuty's ``dedup_key``.
 
 Each outcome also updates the channel's health (``last_error``, ``failing_since``).

@@ -70,25 +70,26 @@ def deliver_due(now=None) -> int:
     threads = settings.CRONRADAR_DELIVERY_THREADS
     with _lock:
         free = threads - _busy
-        if _busy and free < threads // 4 and time.monotonic() - _claimed[0] < LOOP_SECONDS:
+        if free <= 0 or (_busy and free < threads // 4
+                         and time.monotonic() - _claimed[0] < LOOP_SECONDS):
             return 0  # claim in batches: each claim reads every due row (a burst: thousands)
         _claimed[0] = time.monotonic()
+        _busy += free  # reserved: a claimer on another thread (Celery's) sees them taken
         if _pool is None:
             _pool = ThreadPoolExecutor(threads, thread_name_prefix="cronradar-delivery")
         if _recorder is None or not _recorder.is_alive():
             _recorder = threading.Thread(target=_record_loop, name="cronradar-recorder",
                                          daemon=True)
             _recorder.start()
-    claims = delivery.claim_due(now or timezone.now(), free)
-    if not claims:
-        return 0
-    with _lock:
-        _busy += len(claims)
+    claims: list[delivery.Claim] = []
     attempts: list[delivery.Attempt] = []
     try:
+        claims = delivery.claim_due(now or timezone.now(), free)
         attempts = delivery.prepare(claims)
-    finally:  # claims not handed to a thread (lost, or the database failed) expire
-        _done(len(claims) - len(attempts))
+    finally:  # the reservation not used, and claims not handed to a thread (lost,
+        # or the database failed: they expire), are freed; waking the claimer only
+        # if something was claimed (else it would spin while nothing is due)
+        _done(free - len(attempts), wake=bool(claims))
     for a in attempts:
         _pool.submit(_attempt, a)
     return len(claims)
@@ -106,13 +107,14 @@ def drain(timeout: float = 30.0) -> bool:
     return True
 
 
-def _done(n: int) -> None:
+def _done(n: int, wake: bool = True) -> None:
     global _busy
     if n:
         with _idle:
             _busy -= n
             _idle.notify_all()
-        _wake.set()  # threads are free: more may be due
+        if wake:
+            _wake.set()  # threads are free: more may be due
 
 
 def _attempt(a: delivery.Attempt) -> None:

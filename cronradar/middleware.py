@@ -3,6 +3,8 @@
 - A request body larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (outside ``/ping/``,
   which stores the first ``CRONRADAR_PING_BODY_LIMIT`` bytes of any body) is
   answered ``413`` before it is read.
+- A NUL character in the path or the query string (PostgreSQL text cannot hold
+  one) is answered ``400`` (:func:`has_nul`; ``/ping/`` checks it itself).
 - While the database is unreachable (``OperationalError`` / ``InterfaceError``:
   PostgreSQL restarting, SQLite locked for longer than its busy timeout) the
   answer is ``503`` with ``Retry-After``, which ``curl --retry`` and most HTTP
@@ -29,6 +31,15 @@ def _answer(request, status: int, message: str) -> HttpResponse:
     return HttpResponse(message + "\n", status=status, content_type="text/plain; charset=utf-8")
 
 
+def has_nul(request) -> bool:
+    """Whether the request's path or a query parameter (decoded) holds a NUL."""
+    return "\x00" in request.path or any("\x00" in text for name, values in request.GET.lists()
+                                          for text in (name, *values))
+
+
+NUL_MESSAGE = "NUL characters are not allowed in the URL"
+
+
 class EdgeMiddleware:
     """See the module docstring. Goes first in ``MIDDLEWARE``."""
 
@@ -44,6 +55,8 @@ class EdgeMiddleware:
                 size = 0
             if size > limit:
                 return self._too_large(request, limit)
+        if has_nul(request):
+            return _answer(request, 400, NUL_MESSAGE)
         try:
             return self.get_response(request)
         except (OperationalError, InterfaceError) as exc:  # raised outside a view

@@ -33,7 +33,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from cronradar.middleware import RETRY_AFTER
+from cronradar.middleware import NUL_MESSAGE, RETRY_AFTER, has_nul
 from monitors import pings
 from monitors.models import Monitor, Project
 
@@ -135,6 +135,8 @@ def ping(request, path: str):
         resp = _text(405, "method not allowed: use GET, HEAD or POST")
         resp["Allow"] = "GET, HEAD, POST"
         return resp
+    if has_nul(request):
+        return _text(400, NUL_MESSAGE)
     parts = path.strip("/").split("/")
     uuid = _as_uuid(parts[0])
     if uuid is not None and len(parts) <= 2:

@@ -255,3 +255,21 @@ def test_deliveries_are_visible_per_incident_and_in_a_list(api, make_monitor, pr
     other = new_project("other")
     foreign = Channel.objects.create(project=other, kind="webhook", config={"url": "http://x"})
     assert api.get(f"/api/v1/deliveries/?channel={foreign.pk}").json() == []
+
+
+@pytest.mark.parametrize("kind,config", [
+    ("webhook", {"url": "https://hooks.example.com/x", "secret": "a\u0000b"}),
+    ("pagerduty", {"routing_key": "R\u0000"}),
+])
+def test_a_nul_in_a_channel_config_is_refused(api, kind, config):
+    """PostgreSQL cannot store NUL in text (it was a 500 there): 400 on both."""
+    resp = api.post("/api/v1/channels/", {"kind": kind, "name": "x", "config": config},
+                    format="json")
+    assert resp.status_code == 400, resp.content
+    assert "NUL characters are not allowed" in str(resp.json())
+
+
+def test_a_nul_in_a_query_is_refused(api):
+    resp = api.get("/api/v1/monitors/?q=%00")
+    assert (resp.status_code, resp.json()) == (
+        400, {"detail": "NUL characters are not allowed in the URL"})

@@ -218,7 +218,7 @@ def test_webhook_validate_config_keeps_given_secret():
     ({"url": 5}, "url: must be a string"),
     ({"url": "https://x.test/" + "a" * 2048}, "url: must be at most 2048 characters"),
     ({"url": "https://x.test/a b"}, "url: must not contain spaces or control characters"),
-    ({"url": "https://x.test/\x00"}, "url: must not contain spaces or control characters"),
+    ({"url": "https://x.test/\x00"}, "url: NUL characters are not allowed"),
     ({"url": "https://x.test/", "extra": 1}, "extra: unknown field"),
     (["https://x.test/"], "config: must be an object"),
 ])

@@ -119,7 +119,20 @@ def check_fields(config: object, allowed: set[str]) -> dict:
     unknown = sorted(set(config) - allowed)
     if unknown:
         raise ValueError(f"{unknown[0]}: unknown field")
+    for key, value in config.items():
+        if _has_nul(value):
+            raise ValueError(f"{key}: NUL characters are not allowed")
     return config
+
+
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def validate_url(config: dict, field: str, *, https_only: bool = False) -> str:
