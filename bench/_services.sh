@@ -30,3 +30,9 @@ services() { # PostgreSQL + Redis; sets PGENV
     redis-server --port "$rp" --bind 127.0.0.1 --save '' --daemonize yes --pidfile "$S/redis.pid" --logfile "$S/redis.log" || return 1
     PGENV=(DATABASE_URL="postgres://cronradar@127.0.0.1:$pgp/cronradar" REDIS_URL="redis://127.0.0.1:$rp/0")
 }
+on_scratch_pg() { # on_scratch_pg SCRIPT [ARGS]: migrate a scratch PostgreSQL, run SCRIPT with BENCH_DATABASE_URL
+    trap services_cleanup EXIT
+    services || exit 1
+    env "${PGENV[@]}" "$PY" "$ROOT/manage.py" migrate -v0 || exit 1
+    BENCH_DATABASE_URL=${PGENV[0]#DATABASE_URL=} "$PY" "$@"
+}

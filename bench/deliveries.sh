@@ -4,8 +4,4 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 . bench/_services.sh
-trap services_cleanup EXIT
-services || exit 1
-url=${PGENV[0]#DATABASE_URL=}
-env "${PGENV[@]}" "$PY" manage.py migrate -v0 || exit 1
-BENCH_DATABASE_URL=$url "$PY" bench/deliveries.py "$@"
+on_scratch_pg bench/deliveries.py "$@"

@@ -5,7 +5,4 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 . bench/_services.sh
-trap services_cleanup EXIT
-services || exit 1
-url=${PGENV[0]#DATABASE_URL=}
-BENCH_DATABASE_URL=$url "$PY" bench/evaluator_tick.py "${@:-1000000}"
+on_scratch_pg bench/evaluator_tick.py "${@:-1000000}"
