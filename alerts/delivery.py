@@ -62,11 +62,6 @@ BACKOFF_CAP = 600.0  # seconds between two attempts at most (without Retry-After
 ERROR_MAX = 500  # DeliveryAttempt.error / Delivery.last_error length
 BODY_SNIPPET = 200  # bytes of a failed response's body kept in the error
 _CLAIM_LOCK = 7_311_001  # pg_advisory_xact_lock key: one claimer at a time
-# Claims and outcomes are committed without waiting for the WAL flush: a crash of
-# PostgreSQL may lose the last fraction of a second of them, which only means a
-# delivery is claimed (and sent) again, as the at-least-once contract allows.
-# Nothing else is affected (the setting lasts for that transaction only).
-_NO_FSYNC = "SET LOCAL synchronous_commit = off"
 
 
 @dataclass(frozen=True)
@@ -75,6 +70,15 @@ class Claim:
 
     delivery_id: int
     lease: int
+
+
+def _no_flush_wait() -> None:
+    """PostgreSQL: commit this transaction without waiting for the WAL flush (claims
+    and outcomes). A crash of PostgreSQL may lose the last fraction of a second of
+    them, which only means a delivery is claimed (and sent) again, as the
+    at-least-once contract allows; the setting lasts for this transaction only."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 def claim_timeout() -> timedelta:
@@ -106,7 +110,7 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CLAIM_LOCK])
-                cursor.execute(_NO_FSYNC)
+            _no_flush_wait()
         # Claims in flight per channel (unexpired ``sending`` rows: few).
         in_flight = Counter(dict(Delivery.objects.filter(
             status=Delivery.Status.SENDING, next_attempt_at__gt=now)
@@ -223,11 +227,10 @@ def record(attempts: list[Attempt]) -> list[str]:
         return []
     with transaction.atomic():
         if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(_NO_FSYNC)
-        held = dict((pk, (lease, status)) for pk, lease, status in Delivery.objects
-                    .select_for_update().filter(pk__in=[a.delivery.pk for a in attempts])
-                    .values_list("pk", "lease", "status"))
+            _no_flush_wait()
+        held = {pk: (lease, status) for pk, lease, status in Delivery.objects
+                .select_for_update().filter(pk__in=[a.delivery.pk for a in attempts])
+                .values_list("pk", "lease", "status")}
         log, written, statuses = [], [], []
         for a in attempts:
             d = a.delivery
