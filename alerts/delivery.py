@@ -61,6 +61,7 @@ logger = logging.getLogger(__name__)
 BACKOFF_CAP = 600.0  # seconds between two attempts at most (without Retry-After)
 ERROR_MAX = 500  # DeliveryAttempt.error / Delivery.last_error length
 BODY_SNIPPET = 200  # bytes of a failed response's body kept in the error
+DRAIN_MAX = 65_536  # bytes of an answer read so that its connection is kept for the next
 _CLAIM_LOCK = 7_311_001  # pg_advisory_xact_lock key: one claimer at a time
 
 
@@ -393,33 +394,42 @@ def _shared_client() -> httpx.Client:
 
 def _post(client: httpx.Client, request: OutgoingRequest
           ) -> tuple[int | None, str, bool, float | None]:
-    """POST ``request``; reads at most ``BODY_SNIPPET`` bytes of the response."""
+    """POST ``request``. Reads the answer's body (at most ``DRAIN_MAX`` bytes, for
+    at most the timeout) so its connection can carry the next request (httpx closes
+    a connection whose response was not read to the end); keeps ``BODY_SNIPPET``
+    bytes of it for the error of a failed attempt."""
     timeout = settings.CRONRADAR_DELIVERY_TIMEOUT
+    code = None
     try:
         with client.stream("POST", request.url, content=request.body, headers=request.headers,
                            timeout=timeout, follow_redirects=False) as response:
-            code = response.status_code
-            if 200 <= code < 300:
-                return code, "", False, None
-            retry_after = parse_retry_after(response.headers.get("Retry-After"))
-            snippet = b""
+            code, snippet, size = response.status_code, b"", 0
+            end = time.monotonic() + timeout
             for chunk in response.iter_bytes():
-                snippet += chunk
-                if len(snippet) >= BODY_SNIPPET:
-                    break
+                snippet += chunk[:BODY_SNIPPET - len(snippet)]
+                size += len(chunk)
+                if size > DRAIN_MAX or time.monotonic() > end:
+                    break  # a long answer: its connection is closed instead
     except BlockedDestination as exc:
         return None, f"blocked: {exc}", False, None
     except OSError as exc:  # the name did not resolve (checked by the SSRF guard)
         return None, f"dns error: {exc}", True, None
     except httpx.TimeoutException as exc:
+        if code is not None and 200 <= code < 300:
+            return code, "", False, None  # answered 2xx, then the body stalled: delivered
         return None, f"timeout after {timeout:g}s: {type(exc).__name__}", True, None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         return None, f"invalid URL: {exc}", False, None
     except httpx.HTTPError as exc:
+        if code is not None and 200 <= code < 300:
+            return code, "", False, None  # answered 2xx, then the connection broke: delivered
         return None, f"network error: {type(exc).__name__}: {exc}", True, None
-    text = snippet[:BODY_SNIPPET].decode("utf-8", "replace").strip()
+    if 200 <= code < 300:
+        return code, "", False, None
+    text = snippet.decode("utf-8", "replace").strip()
     error = f"HTTP {code}: {text}" if text else f"HTTP {code}"
-    return code, error, code == 429 or code >= 500, retry_after
+    return code, error, code == 429 or code >= 500, parse_retry_after(
+        response.headers.get("Retry-After"))
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:

@@ -90,6 +90,41 @@ def setup(url: str) -> datetime:
     return due
 
 
+def cpu_seconds(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each named process tree in
+    ``roots`` (name: pid), by this process ("bench": the receiver and the
+    polling) and by all PostgreSQL processes ("postgres", with the backends that
+    ended: the postmaster's waited-for children), from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent, used, comm, children = {}, {}, {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                head, _, rest = f.read().rpartition(")")
+        except OSError:
+            continue
+        fields = rest.split()
+        pid = int(entry)
+        comm[pid] = head.partition("(")[2]
+        parent[pid], used[pid] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+        children[pid] = (int(fields[13]) + int(fields[14])) / tick
+    names = {pid: name for name, pid in roots.items()} | {os.getpid(): "bench"}
+    totals = dict.fromkeys([*roots, "bench", "postgres"], 0.0)
+    for pid, seconds in used.items():
+        if comm[pid] == "postgres":
+            totals["postgres"] += seconds + (children[pid] if comm.get(parent[pid]) != "postgres"
+                                             else 0.0)
+            continue
+        p = pid
+        while p in parent and p not in names:
+            p = parent[p]
+        if p in names:
+            totals[names[p]] += seconds
+    return totals
+
+
 def spread(xs: list[float]) -> str:
     if not xs:
         return "none"
@@ -120,6 +155,8 @@ def main() -> None:
                           str(Path(os.environ.get("BENCH_SCRATCH", "/tmp")) / "beat-schedule")],
                          cwd=ROOT, env=env),
     ]
+    roots = dict(zip(["evaluator", "deliveries", "beat"], [p.pid for p in procs], strict=True))
+    before = cpu_seconds(roots)
     written: list[float] = []  # when the count of incidents grew, one entry per incident
     try:
         d = due.timestamp()
@@ -135,6 +172,9 @@ def main() -> None:
               f"last: {spread(written)}")
         print(f"webhooks received: {len(webhooks)} of {MONITORS}; s after slot+grace, first / "
               f"median / last: {spread(webhooks)}")
+        after = cpu_seconds(roots)
+        print("CPU seconds used meanwhile: " + ", ".join(
+            f"{name} {after[name] - before[name]:.1f}" for name in after))
         print(json.dumps({"monitors": MONITORS, "workers": WORKERS,
                           "incidents_last": max(written, default=None),
                           "webhooks_last": max(webhooks, default=None)}))

@@ -539,3 +539,44 @@ def test_ordered_per_incident_and_channel_under_failures_and_races(project, moni
     assert all(events == ["incident.opened", "incident.resolved"] for events in seen.values())
 
 
+
+
+# --- connections -------------------------------------------------------------
+
+@pytest.mark.parametrize("answer", [b"", b"ok", b"x" * 5000])
+def test_notifications_to_one_receiver_reuse_its_connection(answer, settings):
+    """A 2xx answer is read to its end, so httpx keeps the connection for the next
+    request (it closes one whose body was left unread: a TCP and TLS handshake
+    per notification)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from alerts.integrations import OutgoingRequest
+
+    peers = []
+
+    class KeepAlive(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            peers.append(self.client_address)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAlive)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
+    url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    try:
+        with httpx.Client() as client:
+            results = [delivery.transmit(OutgoingRequest(url, b"{}", {}), client)
+                       for _ in range(5)]
+    finally:
+        server.shutdown()
+    assert results == [(200, "", False, None)] * 5
+    assert len(peers) == 5 and len(set(peers)) == 1
