@@ -12,9 +12,12 @@ batches while a channel that hangs holds only its own claims:
 2. A sender thread only makes the HTTP attempt (no database), then queues its
    outcome. A channel that hangs holds at most its own claims
    (``CRONRADAR_CHANNEL_CONCURRENCY``) of threads; everyone else's alerts keep going out.
-3. One recorder thread per process writes the queued outcomes, whatever has
-   accumulated, in one transaction each (:func:`delivery.record`); a thread counts
-   as busy until its outcome is written.
+3. One recorder thread per process writes the queued outcomes in one transaction
+   per batch (:func:`delivery.record`): it gathers them for up to
+   ``RECORD_WAIT`` seconds (or ``RECORD_BATCH`` of them) after the first. A sender
+   thread is free again as soon as its request is done, so gathering never holds
+   up sending; until its outcome is written the row stays ``sending`` under an
+   unexpired claim, so it still counts toward its channel's cap.
 
 Who calls :func:`deliver_due`:
 
@@ -49,12 +52,15 @@ logger = logging.getLogger(__name__)
 LOOP_SECONDS = 0.25
 KEEP_SENDING = 5.0  # seconds a Celery worker's claimer thread goes on claiming
 IDLE_CLOSE = 1.0  # seconds without outcomes after which the recorder closes its connection
+RECORD_WAIT = 0.05  # seconds the recorder gathers outcomes after the first
+RECORD_BATCH = 200  # outcomes that start a write at once
 
 _lock = threading.Lock()
-_busy = 0  # claims taken by this process whose outcome is not written yet
+_busy = 0  # claims taken by this process whose request is not done yet
+_unwritten = 0  # attempts made whose outcome is not written yet
 _pool: ThreadPoolExecutor | None = None
 _wake = threading.Event()  # the claimer: a thread got free, or deliveries were created
-_idle = threading.Condition(_lock)  # notified when _busy goes down
+_idle = threading.Condition(_lock)  # notified when _busy or _unwritten goes down
 _outcomes: list[delivery.Attempt] = []  # made attempts waiting for the recorder
 _recorded = threading.Condition(_lock)  # notified when _outcomes gets one
 _recorder: threading.Thread | None = None
@@ -70,7 +76,7 @@ def deliver_due(now=None) -> int:
     threads = settings.CRONRADAR_DELIVERY_THREADS
     with _lock:
         free = threads - _busy
-        if free <= 0 or (_busy and free < threads // 4
+        if free <= 0 or (_busy and free < threads // 2
                          and time.monotonic() - _claimed[0] < LOOP_SECONDS):
             return 0  # claim in batches: each claim reads every due row (a burst: thousands)
         _claimed[0] = time.monotonic()
@@ -99,7 +105,7 @@ def drain(timeout: float = 30.0) -> bool:
     """Wait until this process's claims are all sent and written; False on timeout."""
     end = time.monotonic() + timeout
     with _idle:
-        while _busy:
+        while _busy or _unwritten:
             left = end - time.monotonic()
             if left <= 0:
                 return False
@@ -118,26 +124,32 @@ def _done(n: int, wake: bool = True) -> None:
 
 
 def _attempt(a: delivery.Attempt) -> None:
-    """Sender thread: the HTTP attempt, then the outcome goes to the recorder."""
+    """Sender thread: the HTTP attempt; the outcome goes to the recorder and the
+    thread is free for the next claim."""
+    global _unwritten
     try:
         delivery.attempt(a)
     except Exception:  # attempt() handles send errors; this is a bug: the claim expires
         logger.exception("delivery %s crashed", a.claim.delivery_id)
-        _done(1)
-        return
-    with _recorded:
-        _outcomes.append(a)
-        _recorded.notify()
+    else:
+        with _recorded:
+            _outcomes.append(a)
+            _unwritten += 1
+            _recorded.notify()
+    _done(1)
 
 
 def _record_loop() -> None:
-    """Recorder thread: write whatever outcomes have queued up, one transaction a
-    batch; close the database connection when idle."""
+    """Recorder thread: write the outcomes that queue up within ``RECORD_WAIT`` of
+    the first (at most ``RECORD_BATCH`` at once), one transaction a batch; close
+    the database connection when idle."""
+    global _unwritten
     while True:
         with _recorded:
             if not _outcomes and not _recorded.wait_for(lambda: _outcomes, IDLE_CLOSE):
                 batch = None
             else:
+                _recorded.wait_for(lambda: len(_outcomes) >= RECORD_BATCH, RECORD_WAIT)
                 batch, _outcomes[:] = list(_outcomes), []
         if batch is None:
             connections.close_all()
@@ -149,7 +161,9 @@ def _record_loop() -> None:
             logger.exception("writing %d delivery outcomes failed", len(batch))
             connections.close_all()
         finally:
-            _done(len(batch))
+            with _idle:
+                _unwritten -= len(batch)
+                _idle.notify_all()
 
 
 @shared_task(ignore_result=True)

@@ -92,36 +92,28 @@ def setup(url: str) -> datetime:
 
 def cpu_seconds(roots: dict[str, int]) -> dict[str, float]:
     """CPU seconds (user + system) used so far by each named process tree in
-    ``roots`` (name: pid), by this process ("bench": the receiver and the
-    polling) and by all PostgreSQL processes ("postgres", with the backends that
-    ended: the postmaster's waited-for children), from /proc (Linux)."""
+    ``roots`` (name: pid): its live processes, and the ended ones its root waited
+    for (PostgreSQL's backends), from /proc (Linux). "bench" is this process (the
+    receiver and the polling)."""
     tick = os.sysconf("SC_CLK_TCK")
-    parent, used, comm, children = {}, {}, {}, {}
+    parent, used = {}, {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                head, _, rest = f.read().rpartition(")")
-        except OSError:
-            continue
-        fields = rest.split()
-        pid = int(entry)
-        comm[pid] = head.partition("(")[2]
-        parent[pid], used[pid] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
-        children[pid] = (int(fields[13]) + int(fields[14])) / tick
-    names = {pid: name for name, pid in roots.items()} | {os.getpid(): "bench"}
-    totals = dict.fromkeys([*roots, "bench", "postgres"], 0.0)
-    for pid, seconds in used.items():
-        if comm[pid] == "postgres":
-            totals["postgres"] += seconds + (children[pid] if comm.get(parent[pid]) != "postgres"
-                                             else 0.0)
-            continue
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            parent[int(entry)] = int(fields[1])
+            used[int(entry)] = [int(x) / tick for x in fields[11:15]]  # utime stime cutime cstime
+    names = {pid: name for name, pid in {**roots, "bench": os.getpid()}.items()}
+    totals = dict.fromkeys(names.values(), 0.0)
+    for pid, (utime, stime, cutime, cstime) in used.items():
         p = pid
         while p in parent and p not in names:
             p = parent[p]
         if p in names:
-            totals[names[p]] += seconds
+            totals[names[p]] += utime + stime + (cutime + cstime if p == pid else 0.0)
     return totals
 
 
@@ -156,6 +148,9 @@ def main() -> None:
                          cwd=ROOT, env=env),
     ]
     roots = dict(zip(["evaluator", "deliveries", "beat"], [p.pid for p in procs], strict=True))
+    postmaster = Path(os.environ.get("BENCH_SCRATCH", "/nonexistent")) / "pg" / "postmaster.pid"
+    if postmaster.exists():  # bench/_services.sh's PostgreSQL
+        roots["postgres"] = int(postmaster.read_text().split()[0])
     before = cpu_seconds(roots)
     written: list[float] = []  # when the count of incidents grew, one entry per incident
     try:
