@@ -46,8 +46,6 @@ import httpx
 from django.conf import settings
 from django.core import mail
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Window
-from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from alerts import escalation
@@ -104,32 +102,33 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
     """
     if limit <= 0:
         return []
-    cap = settings.CRONRADAR_CHANNEL_CONCURRENCY
-    earlier = Delivery.objects.filter(incident=OuterRef("incident"), channel=OuterRef("channel"),
-                                      pk__lt=OuterRef("pk"), status__in=Delivery.ACTIVE)
-    with transaction.atomic():
+    cap, table = settings.CRONRADAR_CHANNEL_CONCURRENCY, Delivery._meta.db_table
+    at = sql.prep(Delivery, "next_attempt_at", now)
+    with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CLAIM_LOCK])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CLAIM_LOCK])
             _no_flush_wait()
         # Claims in flight per channel (unexpired ``sending`` rows: few).
-        in_flight = Counter(dict(Delivery.objects.filter(
-            status=Delivery.Status.SENDING, next_attempt_at__gt=now)
-            .values_list("channel_id").annotate(n=Count("pk")).order_by()))
-        full = [ch for ch, n in in_flight.items() if n >= cap]
-        # Hits the delivery_due index; the NOT EXISTS hits delivery_order. Only the
-        # first `cap` due rows of each channel not at its cap: a burst to a few
-        # channels (whose rows come first) never hides the others' rows.
-        first = Window(RowNumber(), partition_by=F("channel_id"),
-                       order_by=[F("next_attempt_at").asc(), F("pk").asc()])
-        due = list(Delivery.objects.filter(status__in=Delivery.ACTIVE, next_attempt_at__lte=now)
-                   .exclude(channel_id__in=full).exclude(Exists(earlier))
-                   .annotate(_rank=first).filter(_rank__lte=cap)
-                   .order_by("next_attempt_at", "pk").values_list("pk", "channel_id")[:limit * 4])
-        if not due:
-            return []
+        cursor.execute(f"SELECT channel_id, COUNT(*) FROM {table} WHERE status = %s "
+                       "AND next_attempt_at > %s GROUP BY channel_id",
+                       [Delivery.Status.SENDING, at])
+        in_flight = Counter(dict(cursor.fetchall()))
+        full = [ch for ch, n in in_flight.items() if n >= cap] or [0]
+        # The first `cap` due rows of each channel not at its cap (a burst to a few
+        # channels, whose rows come first, never hides the others' rows), without a
+        # row that an earlier active one of its incident and channel must precede.
+        # Hits the delivery_due index; the NOT EXISTS hits delivery_order.
+        cursor.execute(
+            f"SELECT id, channel_id FROM (SELECT d.id, d.channel_id, d.next_attempt_at, "
+            "ROW_NUMBER() OVER (PARTITION BY d.channel_id ORDER BY d.next_attempt_at, d.id) "
+            f"AS n FROM {table} d WHERE d.status IN (%s, %s) AND d.next_attempt_at <= %s "
+            f"AND d.channel_id NOT IN ({', '.join(['%s'] * len(full))}) "
+            f"AND NOT EXISTS (SELECT 1 FROM {table} e WHERE e.incident_id = d.incident_id "
+            "AND e.channel_id = d.channel_id AND e.id < d.id AND e.status IN (%s, %s))"
+            ") due WHERE n <= %s ORDER BY next_attempt_at, id LIMIT %s",
+            [*Delivery.ACTIVE, at, *full, *Delivery.ACTIVE, cap, limit * 4])
         picked: list[int] = []
-        for pk, channel_id in due:
+        for pk, channel_id in cursor.fetchall():
             if len(picked) >= limit:
                 break
             if in_flight[channel_id] < cap:
@@ -137,17 +136,15 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
                 picked.append(pk)
         if not picked:
             return []
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Delivery._meta.db_table} SET status = %s, lease = lease + 1, "
-                f"claimed_at = %s, next_attempt_at = %s WHERE id IN "
-                f"({', '.join(['%s'] * len(picked))}) AND status IN (%s, %s) "
-                "AND next_attempt_at <= %s RETURNING id, lease",
-                [Delivery.Status.SENDING, sql.prep(Delivery, "claimed_at", now),
-                 sql.prep(Delivery, "next_attempt_at", now + claim_timeout()), *picked,
-                 *Delivery.ACTIVE, sql.prep(Delivery, "next_attempt_at", now)])
-            leases = dict(cursor.fetchall())
-        return [Claim(pk, leases[pk]) for pk in picked if pk in leases]
+        cursor.execute(
+            f"UPDATE {table} SET status = %s, lease = lease + 1, claimed_at = %s, "
+            f"next_attempt_at = %s WHERE id IN ({', '.join(['%s'] * len(picked))}) "
+            "AND status IN (%s, %s) AND next_attempt_at <= %s RETURNING id, lease",
+            [Delivery.Status.SENDING, sql.prep(Delivery, "claimed_at", now),
+             sql.prep(Delivery, "next_attempt_at", now + claim_timeout()), *picked,
+             *Delivery.ACTIVE, at])
+        leases = dict(cursor.fetchall())
+    return [Claim(pk, leases[pk]) for pk in picked if pk in leases]
 
 
 @dataclass
