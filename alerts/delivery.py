@@ -46,13 +46,15 @@ import httpx
 from django.conf import settings
 from django.core import mail
 from django.db import connection, transaction
+from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from alerts import escalation
 from alerts.destinations import BlockedDestination, GuardedTransport
 from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
-from alerts.models import Channel, Delivery, DeliveryAttempt
+from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
 from monitors import sql
+from monitors.models import Monitor, Project
 
 logger = logging.getLogger(__name__)
 
@@ -179,17 +181,47 @@ def prepare(claims: list[Claim]) -> list[Attempt]:
     if not claims:
         return []
     leases = {c.delivery_id: c.lease for c in claims}
-    rows = {d.pk: d for d in Delivery.objects.select_related(
-        "channel", "event__incident__monitor__project", "outage__outage", "outage__project",
-    ).filter(pk__in=leases, status=Delivery.Status.SENDING) if d.lease == leases[d.pk]}
-    monitors = {d.event.incident.monitor_id: d.event.incident.monitor
-                for d in rows.values() if d.event_id is not None}
-    common.prefetch_latest(monitors.values())
-    for d in rows.values():  # one instance per monitor, the one prefetched
-        if d.event_id is not None:
-            d.event.incident.monitor = monitors[d.event.incident.monitor_id]
-    return [Attempt(c, rows[c.delivery_id], *_build(rows[c.delivery_id]))
-            for c in claims if c.delivery_id in rows]
+    rows = [d for d in _by_id(Delivery, leases).values()
+            if d.status == Delivery.Status.SENDING and d.lease == leases[d.pk]]
+    # One simple statement per related table (an index lookup each; one join of
+    # them all cost PostgreSQL more to plan than to run), one instance per row.
+    _attach(rows, "channel", Channel)
+    events = _attach([d for d in rows if d.event_id is not None], "event", IncidentEvent)
+    monitors = _attach(_attach(events, "incident", Incident), "monitor", Monitor)
+    _attach(monitors, "project", Project)
+    common.prefetch_latest(monitors)
+    prefetch_related_objects([d for d in rows if d.outage_id is not None],
+                             "outage__outage", "outage__project")  # rare: the ORM's way
+    whole = _whole(events)
+    built = {d.pk: d for d in rows if Delivery.channel.is_cached(d)
+             and (d.outage_id is not None or d.event_id in whole)}
+    return [Attempt(c, built[c.delivery_id], *_build(built[c.delivery_id]))
+            for c in claims if c.delivery_id in built]
+
+
+def _by_id(model, ids) -> dict:
+    """Instances of ``model`` with primary keys ``ids``, by pk (missing: deleted)."""
+    ids = list(ids)
+    return {o.pk: o for o in sql.select(model, f"id IN ({', '.join(['%s'] * len(ids))})",
+                                        ids)} if ids else {}
+
+
+def _attach(objs: list, name: str, model) -> list:
+    """Set each of ``objs``' foreign key ``name`` to its ``model`` instance (one
+    query); returns the distinct instances. An object whose related row is gone
+    (deleted meanwhile) keeps it unset, and :func:`prepare` leaves it out."""
+    related = _by_id(model, {getattr(o, f"{name}_id") for o in objs})
+    for o in objs:
+        if (target := related.get(getattr(o, f"{name}_id"))) is not None:
+            setattr(o, name, target)
+    return list(related.values())
+
+
+def _whole(events: list) -> set[int]:
+    """Ids of ``events`` whose incident, monitor and project were all found."""
+    return {e.pk for e in events if IncidentEvent.incident.is_cached(e)
+            and Incident.monitor.is_cached(e.incident)
+            and Monitor.project.is_cached(e.incident.monitor)}
 
 
 def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, str]:

@@ -428,7 +428,8 @@ def test_a_batch_reads_what_notifications_carry_once(project, monitor, settings,
         m.pings.create(received_at=NOW - s(50), kind="success", body=f"done {m.pk}".encode())
     alone = [common.context(Delivery.objects.get(pk=d.pk).incident) for d in rows]
     claims = claim_due(NOW, 10)
-    with django_assert_num_queries(3):  # the deliveries with their relations, runs, pings
+    # the deliveries, their channels, events, incidents, monitors, projects; runs, pings
+    with django_assert_num_queries(8):
         prepared = delivery.prepare(claims)
     assert [common.context(a.delivery.event.incident) for a in prepared] == alone
     assert alone[0]["last_ping_body"] == f"done {rows[0].incident.monitor_id}"
