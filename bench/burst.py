@@ -151,10 +151,11 @@ def main() -> None:
     postmaster = Path(os.environ.get("BENCH_SCRATCH", "/nonexistent")) / "pg" / "postmaster.pid"
     if postmaster.exists():  # bench/_services.sh's PostgreSQL
         roots["postgres"] = int(postmaster.read_text().split()[0])
-    before = cpu_seconds(roots)
     written: list[float] = []  # when the count of incidents grew, one entry per incident
     try:
         d = due.timestamp()
+        time.sleep(max(0.0, d - 1 - time.time()))  # the processes have started by then
+        before = cpu_seconds(roots)
         seen, deadline = 0, d + 120
         while time.time() < deadline and (seen < MONITORS or len(received) < MONITORS):
             n = Incident.objects.filter(cause="missed").count()
