@@ -63,6 +63,7 @@ ERROR_MAX = 500  # DeliveryAttempt.error / Delivery.last_error length
 BODY_SNIPPET = 200  # bytes of a failed response's body kept in the error
 DRAIN_MAX = 65_536  # bytes of an answer read so that its connection is kept for the next
 _CLAIM_LOCK = 7_311_001  # pg_advisory_xact_lock key: one claimer at a time
+CLAIM_WINDOW = 1000  # due rows a claim reads at most (see claim_due)
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,11 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
     ``CRONRADAR_CHANNEL_CONCURRENCY`` unexpired ones. Claimers are serialized (an
     advisory lock on PostgreSQL, the write lock on SQLite), so the cap holds with
     any number of processes; the claims are one compare-and-set ``UPDATE`` that
-    bumps each row's ``lease``.
+    bumps each row's ``lease``. A claim looks at the first ``CLAIM_WINDOW`` due rows
+    of channels below their cap (``next_attempt_at`` order), and at most twice the
+    cap of each channel's among them (room for rows that must wait for an earlier
+    one); a channel whose rows fill that window gets its cap, is then full, and
+    the next claim looks past it.
     """
     if limit <= 0:
         return []
@@ -116,24 +121,29 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
                        [Delivery.Status.SENDING, at])
         in_flight = Counter(dict(cursor.fetchall()))
         full = [ch for ch, n in in_flight.items() if n >= cap] or [0]
-        # The first `cap` due rows of each channel not at its cap (a burst to a few
-        # channels, whose rows come first, never hides the others' rows), without a
-        # row that an earlier active one of its incident and channel must precede.
-        # Hits the delivery_due index; the NOT EXISTS hits delivery_order.
+        # Of the first CLAIM_WINDOW due rows of channels not at their cap, the first
+        # 2 x cap of each channel, each with whether an earlier active delivery of
+        # its incident to its channel must go first: a backlog to a few channels,
+        # whose rows come first, never hides the others' rows, and a claim reads a
+        # bounded number of rows however many are due (a burst: ten thousand).
+        # Hits the delivery_due index; the EXISTS (for the few rows returned) hits
+        # delivery_order.
         cursor.execute(
-            f"SELECT id, channel_id FROM (SELECT d.id, d.channel_id, d.next_attempt_at, "
-            "ROW_NUMBER() OVER (PARTITION BY d.channel_id ORDER BY d.next_attempt_at, d.id) "
-            f"AS n FROM {table} d WHERE d.status IN (%s, %s) AND d.next_attempt_at <= %s "
-            f"AND d.channel_id NOT IN ({', '.join(['%s'] * len(full))}) "
-            f"AND NOT EXISTS (SELECT 1 FROM {table} e WHERE e.incident_id = d.incident_id "
-            "AND e.channel_id = d.channel_id AND e.id < d.id AND e.status IN (%s, %s))"
-            ") due WHERE n <= %s ORDER BY next_attempt_at, id LIMIT %s",
-            [*Delivery.ACTIVE, at, *full, *Delivery.ACTIVE, cap, limit * 4])
+            f"SELECT id, channel_id, EXISTS (SELECT 1 FROM {table} e WHERE "
+            "e.incident_id = due.incident_id AND e.channel_id = due.channel_id "
+            "AND e.id < due.id AND e.status IN (%s, %s)) FROM (SELECT id, channel_id, "
+            "incident_id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY channel_id "
+            "ORDER BY next_attempt_at, id) AS n FROM (SELECT id, channel_id, incident_id, "
+            f"next_attempt_at FROM {table} WHERE status IN (%s, %s) AND next_attempt_at <= %s "
+            f"AND channel_id NOT IN ({', '.join(['%s'] * len(full))}) "
+            "ORDER BY next_attempt_at, id LIMIT %s) first) due "
+            "WHERE n <= %s ORDER BY next_attempt_at, id LIMIT %s",
+            [*Delivery.ACTIVE, *Delivery.ACTIVE, at, *full, CLAIM_WINDOW, 2 * cap, limit * 8])
         picked: list[int] = []
-        for pk, channel_id in cursor.fetchall():
+        for pk, channel_id, blocked in cursor.fetchall():
             if len(picked) >= limit:
                 break
-            if in_flight[channel_id] < cap:
+            if not blocked and in_flight[channel_id] < cap:
                 in_flight[channel_id] += 1
                 picked.append(pk)
         if not picked:

@@ -371,6 +371,20 @@ def test_a_channel_with_a_backlog_never_hides_the_others(project, monitor, setti
     assert [c.delivery_id for c in claims] == [d.pk for d in backlog[:4]] + [late.pk]
 
 
+def test_a_claim_reads_a_window_of_due_rows_and_a_full_channel_leaves_it(
+        project, monitor, settings, monkeypatch):
+    """A claim reads at most CLAIM_WINDOW due rows: when one channel's rows fill it,
+    that channel gets its cap; the next claim skips the now full channel and
+    reaches the others' rows."""
+    settings.CRONRADAR_CHANNEL_CONCURRENCY = 3
+    monkeypatch.setattr(delivery, "CLAIM_WINDOW", 5)
+    busy, calm = webhook(project), webhook(project, OTHER)
+    backlog = [new_delivery(new_incident(monitor), busy, at=NOW - s(60)) for _ in range(8)]
+    late = [new_delivery(new_incident(monitor), calm, at=NOW) for _ in range(2)]
+    assert [c.delivery_id for c in claim_due(NOW, 10)] == [d.pk for d in backlog[:3]]
+    assert [c.delivery_id for c in claim_due(NOW, 10)] == [d.pk for d in late]
+
+
 def test_outcomes_of_a_batch_are_written_together(project, monitor):
     """record(): each outcome as send() would write it, in one transaction; the
     channel's health follows the order the outcomes happened in."""
