@@ -8,7 +8,8 @@ They notify 100 webhook channels (MONITORS / 100 monitors each) that all point a
 one local receiver. The production shape does the work: a Celery worker
 on the ``celery`` queue (``--concurrency`` WORKERS, default 2: two evaluator
 processes), a Celery worker on the ``deliveries`` queue (one process, its sender
-threads) and Celery beat (the ``evaluate`` and ``deliver`` tasks every
+threads, at a lower CPU priority: ``nice 10``, as docker/compose.yaml's
+``cpu_shares``) and Celery beat (the ``evaluate`` and ``deliver`` tasks every
 CRONRADAR_TICK_SECONDS) on PostgreSQL and Redis.
 
 Prints, in seconds after D: when the first, median and last ``missed`` incident
@@ -139,8 +140,8 @@ def main() -> None:
         subprocess.Popen([*celery, "worker", "--loglevel=WARNING", "--without-gossip",
                           "--without-mingle", "-Q", "celery", f"--concurrency={WORKERS}",
                           "-n", "evaluator@%h"], cwd=ROOT, env=env),
-        subprocess.Popen([*celery, "worker", "--loglevel=WARNING", "--without-gossip",
-                          "--without-mingle", "-Q", "deliveries",
+        subprocess.Popen(["nice", "-n", "10", *celery, "worker", "--loglevel=WARNING",
+                          "--without-gossip", "--without-mingle", "-Q", "deliveries",
                           f"--concurrency={os.environ.get('DELIVERY_WORKERS', '1')}",
                           "-n", "deliveries@%h"], cwd=ROOT, env=env),
         subprocess.Popen([*celery, "beat", "--loglevel=WARNING", "--schedule",
