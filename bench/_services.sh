@@ -25,7 +25,7 @@ services() { # PostgreSQL + Redis; sets PGENV
     local pgp rp
     PG_DATA=$S/pg pgp=$(free_port) rp=$(free_port)
     run_as_pg initdb -D "$PG_DATA" -U cronradar -A trust -E UTF8 --no-locale >/dev/null || return 1
-    run_as_pg pg_ctl -D "$PG_DATA" -l "$S/pg.log" -w -o "-p $pgp -c listen_addresses=127.0.0.1 -c unix_socket_directories=$S -c max_connections=200" start >/dev/null || return 1
+    run_as_pg pg_ctl -D "$PG_DATA" -l "$S/pg.log" -w -o "-p $pgp -c listen_addresses=127.0.0.1 -c unix_socket_directories=$S -c max_connections=200 -c track_commit_timestamp=on" start >/dev/null || return 1
     createdb -h 127.0.0.1 -p "$pgp" -U cronradar cronradar || return 1
     redis-server --port "$rp" --bind 127.0.0.1 --save '' --daemonize yes --pidfile "$S/redis.pid" --logfile "$S/redis.log" || return 1
     PGENV=(DATABASE_URL="postgres://cronradar@127.0.0.1:$pgp/cronradar" REDIS_URL="redis://127.0.0.1:$rp/0")
