@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 LOOP_SECONDS = 0.25
 KEEP_SENDING = 5.0  # seconds a Celery worker's claimer thread goes on claiming
 IDLE_CLOSE = 1.0  # seconds without outcomes after which the recorder closes its connection
-RECORD_WAIT = 0.05  # seconds the recorder gathers outcomes after the first
+RECORD_WAIT = 0.02  # seconds the recorder gathers outcomes after the first
 RECORD_BATCH = 200  # outcomes that start a write at once
 
 _lock = threading.Lock()
@@ -66,6 +66,7 @@ _recorded = threading.Condition(_lock)  # notified when _outcomes gets one
 _recorder: threading.Thread | None = None
 _claimer: threading.Thread | None = None
 _claimed = [0.0]  # time.monotonic() of the last claim
+_freed = [False]  # outcomes were written since the last claim: channels' slots are free
 
 
 def deliver_due(now=None) -> int:
@@ -76,10 +77,10 @@ def deliver_due(now=None) -> int:
     threads = settings.CRONRADAR_DELIVERY_THREADS
     with _lock:
         free = threads - _busy
-        if free <= 0 or (_busy and free < threads // 2
+        if free <= 0 or (_busy and free < threads // 2 and not _freed[0]
                          and time.monotonic() - _claimed[0] < LOOP_SECONDS):
-            return 0  # claim in batches: each claim reads every due row (a burst: thousands)
-        _claimed[0] = time.monotonic()
+            return 0  # claim in batches, unless channels at their cap got slots back
+        _claimed[0], _freed[0] = time.monotonic(), False
         _busy += free  # reserved: a claimer on another thread (Celery's) sees them taken
         if _pool is None:
             _pool = ThreadPoolExecutor(threads, thread_name_prefix="cronradar-delivery")
@@ -163,7 +164,9 @@ def _record_loop() -> None:
         finally:
             with _idle:
                 _unwritten -= len(batch)
+                _freed[0] = True
                 _idle.notify_all()
+            _wake.set()  # their channels have slots again: more may be claimable
 
 
 @shared_task(ignore_result=True)
