@@ -80,6 +80,14 @@ def opened(incident: Incident) -> None:
         b.recent[incident.monitor_id] = b.recent.get(incident.monitor_id, 0) + 1
 
 
+def forget(monitor_ids) -> None:
+    """Monitors whose incidents this process opened without building them
+    (:func:`alerts.incidents.open_many`): their reads query the database again."""
+    b = getattr(_local, "batch", None)
+    if b is not None:
+        b.ids.difference_update(monitor_ids)
+
+
 def _projects(project_id: int) -> _Batch | None:
     b = getattr(_local, "batch", None)
     return b if b is not None and project_id in b.projects else None

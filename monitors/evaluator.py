@@ -159,8 +159,7 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
     d, changed, written_off = _judge(monitor, pending_runs(monitor), now, alive)
     if changed:
         Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
-    if written_off:
-        Run.objects.bulk_create(written_off)
+    sql.insert_many(Run, WRITTEN_OFF_FIELDS, written_off)
     monitor.save(update_fields=MONITOR_FIELDS)
     detections.emit(monitor, d.detections)
     return d
@@ -168,14 +167,16 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
 
 MONITOR_FIELDS = ["next_expected_at", "next_evaluation_at", "evaluation_error",
                   "evaluation_failures"]
+WRITTEN_OFF_FIELDS = ("monitor_id", "slot_at", "outcome", "deadline_checked")
 
 
 def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
-           ) -> tuple[Decision, list[Run], list[Run]]:
+           ) -> tuple[Decision, list[Run], list[tuple]]:
     """:func:`decide` for ``monitor`` (row locked) with its pending ``runs``, applied
-    in memory: returns (decision, runs changed, written-off runs to insert); the
-    monitor's ``MONITOR_FIELDS`` are set for the caller to write. Reads the
-    succeeded slots a deadline needs and records unknown slots (outages)."""
+    in memory: returns (decision, runs changed, written-off runs to insert as
+    ``WRITTEN_OFF_FIELDS`` rows, by slot); the monitor's ``MONITOR_FIELDS`` are set
+    for the caller to write. Reads the succeeded slots a deadline needs and records
+    unknown slots (outages)."""
     # decide() only asks about the slots of runs whose deadline has come
     deadline_slots = [r.slot_at for r in runs
                       if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
@@ -187,9 +188,9 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
     d = decide(monitor, runs, done, now, alive)
     changed = apply_to_runs(d, runs)
     written_off = sorted(
-        [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.MISSED) for s in d.missed_slots]
-        + [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.UNKNOWN)
-           for s in d.unknown_slots], key=lambda r: r.slot_at)
+        [(monitor.pk, s, Run.Outcome.MISSED, False) for s in d.missed_slots]
+        + [(monitor.pk, s, Run.Outcome.UNKNOWN, False) for s in d.unknown_slots],
+        key=lambda r: r[1])
     if d.unknown_by_outage:
         _count_unknown(monitor.project_id, d.unknown_by_outage, alive)
     monitor.next_expected_at = d.next_expected_at
@@ -237,8 +238,7 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
                 written_off += w
             if changed:
                 Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
-            if written_off:
-                Run.objects.bulk_create(written_off)
+            sql.insert_many(Run, WRITTEN_OFF_FIELDS, written_off)
             if judged:
                 sql.update_many([m for m, _ in judged], MONITOR_FIELDS)
             detections.emit_many([(m, d.detections) for m, d in judged])

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import cache
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 
@@ -91,27 +91,103 @@ def update(obj: Model, fields: Iterable[str], returning: dict[str, str] | None =
 
 
 def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
-    """:func:`update` for several saved instances of one model, sent together
-    (``executemany``: psycopg pipelines them; Django's ``bulk_update`` builds a
-    CASE per field and row, which costs more than the updates)."""
+    """:func:`update` for several saved instances of one model, sent together.
+    Instances whose ``fields`` hold equal values (hashable model values) share
+    one ``UPDATE ... WHERE id IN (...)`` (a burst of monitors on one schedule is
+    one statement); the others go as one ``executemany`` (psycopg pipelines it;
+    Django's ``bulk_update`` builds a CASE per field and row, which costs more
+    than the updates). Not in the objects' order: the caller holds the rows' locks."""
     if not objs:
         return
     model, fields = type(objs[0]), list(fields)
+    groups: dict[tuple, list] = {}
+    for o in objs:
+        groups.setdefault(tuple(getattr(o, f) for f in fields), []).append(o.pk)
     sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
+    update = f"UPDATE {model._meta.db_table} SET {sets} WHERE id"
+    alone = []
     with connection.cursor() as cur:
-        cur.executemany(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s",
-                        [[prep(model, f, getattr(o, f)) for f in fields] + [o.pk]
-                         for o in objs])
+        for values, ids in groups.items():
+            prepped = [prep(model, f, v) for f, v in zip(fields, values, strict=True)]
+            if len(ids) == 1:
+                alone.append([*prepped, ids[0]])
+                continue
+            for i in range(0, len(ids), IN_LIMIT):
+                part = ids[i:i + IN_LIMIT]
+                cur.execute(f"{update} IN ({', '.join(['%s'] * len(part))})",
+                            [*prepped, *part])
+        if alone:
+            cur.executemany(f"{update} = %s", alone)
+
+
+IN_LIMIT = 500  # ids in one IN list (SQLite takes 999 parameters in all)
 
 
 def insert(obj: Model, fields: Sequence[str]) -> None:
     """Insert the unsaved ``obj`` with ``fields`` (attnames; the others take their
     database defaults) and set its ``pk`` (``INSERT ... RETURNING id``)."""
-    model = type(obj)
-    cols = ", ".join(_field(model, f).column for f in fields)
-    with connection.cursor() as cur:
-        cur.execute(f"INSERT INTO {model._meta.db_table} ({cols}) "
-                    f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id",
-                    [prep(model, f, getattr(obj, f)) for f in fields])
-        obj.pk = cur.fetchone()[0]
+    obj.pk = insert_many(type(obj), fields, [[getattr(obj, f) for f in fields]])[0]
     obj._state.adding, obj._state.db = False, connection.alias
+
+
+def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequence]
+                ) -> list[int]:
+    """Insert ``rows`` of ``model`` (each the model values of ``fields``, attnames,
+    in that order) in one statement; returns the new ids in row order.
+
+    The other fields take their model defaults (``Field.get_default``; a callable
+    one is called per row, as ``bulk_create`` does), or the database's (NULL) when
+    they have none; no model instances are built and no signals sent. On
+    PostgreSQL an ``INSERT ... SELECT FROM UNNEST`` of one array per column (its
+    text is the same whatever the number of rows: psycopg caches its parsing,
+    and PostgreSQL plans it faster than many ``VALUES`` rows); on SQLite
+    multi-row ``VALUES``, split into several statements at its parameter limit."""
+    if not rows:
+        return []
+    db = connections[DEFAULT_DB_ALIAS]
+    given, per_row, fixed = _insert_columns(model, tuple(fields))
+    table, columns = db.ops.quote_name(model._meta.db_table), given + per_row + fixed
+    cols = ", ".join(db.ops.quote_name(f.column) for f in columns)
+    constants = [f.get_db_prep_save(f.get_default(), db) for f in fixed]
+    ids = []
+    with db.cursor() as cur:
+        if db.vendor == "postgresql":
+            arrays = [[] for _ in given + per_row]
+            for row in rows:
+                values = [*row, *(f.get_default() for f in per_row)]
+                for f, v, array in zip(given + per_row, values, arrays, strict=True):
+                    array.append(f.get_db_prep_save(v, db))
+            consts = "".join(f", (%s)::{_db_type(f, db)}" for f in fixed)
+            arrays_sql = ", ".join(f"(%s)::{_db_type(f, db)}[]" for f in given + per_row)
+            cur.execute(f"INSERT INTO {table} ({cols}) SELECT *{consts} "
+                        f"FROM UNNEST({arrays_sql}) RETURNING id", [*constants, *arrays])
+            return [r[0] for r in cur.fetchall()]
+        marks = f"({', '.join(['%s'] * len(columns))})"
+        size = max(1, db.ops.bulk_batch_size(columns, rows))
+        for i in range(0, len(rows), size):
+            part, params = rows[i:i + size], []
+            for row in part:
+                values = [*row, *(f.get_default() for f in per_row)]
+                params += [f.get_db_prep_save(v, db)
+                           for f, v in zip(given + per_row, values, strict=True)]
+                params += constants
+            cur.execute(f"INSERT INTO {table} ({cols}) VALUES "
+                        f"{', '.join([marks] * len(part))} RETURNING id", params)
+            ids += [r[0] for r in cur.fetchall()]
+    return ids
+
+
+@cache
+def _insert_columns(model: type[Model], fields: tuple[str, ...]) -> tuple[list, list, list]:
+    """(the fields named, the others with a callable default, the others with a
+    fixed one) for :func:`insert_many`."""
+    given = [_field(model, f) for f in fields]
+    rest = [f for f in model._meta.concrete_fields
+            if f.has_default() and not f.primary_key and f.attname not in fields]
+    return (given, [f for f in rest if callable(f.default)],
+            [f for f in rest if not callable(f.default)])
+
+
+def _db_type(field, db) -> str:
+    """The column type of ``field`` for a cast, without its length (``varchar``)."""
+    return field.db_type(db).split("(")[0]
