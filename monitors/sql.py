@@ -133,46 +133,50 @@ def insert(obj: Model, fields: Sequence[str]) -> None:
 def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequence]
                 ) -> list[int]:
     """Insert ``rows`` of ``model`` (each the model values of ``fields``, attnames,
-    in that order) in one statement; returns the new ids in row order.
+    in that order); returns the new ids in row order.
 
     The other fields take their model defaults (``Field.get_default``; a callable
     one is called per row, as ``bulk_create`` does), or the database's (NULL) when
-    they have none; no model instances are built and no signals sent. On
-    PostgreSQL an ``INSERT ... SELECT FROM UNNEST`` of one array per column (its
-    text is the same whatever the number of rows: psycopg caches its parsing,
-    and PostgreSQL plans it faster than many ``VALUES`` rows); on SQLite
-    multi-row ``VALUES``, split into several statements at its parameter limit."""
+    they have none; no model instances are built and no signals sent. A column
+    (but the first) whose values all compare equal, JSON aside, is prepared and
+    sent once, as its first value. Several rows on PostgreSQL: one ``INSERT ...
+    SELECT FROM UNNEST`` with an array per other column (PostgreSQL plans it
+    faster than many ``VALUES`` rows, and psycopg parses its text once); else
+    multi-row ``VALUES``, split into several statements at SQLite's parameter
+    limit."""
     if not rows:
         return []
     db = connections[DEFAULT_DB_ALIAS]
     given, per_row, fixed = _insert_columns(model, tuple(fields))
-    table, columns = db.ops.quote_name(model._meta.db_table), given + per_row + fixed
-    cols = ", ".join(db.ops.quote_name(f.column) for f in columns)
-    constants = [f.get_db_prep_save(f.get_default(), db) for f in fixed]
-    ids = []
+    columns = [(f, [row[i] for row in rows]) for i, f in enumerate(given)]
+    columns += [(f, [f.get_default() for _ in rows]) for f in per_row]
+    varying, same = columns[:1], [(f, f.get_default()) for f in fixed]
+    for f, values in columns[1:]:
+        if f.get_internal_type() != "JSONField" and values.count(values[0]) == len(values):
+            same.append((f, values[0]))
+        else:
+            varying.append((f, values))
+    varying = [(f, [f.get_db_prep_save(v, db) for v in values]) for f, values in varying]
+    same = [(f, f.get_db_prep_save(v, db)) for f, v in same]
+    table = db.ops.quote_name(model._meta.db_table)
+    cols = ", ".join(db.ops.quote_name(f.column) for f, _ in varying + same)
+    consts = [v for _, v in same]
     with db.cursor() as cur:
-        if db.vendor == "postgresql":
-            arrays = [[] for _ in given + per_row]
-            for row in rows:
-                values = [*row, *(f.get_default() for f in per_row)]
-                for f, v, array in zip(given + per_row, values, arrays, strict=True):
-                    array.append(f.get_db_prep_save(v, db))
-            consts = "".join(f", (%s)::{_db_type(f, db)}" for f in fixed)
-            arrays_sql = ", ".join(f"(%s)::{_db_type(f, db)}[]" for f in given + per_row)
-            cur.execute(f"INSERT INTO {table} ({cols}) SELECT *{consts} "
-                        f"FROM UNNEST({arrays_sql}) RETURNING id", [*constants, *arrays])
+        if db.vendor == "postgresql" and len(rows) > 1:
+            cur.execute(
+                f"INSERT INTO {table} ({cols}) SELECT *"
+                f"{''.join(f', (%s)::{_pg_type(f)}' for f, _ in same)} FROM UNNEST("
+                f"{', '.join(f'(%s)::{_pg_type(f)}[]' for f, _ in varying)}) RETURNING id",
+                [*consts, *(values for _, values in varying)])
             return [r[0] for r in cur.fetchall()]
-        marks = f"({', '.join(['%s'] * len(columns))})"
-        size = max(1, db.ops.bulk_batch_size(columns, rows))
+        marks = f"({', '.join(['%s'] * (len(varying) + len(same)))})"
+        size = max(1, db.ops.bulk_batch_size([f for f, _ in varying + same], rows))
+        ids = []
         for i in range(0, len(rows), size):
-            part, params = rows[i:i + size], []
-            for row in part:
-                values = [*row, *(f.get_default() for f in per_row)]
-                params += [f.get_db_prep_save(v, db)
-                           for f, v in zip(given + per_row, values, strict=True)]
-                params += constants
+            part = range(i, min(i + size, len(rows)))
             cur.execute(f"INSERT INTO {table} ({cols}) VALUES "
-                        f"{', '.join([marks] * len(part))} RETURNING id", params)
+                        f"{', '.join([marks] * len(part))} RETURNING id",
+                        [v for j in part for v in (*(vs[j] for _, vs in varying), *consts)])
             ids += [r[0] for r in cur.fetchall()]
     return ids
 
@@ -188,6 +192,8 @@ def _insert_columns(model: type[Model], fields: tuple[str, ...]) -> tuple[list, 
             [f for f in rest if not callable(f.default)])
 
 
-def _db_type(field, db) -> str:
-    """The column type of ``field`` for a cast, without its length (``varchar``)."""
-    return field.db_type(db).split("(")[0]
+@cache
+def _pg_type(field) -> str:
+    """The PostgreSQL column type of ``field`` for a cast, without its length
+    (``varchar``)."""
+    return field.db_type(connections[DEFAULT_DB_ALIAS]).split("(")[0]
