@@ -204,10 +204,11 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
 
 
 def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int:
-    """Evaluate the monitors of ``monitor_ids`` that are still due, together: one
-    transaction holding all their row locks, one query for their pending runs,
-    one statement each for the runs and monitors written, and their detections
-    applied as one batch (:func:`detections.emit_many`). Returns how many were
+    """Evaluate the monitors of ``monitor_ids`` (at most a few hundred) that are
+    still due, together: one transaction holding all their row locks, one query
+    for their pending runs, one statement each for the runs and monitors written
+    (monitors with equal new values: one for all), and their detections applied
+    as one batch (:func:`detections.emit_many`). Returns how many were
     evaluated. Deleted monitors, and every monitor of a batch in which anything
     raised, go through :func:`evaluate_monitor` one by one instead, so one bad
     monitor never holds the others back."""
@@ -216,11 +217,12 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
     n = 0
     try:
         with transaction.atomic():
-            qs = (Monitor.objects.filter(pk__in=monitor_ids, next_evaluation_at__lte=now)
-                  .select_related("alerting").order_by("pk"))
-            if connection.features.has_select_for_update_skip_locked:
-                qs = qs.select_for_update(skip_locked=True, of=("self",))
-            monitors = list(qs)
+            where, params = sql.where_in(Monitor, "id", monitor_ids)
+            skip = connection.features.has_select_for_update_skip_locked
+            monitors = sql.select(
+                Monitor, f"{where} AND next_evaluation_at <= %s",
+                [*params, sql.prep(Monitor, "next_evaluation_at", now)],
+                "ORDER BY id FOR UPDATE SKIP LOCKED" if skip else "ORDER BY id")
             alone = [m.pk for m in monitors if m.deleted_at is not None]
             live = [m for m in monitors if m.deleted_at is None]
             runs: dict[int, list[Run]] = {m.pk: [] for m in live}

@@ -75,6 +75,22 @@ def prep(model: type[Model], attname: str, value):
     return _field(model, attname).get_db_prep_save(value, connection)
 
 
+def where_in(model: type[Model], attname: str, values: Sequence, alias: str = ""
+             ) -> tuple[str, list]:
+    """(SQL, params) of the condition "``model``'s field ``attname`` is one of
+    ``values``" (model values; at most a few hundred on SQLite, whose parameter
+    limit is 999); ``alias``: the table's name or alias in the statement, if it
+    must be qualified. PostgreSQL: ``= ANY`` of one array (psycopg parses
+    statements of more than 50 parameters anew every time, and dumps each)."""
+    field = _field(model, attname)
+    column = f"{alias}.{field.column}" if alias else field.column
+    db = connections[DEFAULT_DB_ALIAS]
+    prepped = [field.get_db_prep_save(v, db) for v in values]
+    if db.vendor == "postgresql":
+        return f"{column} = ANY((%s)::{_pg_type(field)}[])", [prepped]
+    return f"{column} IN ({', '.join(['%s'] * len(prepped))})", prepped
+
+
 def update(obj: Model, fields: Iterable[str], returning: dict[str, str] | None = None) -> None:
     """Write ``fields`` (attnames) of the saved instance ``obj``. ``returning``:
     attribute name -> an SQL expression (no placeholders) read in the same
@@ -93,7 +109,7 @@ def update(obj: Model, fields: Iterable[str], returning: dict[str, str] | None =
 def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
     """:func:`update` for several saved instances of one model, sent together.
     Instances whose ``fields`` hold equal values (hashable model values) share
-    one ``UPDATE ... WHERE id IN (...)`` (a burst of monitors on one schedule is
+    one ``UPDATE ... WHERE id IN ...`` (a burst of monitors on one schedule is
     one statement); the others go as one ``executemany`` (psycopg pipelines it;
     Django's ``bulk_update`` builds a CASE per field and row, which costs more
     than the updates). Not in the objects' order: the caller holds the rows' locks."""
@@ -104,7 +120,7 @@ def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
     for o in objs:
         groups.setdefault(tuple(getattr(o, f) for f in fields), []).append(o.pk)
     sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
-    update = f"UPDATE {model._meta.db_table} SET {sets} WHERE id"
+    update = f"UPDATE {model._meta.db_table} SET {sets}"
     alone = []
     with connection.cursor() as cur:
         for values, ids in groups.items():
@@ -113,11 +129,10 @@ def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
                 alone.append([*prepped, ids[0]])
                 continue
             for i in range(0, len(ids), IN_LIMIT):
-                part = ids[i:i + IN_LIMIT]
-                cur.execute(f"{update} IN ({', '.join(['%s'] * len(part))})",
-                            [*prepped, *part])
+                where, params = where_in(model, "id", ids[i:i + IN_LIMIT])
+                cur.execute(f"{update} WHERE {where}", [*prepped, *params])
         if alone:
-            cur.executemany(f"{update} = %s", alone)
+            cur.executemany(f"{update} WHERE id = %s", alone)
 
 
 IN_LIMIT = 500  # ids in one IN list (SQLite takes 999 parameters in all)
