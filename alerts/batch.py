@@ -3,10 +3,11 @@
 The evaluator hands the detections of up to a hundred monitors over at once
 (:func:`monitors.detections.emit_many`); opening an incident reads the
 monitor's open incident, maintenance windows, recent incidents (flapping),
-alerting settings and channels. Inside :func:`batch` those are read with one
-query per kind for the whole batch (the channels only if some monitor needs
-them: its project's, or the ones its Alerting lists) and then served from
-memory; outside it each is one query, as before. The caller holds every batch
+alerting settings, channels and escalation tiers. Inside :func:`batch` those
+are read with one query per kind for the whole batch (the channels only if some
+monitor needs them: its project's, or the ones its Alerting lists; the tiers
+once per policy) and then served from memory; outside it each is one query,
+as before. The caller holds every batch
 monitor's row lock, so nothing read here can change under it except through
 this process, which keeps the caches up to date (:func:`opened`, :func:`forget`).
 """
@@ -33,6 +34,7 @@ class _Batch:
         self.monitor_ids, self.ids = ids, set(ids)  # ids: those whose reads are served
         self.projects = {m.project_id for m in monitors}
         self.since = since
+        self.tiers: dict[int, list] = {}  # escalation policy -> its tiers, once asked for
         where, params = sql.where_in(Incident, "monitor_id", ids)
         self.open = {i.monitor_id: i for i in
                      sql.select(Incident, f"{where} AND resolved_at IS NULL", params)}
@@ -121,6 +123,17 @@ def forget(monitor_ids) -> None:
     b = getattr(_local, "batch", None)
     if b is not None:
         b.ids.difference_update(monitor_ids)
+
+
+def policy_tiers(policy_id: int, read) -> list:
+    """The tiers of escalation policy ``policy_id``: ``read()`` (a list), once per
+    batch inside one."""
+    b = getattr(_local, "batch", None)
+    if b is None:
+        return read()
+    if policy_id not in b.tiers:
+        b.tiers[policy_id] = read()
+    return b.tiers[policy_id]
 
 
 def _projects(project_id: int) -> _Batch | None:

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
-from alerts import flapping, maintenance
+from alerts import batch, flapping, maintenance
 from alerts.models import Alerting, Delivery, EscalationTier, Incident, IncidentEvent
 
 log = logging.getLogger(__name__)
@@ -50,12 +50,16 @@ def alerting_of(monitor) -> Alerting:
 
 
 def tiers_of(alerting: Alerting) -> list[EscalationTier]:
-    """The tiers in force: the policy's, the first only at low urgency; [] without one."""
-    if alerting.escalation_policy_id is None:
+    """The tiers in force: the policy's, the first only at low urgency; [] without one.
+    Each with its ``policy`` and ``channels`` read; once per policy in a batch
+    (:func:`alerts.batch.policy_tiers`)."""
+    policy_id = alerting.escalation_policy_id
+    if policy_id is None:
         return []
-    tiers = list(EscalationTier.objects.filter(policy_id=alerting.escalation_policy_id)
-                 .prefetch_related("channels").order_by("position"))
-    return tiers[:1] if alerting.urgency == Alerting.Urgency.LOW else tiers
+    tiers = batch.policy_tiers(policy_id, lambda: list(
+        EscalationTier.objects.filter(policy_id=policy_id).select_related("policy")
+        .prefetch_related("channels").order_by("position")))
+    return tiers[:1] if alerting.urgency == Alerting.Urgency.LOW else list(tiers)
 
 
 def live_channels(channels) -> list[int]:
@@ -196,8 +200,7 @@ def _next_tier(tier: int, rnd: int, alerting: Alerting, tiers) -> tuple[int, int
         return None
     if tier + 1 < len(tiers):
         return tier + 1, rnd
-    policy_repeat = alerting.escalation_policy.repeat if alerting.escalation_policy else 0
-    if alerting.urgency == Alerting.Urgency.HIGH and rnd < policy_repeat:
+    if alerting.urgency == Alerting.Urgency.HIGH and rnd < tiers[0].policy.repeat:
         return 0, rnd + 1
     return None
 

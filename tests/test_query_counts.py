@@ -259,3 +259,26 @@ def test_a_monitor_that_cannot_be_evaluated_does_not_hold_back_its_batch(make_mo
     assert not Run.objects.filter(monitor=bad, outcome="missed").exists()
     assert (bad.evaluation_failures, bad.evaluation_error) == (1, "ValueError: cannot compute")
     assert bad.next_evaluation_at == T0 + s(4) + timedelta(minutes=1)
+
+
+def test_a_batch_reads_an_escalation_policy_once(project, make_monitor,
+                                                 django_assert_num_queries):
+    """30 monitors of one policy missed at once: its tiers (with the policy, then
+    their channels) are read once for the batch, not for each monitor."""
+    from alerts.models import Alerting, EscalationPolicy, EscalationTier
+
+    hook = Channel.objects.create(project=project, kind="webhook", config={"url": "x"})
+    policy = EscalationPolicy.objects.create(project=project, name="on-call", repeat=1)
+    EscalationTier.objects.create(policy=policy, position=0, delay=s(0)).channels.add(hook)
+    ms = [make_monitor() for _ in range(30)]
+    Alerting.objects.filter(monitor__in=ms).update(escalation_policy=policy)
+    for m in ms:
+        ingest(m.pk, PingInput("success"), T0)
+    # transaction, lock, pending runs, insert runs, update monitors, open incidents,
+    # windows, recent incidents, alerting, the tiers (with their policy) and their
+    # channels, the 3 inserts, end
+    with django_assert_num_queries(15):
+        assert evaluator.evaluate_many([m.pk for m in ms], T0 + s(4), ALIVE) == 30
+    # one tier, repeat 1: the next step is the policy's second round, its delay (0) on
+    assert set(Incident.objects.values_list("next_escalation_at", flat=True)) == {T0 + s(4)}
+    assert Delivery.objects.filter(channel=hook).count() == 30
