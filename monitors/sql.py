@@ -139,8 +139,8 @@ IN_LIMIT = 500  # ids in one IN list (SQLite takes 999 parameters in all)
 
 
 def insert(obj: Model, fields: Sequence[str]) -> None:
-    """Insert the unsaved ``obj`` with ``fields`` (attnames; the others take their
-    database defaults) and set its ``pk`` (``INSERT ... RETURNING id``)."""
+    """Insert the unsaved ``obj`` with ``fields`` (attnames; the others as
+    :func:`insert_many` fills them) and set its ``pk`` (``INSERT ... RETURNING id``)."""
     obj.pk = insert_many(type(obj), fields, [[getattr(obj, f) for f in fields]])[0]
     obj._state.adding, obj._state.db = False, connection.alias
 
@@ -152,9 +152,9 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
 
     The other fields take their model defaults (``Field.get_default``; a callable
     one is called per row, as ``bulk_create`` does), or the database's (NULL) when
-    they have none; no model instances are built and no signals sent. A column
-    (but the first) whose values all compare equal, JSON aside, is prepared and
-    sent once, as its first value. Several rows on PostgreSQL: one ``INSERT ...
+    they have none; no model instances are built and no signals sent. Of several
+    rows, a column (but the first) whose values all compare equal, JSON aside, is
+    prepared and sent once, as its first value. Several rows on PostgreSQL: one ``INSERT ...
     SELECT FROM UNNEST`` with an array per other column (PostgreSQL plans it
     faster than many ``VALUES`` rows, and psycopg parses its text once); else
     multi-row ``VALUES``, split into several statements at SQLite's parameter
@@ -167,7 +167,8 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
     columns += [(f, [f.get_default() for _ in rows]) for f in per_row]
     varying, same = columns[:1], [(f, f.get_default()) for f in fixed]
     for f, values in columns[1:]:
-        if f.get_internal_type() != "JSONField" and values.count(values[0]) == len(values):
+        if (len(rows) > 1 and f.get_internal_type() != "JSONField"
+                and values.count(values[0]) == len(values)):
             same.append((f, values[0]))
         else:
             varying.append((f, values))
