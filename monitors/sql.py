@@ -153,8 +153,8 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
     The other fields take their model defaults (``Field.get_default``; a callable
     one is called per row, as ``bulk_create`` does), or the database's (NULL) when
     they have none; no model instances are built and no signals sent. Of several
-    rows, a column (but the first) whose values all compare equal, JSON aside, is
-    prepared and sent once, as its first value. Several rows on PostgreSQL: one ``INSERT ...
+    rows, a column (but the first) whose values are all the same (:func:`_all_same`)
+    is prepared and sent once. Several rows on PostgreSQL: one ``INSERT ...
     SELECT FROM UNNEST`` with an array per other column (PostgreSQL plans it
     faster than many ``VALUES`` rows, and psycopg parses its text once); else
     multi-row ``VALUES``, split into several statements at SQLite's parameter
@@ -167,8 +167,7 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
     columns += [(f, [f.get_default() for _ in rows]) for f in per_row]
     varying, same = columns[:1], [(f, f.get_default()) for f in fixed]
     for f, values in columns[1:]:
-        if (len(rows) > 1 and f.get_internal_type() != "JSONField"
-                and values.count(values[0]) == len(values)):
+        if len(rows) > 1 and _all_same(f, values):
             same.append((f, values[0]))
         else:
             varying.append((f, values))
@@ -195,6 +194,17 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
                         [v for j in part for v in (*(vs[j] for _, vs in varying), *consts)])
             ids += [r[0] for r in cur.fetchall()]
     return ids
+
+
+def _all_same(field, values: list) -> bool:
+    """Whether every value of ``values`` is written as the first one: equal, and
+    for JSON equal ``repr`` too (``1 == 1.0 == True`` are three JSON values)."""
+    if values.count(values[0]) != len(values):
+        return False
+    if field.get_internal_type() != "JSONField":
+        return True
+    first = repr(values[0])
+    return all(repr(v) == first for v in values)
 
 
 @cache
