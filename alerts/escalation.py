@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
-from alerts import flapping, maintenance
+from alerts import batch, flapping, maintenance
 from alerts.models import Alerting, Delivery, EscalationTier, Incident, IncidentEvent
 
 log = logging.getLogger(__name__)
@@ -50,12 +50,16 @@ def alerting_of(monitor) -> Alerting:
 
 
 def tiers_of(alerting: Alerting) -> list[EscalationTier]:
-    """The tiers in force: the policy's, the first only at low urgency; [] without one."""
-    if alerting.escalation_policy_id is None:
+    """The tiers in force: the policy's, the first only at low urgency; [] without one.
+    Each with its ``policy`` and ``channels`` read; once per policy in a batch
+    (:func:`alerts.batch.policy_tiers`)."""
+    policy_id = alerting.escalation_policy_id
+    if policy_id is None:
         return []
-    tiers = list(EscalationTier.objects.filter(policy_id=alerting.escalation_policy_id)
-                 .prefetch_related("channels").order_by("position"))
-    return tiers[:1] if alerting.urgency == Alerting.Urgency.LOW else tiers
+    tiers = batch.policy_tiers(policy_id, lambda: list(
+        EscalationTier.objects.filter(policy_id=policy_id).select_related("policy")
+        .prefetch_related("channels").order_by("position")))
+    return tiers[:1] if alerting.urgency == Alerting.Urgency.LOW else list(tiers)
 
 
 def live_channels(channels) -> list[int]:
@@ -109,10 +113,8 @@ def _plan(monitor, at: datetime, default_channels) -> Opening:
     if tiers and tiers[0].delay > timedelta(0):
         return Opening([], {}, -1, at + tiers[0].delay)
     channels = live_channels(tiers[0].channels.all()) if tiers else default_channels()
-    after = Incident(tier=0, round=0)
-    _schedule(after, alerting, tiers, at)
     return Opening(channels, {"tier": 1, "round": 1} if tiers else {}, 0,
-                   after.next_escalation_at)
+                   _next_step_at(0, 0, alerting, tiers, at))
 
 
 def advance(now: datetime, notify) -> int:
@@ -158,7 +160,7 @@ def _step(incident_id: int, monitor_id: int, now: datetime, notify) -> bool:
     alerting = alerting_of(incident.monitor)
     tiers = tiers_of(alerting)
     at = incidents.stamp(incident, now)
-    nxt = _next_tier(incident, alerting, tiers)
+    nxt = _next_tier(incident.tier, incident.round, alerting, tiers)
     if nxt is None and incident.tier < 0:  # held back until now, without a policy
         event = IncidentEvent.objects.create(
             incident=incident, kind=IncidentEvent.Kind.ESCALATED, at=at, step="tier:0:0",
@@ -184,33 +186,33 @@ def _step(incident_id: int, monitor_id: int, now: datetime, notify) -> bool:
             message=f"still open and not acknowledged: sent again ({incident.renotified})",
             detail={"tier": incident.tier + 1 if tiers else None, "count": incident.renotified})
         notify(event, channels)
-    _schedule(incident, alerting, tiers, at)
+    incident.next_escalation_at = _next_step_at(incident.tier, incident.round, alerting,
+                                                tiers, at)
     incident.save(update_fields=["tier", "round", "renotified", "next_escalation_at",
                                  "last_event_at"])
     return True
 
 
-def _next_tier(incident: Incident, alerting: Alerting, tiers) -> tuple[int, int] | None:
-    """(tier, round) to notify next, or None when no tier is left."""
+def _next_tier(tier: int, rnd: int, alerting: Alerting, tiers) -> tuple[int, int] | None:
+    """(tier, round) to notify after tier ``tier`` of round ``rnd``, or None when no
+    tier is left."""
     if not tiers:
         return None
-    if incident.tier + 1 < len(tiers):
-        return incident.tier + 1, incident.round
-    policy_repeat = alerting.escalation_policy.repeat if alerting.escalation_policy else 0
-    if alerting.urgency == Alerting.Urgency.HIGH and incident.round < policy_repeat:
-        return 0, incident.round + 1
+    if tier + 1 < len(tiers):
+        return tier + 1, rnd
+    if alerting.urgency == Alerting.Urgency.HIGH and rnd < tiers[0].policy.repeat:
+        return 0, rnd + 1
     return None
 
 
-def _schedule(incident: Incident, alerting: Alerting, tiers, at: datetime) -> None:
-    """Set ``next_escalation_at`` after a step taken at ``at``."""
-    nxt = _next_tier(incident, alerting, tiers)
+def _next_step_at(tier: int, rnd: int, alerting: Alerting, tiers, at: datetime
+                  ) -> datetime | None:
+    """When the step after tier ``tier`` of round ``rnd``, taken at ``at``, is due
+    (``next_escalation_at``; None: no step left)."""
+    nxt = _next_tier(tier, rnd, alerting, tiers)
     if nxt is not None:
-        incident.next_escalation_at = at + tiers[nxt[0]].delay
-    elif alerting.renotify:
-        incident.next_escalation_at = at + alerting.renotify
-    else:
-        incident.next_escalation_at = None
+        return at + tiers[nxt[0]].delay
+    return at + alerting.renotify if alerting.renotify else None
 
 
 def _why(incident: Incident, tiers) -> str:

@@ -66,10 +66,12 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
         if incident is None and not _streak(monitor, good=False):
             continue  # under the threshold: the run history shows it, nothing opens
         if incident is None:
-            incident, opening = _opening(monitor, d)
+            fields, opening = _opening(monitor, d)
+            incident = Incident(monitor=monitor, **fields)
             incident.save(force_insert=True)
-            _opened(monitor, incident)
-            ev = _opened_event(incident, d, opening)
+            batch.opened(incident)
+            monitor.has_open_incident = True  # what the ping path read is out of date
+            ev = IncidentEvent(incident=incident, **_opened_event(d, opening))
             ev.save(force_insert=True)
             _notify(ev, opening.channels)
         else:
@@ -82,35 +84,29 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
     return events
 
 
-def _opening(monitor, d: Detection) -> tuple[Incident, escalation.Opening]:
-    """The unsaved incident problem ``d`` opens for ``monitor`` (none open), and
-    its :class:`escalation.Opening` (who is notified now, the next step)."""
+def _opening(monitor, d: Detection) -> tuple[dict, escalation.Opening]:
+    """The fields (attnames, all but ``monitor``) of the incident problem ``d``
+    opens for ``monitor`` (none open), and its :class:`escalation.Opening` (who is
+    notified now, the next step)."""
     opening = escalation.plan_opening(monitor, d.at, lambda: targets(monitor))
     note = f" ({opening.detail['flapping']})" if "flapping" in opening.detail else ""
-    incident = Incident(
-        monitor=monitor,
-        cause=d.kind,
-        summary=f"{monitor.name}: {d.message}{note}"[:500],
-        severity=severity(monitor, d.kind),
-        opened_at=d.at,
-        last_event_at=d.at,
-        missed_count=d.count if d.kind == Kind.MISSED else 0,
-        failure_count=1 if d.kind == Kind.FAILED else 0,
-        tier=opening.tier,
-        next_escalation_at=opening.next_escalation_at,
-    )
-    return incident, opening
+    return {
+        "cause": d.kind,
+        "summary": f"{monitor.name}: {d.message}{note}"[:500],
+        "severity": severity(monitor, d.kind),
+        "opened_at": d.at,
+        "last_event_at": d.at,
+        "missed_count": d.count if d.kind == Kind.MISSED else 0,
+        "failure_count": 1 if d.kind == Kind.FAILED else 0,
+        "tier": opening.tier,
+        "next_escalation_at": opening.next_escalation_at,
+    }, opening
 
 
-def _opened(monitor, incident: Incident) -> None:
-    batch.opened(incident)
-    monitor.has_open_incident = True  # what the ping path read is out of date
-
-
-def _opened_event(incident: Incident, d: Detection, opening) -> IncidentEvent:
-    """The unsaved ``opened`` event of a new incident."""
-    return _new_event(incident, IncidentEvent.Kind.OPENED, d.at, d, step="opened",
-                      cause=d.kind, **opening.detail)
+def _opened_event(d: Detection, opening) -> dict:
+    """The fields (all but ``incident``) of the ``opened`` event of a new incident."""
+    return _event_fields(IncidentEvent.Kind.OPENED, d.at, d, step="opened", cause=d.kind,
+                         **opening.detail)
 
 
 def open_many(found: list) -> list:
@@ -129,15 +125,21 @@ def open_many(found: list) -> list:
     if not simple:
         return rest
     planned = [(monitor, d, *_opening(monitor, d)) for monitor, d in simple]
-    Incident.objects.bulk_create([incident for _, _, incident, _ in planned])
-    for monitor, _, incident, _ in planned:
-        _opened(monitor, incident)
-    events = [_opened_event(incident, d, opening) for _, d, incident, opening in planned]
-    IncidentEvent.objects.bulk_create(events)
-    _deliver([Delivery(event=ev, incident_id=ev.incident_id, channel_id=ch, created_at=ev.at,
-                       next_attempt_at=ev.at)
-              for ev, (_, _, _, opening) in zip(events, planned, strict=True)
+    names = ["monitor_id", *planned[0][2]]
+    incident_ids = sql.insert_many(Incident, names, [
+        [monitor.pk, *fields.values()] for monitor, _, fields, _ in planned])
+    batch.forget([monitor.pk for monitor, *_ in planned])
+    events = [_opened_event(d, opening) for _, d, _, opening in planned]
+    names = ["incident_id", *events[0]]
+    event_ids = sql.insert_many(IncidentEvent, names, [
+        [incident_id, *fields.values()] for incident_id, fields in zip(incident_ids, events,
+                                                                       strict=True)])
+    _deliver([(event_id, incident_id, None, ch, d.at, d.at)
+              for event_id, incident_id, (monitor, d, _, opening)
+              in zip(event_ids, incident_ids, planned, strict=True)
               for ch in opening.channels])
+    for monitor, *_ in planned:
+        monitor.has_open_incident = True  # what the ping path read is out of date
     return rest
 
 
@@ -373,8 +375,8 @@ def notify_outage(impact) -> None:
     project, as one ``outage.summary`` notification each."""
     channels = Channel.objects.filter(project_id=impact.project_id, deleted_at__isnull=True)
     at = impact.outage.summarized_at
-    _deliver([Delivery(outage=impact, channel=ch, created_at=at, next_attempt_at=at)
-              for ch in channels.order_by("pk")])
+    _deliver([(None, None, impact.pk, ch, at, at)
+              for ch in channels.order_by("pk").values_list("pk", flat=True)])
 
 
 def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> IncidentEvent:
@@ -454,29 +456,35 @@ def _detail(d: Detection, **extra) -> dict:
 
 def _event(incident: Incident, kind: str, at: datetime, d: Detection, step: str | None = None,
            **extra) -> IncidentEvent:
-    ev = _new_event(incident, kind, at, d, step, **extra)
+    ev = IncidentEvent(incident=incident, **_event_fields(kind, at, d, step, **extra))
     ev.save(force_insert=True)
     return ev
 
 
-def _new_event(incident: Incident, kind: str, at: datetime, d: Detection,
-               step: str | None = None, **extra) -> IncidentEvent:
-    return IncidentEvent(incident=incident, kind=kind, at=at, step=step,
-                         message=d.message[:500], detail=_detail(d, **extra),
-                         count=d.count if kind == d.kind else 1)
+def _event_fields(kind: str, at: datetime, d: Detection, step: str | None = None,
+                  **extra) -> dict:
+    """The fields (all but ``incident``) of a new event ``kind`` at ``at`` from
+    detection ``d``; ``extra`` goes into its detail."""
+    return {"kind": kind, "at": at, "step": step, "message": d.message[:500],
+            "detail": _detail(d, **extra), "count": d.count if kind == d.kind else 1}
 
 
 def _notify(event: IncidentEvent, channel_ids: Iterable[int]) -> None:
     """One delivery of ``event`` per channel, due at the event's time."""
-    _deliver([Delivery(event=event, incident_id=event.incident_id, channel_id=ch,
-                       created_at=event.at, next_attempt_at=event.at) for ch in channel_ids])
+    _deliver([(event.pk, event.incident_id, None, ch, event.at, event.at)
+              for ch in channel_ids])
 
 
-def _deliver(deliveries: list[Delivery]) -> None:
-    """Insert ``deliveries`` (rows are the schedule) and have them claimed as soon as
-    the transaction commits."""
-    if deliveries:
-        Delivery.objects.bulk_create(deliveries)
+DELIVERY_FIELDS = ("event_id", "incident_id", "outage_id", "channel_id", "created_at",
+                   "next_attempt_at")
+
+
+def _deliver(rows: list[tuple]) -> None:
+    """Insert deliveries, given as ``DELIVERY_FIELDS`` rows (the others take their
+    defaults: pending, no attempt yet; rows are the schedule), and have them
+    claimed as soon as the transaction commits."""
+    if rows:
+        sql.insert_many(Delivery, DELIVERY_FIELDS, rows)
         dispatch()
 
 

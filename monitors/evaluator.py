@@ -159,8 +159,7 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
     d, changed, written_off = _judge(monitor, pending_runs(monitor), now, alive)
     if changed:
         Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
-    if written_off:
-        Run.objects.bulk_create(written_off)
+    sql.insert_many(Run, WRITTEN_OFF_FIELDS, written_off)
     monitor.save(update_fields=MONITOR_FIELDS)
     detections.emit(monitor, d.detections)
     return d
@@ -168,14 +167,16 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
 
 MONITOR_FIELDS = ["next_expected_at", "next_evaluation_at", "evaluation_error",
                   "evaluation_failures"]
+WRITTEN_OFF_FIELDS = ("monitor_id", "slot_at", "outcome", "deadline_checked")
 
 
 def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
-           ) -> tuple[Decision, list[Run], list[Run]]:
+           ) -> tuple[Decision, list[Run], list[tuple]]:
     """:func:`decide` for ``monitor`` (row locked) with its pending ``runs``, applied
-    in memory: returns (decision, runs changed, written-off runs to insert); the
-    monitor's ``MONITOR_FIELDS`` are set for the caller to write. Reads the
-    succeeded slots a deadline needs and records unknown slots (outages)."""
+    in memory: returns (decision, runs changed, written-off runs to insert as
+    ``WRITTEN_OFF_FIELDS`` rows, by slot); the monitor's ``MONITOR_FIELDS`` are set
+    for the caller to write. Reads the succeeded slots a deadline needs and records
+    unknown slots (outages)."""
     # decide() only asks about the slots of runs whose deadline has come
     deadline_slots = [r.slot_at for r in runs
                       if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
@@ -187,9 +188,9 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
     d = decide(monitor, runs, done, now, alive)
     changed = apply_to_runs(d, runs)
     written_off = sorted(
-        [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.MISSED) for s in d.missed_slots]
-        + [Run(monitor=monitor, slot_at=s, outcome=Run.Outcome.UNKNOWN)
-           for s in d.unknown_slots], key=lambda r: r.slot_at)
+        [(monitor.pk, s, Run.Outcome.MISSED, False) for s in d.missed_slots]
+        + [(monitor.pk, s, Run.Outcome.UNKNOWN, False) for s in d.unknown_slots],
+        key=lambda r: r[1])
     if d.unknown_by_outage:
         _count_unknown(monitor.project_id, d.unknown_by_outage, alive)
     monitor.next_expected_at = d.next_expected_at
@@ -203,10 +204,11 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
 
 
 def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int:
-    """Evaluate the monitors of ``monitor_ids`` that are still due, together: one
-    transaction holding all their row locks, one query for their pending runs,
-    one statement each for the runs and monitors written, and their detections
-    applied as one batch (:func:`detections.emit_many`). Returns how many were
+    """Evaluate the monitors of ``monitor_ids`` (at most a few hundred) that are
+    still due, together: one transaction holding all their row locks, one query
+    for their pending runs, one statement each for the runs and monitors written
+    (monitors with equal new values: one for all), and their detections applied
+    as one batch (:func:`detections.emit_many`). Returns how many were
     evaluated. Deleted monitors, and every monitor of a batch in which anything
     raised, go through :func:`evaluate_monitor` one by one instead, so one bad
     monitor never holds the others back."""
@@ -215,11 +217,12 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
     n = 0
     try:
         with transaction.atomic():
-            qs = (Monitor.objects.filter(pk__in=monitor_ids, next_evaluation_at__lte=now)
-                  .select_related("alerting").order_by("pk"))
-            if connection.features.has_select_for_update_skip_locked:
-                qs = qs.select_for_update(skip_locked=True, of=("self",))
-            monitors = list(qs)
+            where, params = sql.where_in(Monitor, "id", monitor_ids)
+            skip = connection.features.has_select_for_update_skip_locked
+            monitors = sql.select(
+                Monitor, f"{where} AND next_evaluation_at <= %s",
+                [*params, sql.prep(Monitor, "next_evaluation_at", now)],
+                "ORDER BY id FOR UPDATE SKIP LOCKED" if skip else "ORDER BY id")
             alone = [m.pk for m in monitors if m.deleted_at is not None]
             live = [m for m in monitors if m.deleted_at is None]
             runs: dict[int, list[Run]] = {m.pk: [] for m in live}
@@ -237,8 +240,7 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
                 written_off += w
             if changed:
                 Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
-            if written_off:
-                Run.objects.bulk_create(written_off)
+            sql.insert_many(Run, WRITTEN_OFF_FIELDS, written_off)
             if judged:
                 sql.update_many([m for m, _ in judged], MONITOR_FIELDS)
             detections.emit_many([(m, d.detections) for m, d in judged])

@@ -196,9 +196,9 @@ def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
     query (the evaluator's batches), ordered by ``pk``."""
     if not monitor_ids:
         return []
-    marks = ", ".join(["%s"] * len(monitor_ids))
-    return sql.select(Run, f"monitor_id IN ({marks}) AND ({_PENDING})",
-                      [*monitor_ids, *Run.OPEN_OUTCOMES, False], "ORDER BY id")
+    where, params = sql.where_in(Run, "monitor_id", monitor_ids)
+    return sql.select(Run, f"{where} AND ({_PENDING})",
+                      [*params, *Run.OPEN_OUTCOMES, False], "ORDER BY id")
 
 
 # --- the hot path's statements, as SQL (see monitors.sql) --------------------------------

@@ -68,7 +68,11 @@ KUBERNETES job follow the real clock:
 
 Implementation
 --------------
-The expression is parsed into sets once (cached). Matching wall times are
+The expression is parsed into sets once (cached), and the answers of
+next_fire, count_fires and last_fires are cached too (LRU, keyed by their
+arguments): the evaluator asks the same for every monitor of a schedule whose
+slot ends together (10,000 monitors on ``0 * * * *`` at the top of the hour).
+Matching wall times are
 enumerated in order (whole minutes, naive local time), each wall time is mapped
 to 0, 1 or 2 UTC instants per the rules above, and the instants are merged
 through a small heap so they come out strictly increasing and de-duplicated.
@@ -586,6 +590,7 @@ def validate_cron(expr: str, tz: str = "UTC", semantics: str = DEBIAN) -> str:
     return spec.expr
 
 
+@lru_cache(maxsize=4096)
 def next_fire(expr: str, tz: str, after: datetime, semantics: str = DEBIAN) -> datetime:
     """First fire time strictly later than `after`.
 
@@ -647,7 +652,13 @@ def last_fires(expr: str, tz: str, after: datetime, until: datetime, semantics: 
     Same rules and errors as fires_between; walks backwards from `until`, so
     the cost depends on `limit`, not on how long the range is.
     """
-    return list(_between(expr, tz, after, until, semantics, limit, -1))[::-1]
+    return list(_last_fires(expr, tz, after, until, semantics, limit))
+
+
+@lru_cache(maxsize=256)
+def _last_fires(expr: str, tz: str, after: datetime, until: datetime, semantics: str,
+                limit: int) -> tuple[datetime, ...]:
+    return tuple(_between(expr, tz, after, until, semantics, limit, -1))[::-1]
 
 
 def _between(expr: str, tz: str, after: datetime, until: datetime, semantics: str,
@@ -666,6 +677,7 @@ def _between(expr: str, tz: str, after: datetime, until: datetime, semantics: st
         yield inst
 
 
+@lru_cache(maxsize=1024)
 def count_fires(
     expr: str, tz: str, after: datetime, until: datetime, semantics: str = DEBIAN
 ) -> int:

@@ -296,3 +296,119 @@ def test_the_admin_cannot_save_a_schedule_the_evaluator_cannot_compute(admin_cli
     assert resp.status_code == 200  # the form again, with the error
     assert b"bad minute field &#x27;61&#x27;" in resp.content
     assert not Monitor.objects.exists()
+
+
+# --- the batched path (evaluate_many) writes what evaluating one by one writes ---------
+
+def _burst(project, now):
+    """Monitors of ``project`` all due at ``now`` (slot T0, grace 30 s), one of each
+    kind of opening: alone, with a policy (two tiers; one delayed tier at low
+    urgency), in a maintenance window (its own; a tag's), under a failure
+    threshold (reached; not), with an incident open, following every channel,
+    renotify, a severity, a stuck run, flapping, interval, another time zone, no
+    Alerting row. Returns their ids."""
+    from alerts.models import Alerting, Channel, EscalationPolicy, EscalationTier, MaintenanceWindow
+
+    hooks = [Channel.objects.create(project=project, kind="webhook", name=f"hook-{i}",
+                                    config={"url": "https://hook.test/h", "secret": "k"})
+             for i in range(4)]
+    policy = EscalationPolicy.objects.create(project=project, name="on-call", repeat=1)
+    EscalationTier.objects.create(policy=policy, position=0, delay=s(0)).channels.set(hooks[:2])
+    EscalationTier.objects.create(policy=policy, position=1, delay=s(300)).channels.set(
+        hooks[2:3])
+    later = EscalationPolicy.objects.create(project=project, name="later")
+    EscalationTier.objects.create(policy=later, position=0, delay=s(120)).channels.set(
+        hooks[3:4])
+    MaintenanceWindow.objects.create(project=project, name="db nights", tag="db",
+                                     schedule="0 12 * * *", duration=s(600))
+    variants = ["plain", "policy", "later", "window", "threshold met", "threshold not met",
+                "open", "all channels", "renotify", "severity", "stuck", "flapping",
+                "interval", "berlin", "tag window", "no alerting"]
+    ids = []
+    for i, v in enumerate(variants):
+        m = Monitor.objects.create(
+            project=project, name=v, slug=f"m{i}", kind="cron", schedule="0 * * * *",
+            grace=s(30), last_ping_at=T0 - s(3595), next_expected_at=T0,
+            next_evaluation_at=now, tags=["db"] if v == "tag window" else [])
+        ids.append(m.pk)
+        if v == "interval":
+            m.kind, m.schedule, m.period = "interval", "", s(1800)
+        if v == "berlin":
+            m.timezone, m.schedule = "Europe/Berlin", "0 13 * * *"
+        m.save()
+        if v == "no alerting":
+            continue
+        a = Alerting.objects.create(
+            monitor=m, all_channels=v == "all channels",
+            escalation_policy={"policy": policy, "later": later}.get(v),
+            urgency="low" if v == "later" else "high",
+            failure_threshold=2 if v.startswith("threshold") else 1,
+            renotify=s(600) if v == "renotify" else None,
+            severity="warning" if v == "severity" else "")
+        a.channels.set(hooks[i % 4:i % 4 + 1])
+        if v == "window":
+            MaintenanceWindow.objects.create(project=project, name="mw", monitor=m,
+                                             starts_at=T0, ends_at=T0 + s(3600))
+        if v == "threshold met":
+            Run.objects.create(monitor=m, slot_at=T0 - s(3600), outcome="failed")
+        if v == "open":
+            Incident.objects.create(monitor=m, cause="failed", summary="down", opened_at=T0,
+                                    last_event_at=T0 + s(40), tier=0)
+        if v == "stuck":
+            Run.objects.create(monitor=m, slot_at=T0 - s(3600), started_at=T0 - s(3600),
+                               outcome="running", timeout_at=T0 + s(10))
+        if v == "flapping":
+            for k in range(5):
+                Incident.objects.create(monitor=m, cause="failed", summary="flap",
+                                        opened_at=T0 - s(3000 - 60 * k),
+                                        resolved_at=T0 - s(2990 - 60 * k))
+    return ids
+
+
+def _written(project) -> dict:
+    """What the evaluation wrote for ``project``'s monitors, keyed by names."""
+    from alerts.models import Alerting, Delivery, IncidentEvent
+
+    mine = {"monitor__project": project}
+    return {
+        "monitors": sorted(Monitor.objects.filter(project=project).values_list(
+            "name", "next_expected_at", "next_evaluation_at", "evaluation_error",
+            "evaluation_failures")),
+        "alerting": sorted(Alerting.objects.filter(**mine).values_list(
+            "monitor__name", "flapping_since", "stable_check_at")),
+        "runs": sorted(Run.objects.filter(**mine).values_list(
+            "monitor__name", "slot_at", "started_at", "outcome", "timeout_at",
+            "deadline_checked")),
+        "incidents": sorted(Incident.objects.filter(**mine).values_list(
+            "monitor__name", "cause", "summary", "severity", "opened_at", "resolved_at",
+            "last_event_at", "missed_count", "failure_count", "tier", "round", "renotified",
+            "next_escalation_at")),
+        "events": sorted(
+            (name, kind, at, count, message, step,
+             sorted((k, str(v)) for k, v in detail.items() if k != "run"))
+            for name, kind, at, count, message, step, detail in IncidentEvent.objects.filter(
+                incident__monitor__project=project).values_list(
+                "incident__monitor__name", "kind", "at", "count", "message", "step",
+                "detail")),
+        "deliveries": sorted(Delivery.objects.filter(incident__monitor__project=project)
+                             .values_list("incident__monitor__name", "event__kind",
+                                          "channel__name", "status", "attempts",
+                                          "created_at", "next_attempt_at")),
+    }
+
+
+def test_a_batch_writes_what_evaluating_one_by_one_writes():
+    from monitors.liveness import Liveness
+    from tests.conftest import new_project
+
+    now = T0 + s(30)
+    batched, alone = new_project("batched"), new_project("alone")
+    ids = _burst(batched, now)
+    assert evaluator.evaluate_many(ids, now, Liveness()) == len(ids)
+    for pk in _burst(alone, now):
+        assert evaluator.evaluate_monitor(pk, now, Liveness()) is not None
+    got, want = _written(batched), _written(alone)
+    assert got == want
+    opened = {e[0] for e in got["events"] if e[1] == "opened"}
+    assert opened == {m[0] for m in got["monitors"]} - {"open", "threshold not met"}
+    assert len(got["deliveries"]) == 18  # the others held back (a window, a delayed tier)

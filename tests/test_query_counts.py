@@ -203,27 +203,33 @@ def test_the_ping_route_answers_503_when_the_database_is_down(make_monitor, monk
         b"database unavailable, nothing was stored: retry in 5 seconds\n")
 
 
+@pytest.mark.parametrize("all_channels", [False, True])
 def test_a_tick_evaluates_due_monitors_together(project, make_monitor, monkeypatch,
-                                                django_assert_num_queries):
+                                                django_assert_num_queries, all_channels):
     """The hour-start burst: 30 monitors missed at once cost as many statements as
     one: the incidents, their "opened" events and their deliveries are one insert
-    each for the whole batch."""
+    each for the whole batch, the monitors one update (their new values are equal)."""
     hook = Channel.objects.create(project=project, kind="webhook",
                                   config={"url": "http://example.invalid", "secret": "s"})
-    ms = [make_monitor(channels=[hook]) for _ in range(30)]
+    ms = [make_monitor(channels=[hook], all_channels=all_channels) for _ in range(30)]
     for m in ms:
         ingest(m.pk, PingInput("success"), T0)
     monkeypatch.setattr(evaluator, "_last_beat", [])  # this tick records liveness
     # the evaluator's liveness (3) and the due ids; one batch: transaction, lock the
-    # 30 with their alerting, their pending runs, insert the missed runs, update the
-    # monitors (one executemany), alerts' batch reads (open incidents, maintenance
-    # windows, recent incidents, project channels, chosen channels), the 3 inserts,
-    # end; then the tick's escalation, flapping and housekeeping steps
+    # 30, their pending runs, insert the missed runs, update the monitors (one
+    # statement), alerts' batch reads (open incidents, maintenance windows, recent
+    # incidents, alerting, and the channels they follow: the ones their Alerting
+    # lists, or their project's), the 3 inserts, end; then the tick's escalation,
+    # flapping and housekeeping steps
     with django_assert_num_queries(4 + 12 + 3 + 3) as ctx:
         assert evaluator.tick(T0 + s(4)) == 30
     assert Incident.objects.filter(cause="missed").count() == 30
     assert Delivery.objects.filter(channel=hook).count() == 30
-    assert sum("INSERT INTO \"alerts_incident\"" in q["sql"] for q in ctx.captured_queries) == 1
+    statements = [q["sql"] for q in ctx.captured_queries]
+    for table in ("alerts_incident", "alerts_incidentevent", "alerts_delivery", "monitors_run"):
+        assert sum(q.startswith(f'INSERT INTO "{table}"') for q in statements) == 1
+    assert sum(q.startswith("UPDATE monitors_monitor") for q in statements) == 1
+    assert sum("alerts_alerting_channels" in q for q in statements) == (not all_channels)
     assert sorted(Incident.objects.values_list("monitor_id", flat=True)) == sorted(
         m.pk for m in ms)
     opened = IncidentEvent.objects.filter(kind="opened", step="opened")
@@ -253,3 +259,26 @@ def test_a_monitor_that_cannot_be_evaluated_does_not_hold_back_its_batch(make_mo
     assert not Run.objects.filter(monitor=bad, outcome="missed").exists()
     assert (bad.evaluation_failures, bad.evaluation_error) == (1, "ValueError: cannot compute")
     assert bad.next_evaluation_at == T0 + s(4) + timedelta(minutes=1)
+
+
+def test_a_batch_reads_an_escalation_policy_once(project, make_monitor,
+                                                 django_assert_num_queries):
+    """30 monitors of one policy missed at once: its tiers (with the policy, then
+    their channels) are read once for the batch, not for each monitor."""
+    from alerts.models import Alerting, EscalationPolicy, EscalationTier
+
+    hook = Channel.objects.create(project=project, kind="webhook", config={"url": "x"})
+    policy = EscalationPolicy.objects.create(project=project, name="on-call", repeat=1)
+    EscalationTier.objects.create(policy=policy, position=0, delay=s(0)).channels.add(hook)
+    ms = [make_monitor() for _ in range(30)]
+    Alerting.objects.filter(monitor__in=ms).update(escalation_policy=policy)
+    for m in ms:
+        ingest(m.pk, PingInput("success"), T0)
+    # transaction, lock, pending runs, insert runs, update monitors, open incidents,
+    # windows, recent incidents, alerting, the tiers (with their policy) and their
+    # channels, the 3 inserts, end
+    with django_assert_num_queries(15):
+        assert evaluator.evaluate_many([m.pk for m in ms], T0 + s(4), ALIVE) == 30
+    # one tier, repeat 1: the next step is the policy's second round, its delay (0) on
+    assert set(Incident.objects.values_list("next_escalation_at", flat=True)) == {T0 + s(4)}
+    assert Delivery.objects.filter(channel=hook).count() == 30
