@@ -180,15 +180,15 @@ def pending_runs(monitor: Monitor, rid: UUID | None = None,
     a new run for it takes over), so a ping needs one query for all of them.
     Ordered by ``pk``.
     """
-    where, params = [_PENDING], [*Run.OPEN_OUTCOMES, False]
+    ids, params = [_PENDING.format(monitor="monitor_id = %s")], [monitor.pk, monitor.pk]
     if rid is not None:
-        where.append("OR rid = %s")
-        params.append(sql.prep(Run, "rid", rid))
+        ids.append(f"SELECT id FROM {_RUNS} WHERE monitor_id = %s AND rid = %s")
+        params += [monitor.pk, sql.prep(Run, "rid", rid)]
     if slot is not None:
-        where.append("OR (slot_at = %s AND outcome IN (%s, %s))")
-        params += [sql.prep(Run, "slot_at", slot), *Run.WRITTEN_OFF]
-    return sql.select(Run, f"monitor_id = %s AND ({' '.join(where)})",
-                      [monitor.pk, *params], "ORDER BY id")
+        ids.append(f"SELECT id FROM {_RUNS} WHERE monitor_id = %s AND slot_at = %s "
+                   f"AND outcome IN ({_WRITTEN_OFF})")
+        params += [monitor.pk, sql.prep(Run, "slot_at", slot)]
+    return sql.select(Run, f"id IN ({' UNION ALL '.join(ids)})", params, "ORDER BY id")
 
 
 def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
@@ -197,8 +197,8 @@ def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
     if not monitor_ids:
         return []
     marks = ", ".join(["%s"] * len(monitor_ids))
-    return sql.select(Run, f"monitor_id IN ({marks}) AND ({_PENDING})",
-                      [*monitor_ids, *Run.OPEN_OUTCOMES, False], "ORDER BY id")
+    return sql.select(Run, f"id IN ({_PENDING.format(monitor=f'monitor_id IN ({marks})')})",
+                      monitor_ids * 2, "ORDER BY id")
 
 
 # --- the hot path's statements, as SQL (see monitors.sql) --------------------------------
@@ -207,7 +207,16 @@ MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
                        "next_evaluation_at")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
               "exit_status", "timeout_at", "deadline_at", "deadline_checked")
-_PENDING = ("outcome IN (%s, %s) OR (deadline_at IS NOT NULL AND deadline_checked = %s)")
+# The ids of the pending runs of the monitors {monitor} picks. One SELECT per index
+# (run_monitor_outcome, the partial run_deadline_unchecked), their constants in the
+# text: a prepared statement's generic plan (monitors.sql) then reads only the rows
+# it returns, however many runs a monitor has (with an OR, it read them all).
+_RUNS = Run._meta.db_table
+_OPEN, _WRITTEN_OFF = (", ".join(f"'{o}'" for o in outcomes)
+                       for outcomes in (Run.OPEN_OUTCOMES, Run.WRITTEN_OFF))
+_PENDING = (f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND outcome IN ({_OPEN}) UNION ALL "
+            f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND deadline_at IS NOT NULL "
+            "AND NOT deadline_checked")
 
 
 def _lock(where: tuple[str, list]) -> Monitor | None:

@@ -7,6 +7,16 @@ instances itself. Values go through each field's ``get_db_prep_save`` on the way
 in and through the backend's and field's converters on the way out, exactly as
 the ORM does, so the instances equal what a queryset returns (aware UTC
 datetimes, ``UUID`` and ``Decimal`` values, booleans on SQLite).
+
+On PostgreSQL these statements bind their parameters on the server (Django's own
+cursors bind on the client, which cannot prepare), so psycopg prepares a
+statement once it has run ``prepare_threshold`` times on a connection (the
+``DATABASES`` option, set in ``cronradar/settings.py``) and PostgreSQL no longer
+parses and plans it for every ping. A prepared statement soon runs a *generic*
+plan, made without the parameters' values: write statements whose best plan
+does not depend on them (constants that select a partial index in the SQL
+text, not in the parameters; no OR across columns that only a plan for the
+values at hand could turn into a ``BitmapOr``).
 """
 from __future__ import annotations
 
@@ -15,6 +25,17 @@ from functools import cache
 
 from django.db import connection
 from django.db.models import Model
+
+
+def _cursor():
+    """A cursor (Django's wrapper: errors, query logging) for this module's
+    statements: on PostgreSQL one that binds on the server (module docstring)."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    connection.ensure_connection()
+    return connection._prepare_cursor(ServerBindingCursor(connection.connection))
 
 
 @cache
@@ -48,7 +69,7 @@ def select(model: type[Model], where: str, params: Sequence, suffix: str = "",
     extra = extra or {}
     more = "".join(f", ({expr})" for expr in extra.values())
     conv = _converters(model, connection.vendor)
-    with connection.cursor() as cur:
+    with _cursor() as cur:
         cur.execute(f"SELECT {cols}{more} FROM {model._meta.db_table} WHERE {where} {suffix}",
                     params)
         rows = cur.fetchall()
@@ -82,7 +103,7 @@ def update(obj: Model, fields: Iterable[str], returning: dict[str, str] | None =
     model, fields = type(obj), list(fields)
     sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
     more = f" RETURNING {', '.join(f'({e})' for e in returning.values())}" if returning else ""
-    with connection.cursor() as cur:
+    with _cursor() as cur:
         cur.execute(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s{more}",
                     [prep(model, f, getattr(obj, f)) for f in fields] + [obj.pk])
         if returning:
@@ -98,7 +119,7 @@ def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
         return
     model, fields = type(objs[0]), list(fields)
     sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
-    with connection.cursor() as cur:
+    with _cursor() as cur:
         cur.executemany(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s",
                         [[prep(model, f, getattr(o, f)) for f in fields] + [o.pk]
                          for o in objs])
@@ -109,7 +130,7 @@ def insert(obj: Model, fields: Sequence[str]) -> None:
     database defaults) and set its ``pk`` (``INSERT ... RETURNING id``)."""
     model = type(obj)
     cols = ", ".join(_field(model, f).column for f in fields)
-    with connection.cursor() as cur:
+    with _cursor() as cur:
         cur.execute(f"INSERT INTO {model._meta.db_table} ({cols}) "
                     f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id",
                     [prep(model, f, getattr(obj, f)) for f in fields])
