@@ -96,19 +96,25 @@ def prep(model: type[Model], attname: str, value):
     return _field(model, attname).get_db_prep_save(value, connection)
 
 
+def update_statement(obj: Model, fields: Iterable[str],
+                     returning: dict[str, str] | None = None) -> tuple[str, list]:
+    """(SQL, params) of the ``UPDATE`` that writes ``fields`` (attnames) of the
+    saved instance ``obj``, with ``RETURNING`` the expressions of ``returning``
+    (attribute name -> SQL without placeholders) when given."""
+    model, fields = type(obj), list(fields)
+    sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
+    more = f" RETURNING {', '.join(f'({e})' for e in returning.values())}" if returning else ""
+    return (f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s{more}",
+            [prep(model, f, getattr(obj, f)) for f in fields] + [obj.pk])
+
+
 def update(obj: Model, fields: Iterable[str], returning: dict[str, str] | None = None) -> None:
     """Write ``fields`` (attnames) of the saved instance ``obj``. ``returning``:
     attribute name -> an SQL expression (no placeholders) read in the same
     statement (``UPDATE ... RETURNING``) and set on ``obj``."""
-    model, fields = type(obj), list(fields)
-    sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
-    more = f" RETURNING {', '.join(f'({e})' for e in returning.values())}" if returning else ""
-    with _cursor() as cur:
-        cur.execute(f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s{more}",
-                    [prep(model, f, getattr(obj, f)) for f in fields] + [obj.pk])
-        if returning:
-            for name, value in zip(returning, cur.fetchone(), strict=True):
-                setattr(obj, name, value)
+    row = fetchone(*update_statement(obj, fields, returning))
+    for name, value in zip(returning or (), row or (), strict=True):
+        setattr(obj, name, value)
 
 
 def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
@@ -125,14 +131,33 @@ def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
                          for o in objs])
 
 
+def insert_statement(obj: Model, fields: Sequence[str],
+                     exprs: dict[str, str] | None = None) -> tuple[str, list]:
+    """(SQL, params) of ``INSERT ... RETURNING id`` of the unsaved ``obj`` with
+    ``fields`` (attnames; the others take their database defaults). ``exprs``:
+    attname -> an SQL expression (no placeholders) inserted instead of the value."""
+    model, exprs = type(obj), exprs or {}
+    cols = ", ".join(_field(model, f).column for f in fields)
+    return (f"INSERT INTO {model._meta.db_table} ({cols}) "
+            f"VALUES ({', '.join(exprs.get(f, '%s') for f in fields)}) RETURNING id",
+            [prep(model, f, getattr(obj, f)) for f in fields if f not in exprs])
+
+
 def insert(obj: Model, fields: Sequence[str]) -> None:
     """Insert the unsaved ``obj`` with ``fields`` (attnames; the others take their
     database defaults) and set its ``pk`` (``INSERT ... RETURNING id``)."""
-    model = type(obj)
-    cols = ", ".join(_field(model, f).column for f in fields)
-    with _cursor() as cur:
-        cur.execute(f"INSERT INTO {model._meta.db_table} ({cols}) "
-                    f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id",
-                    [prep(model, f, getattr(obj, f)) for f in fields])
-        obj.pk = cur.fetchone()[0]
+    saved(obj, fetchone(*insert_statement(obj, fields))[0])
+
+
+def saved(obj: Model, pk: int) -> None:
+    """Mark ``obj`` as the row ``pk`` that was just inserted."""
+    obj.pk = pk
     obj._state.adding, obj._state.db = False, connection.alias
+
+
+def fetchone(statement: str, params: Sequence) -> tuple | None:
+    """Run ``statement`` (SQL with ``%s`` placeholders for ``params``, database
+    values) on this module's cursor; its first row (None: no row, or none returned)."""
+    with _cursor() as cur:
+        cur.execute(statement, params)
+        return cur.fetchone() if cur.description else None

@@ -189,6 +189,32 @@ def test_a_failure_whose_run_cannot_be_recorded_still_raises_failed(client, make
                   "applied: RuntimeError: schedule engine exploded")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_end_ping_whose_run_is_gone_when_written_is_stored_alone(make_monitor, monkeypatch):
+    """The run an end ping closes disappears between reading and writing it (here
+    deleted in the same transaction, so the rollback brings it back): the ping is
+    stored alone, as when applying it fails (on PostgreSQL the run's update finds
+    no row; on SQLite the ping's reference to it fails at commit)."""
+    from monitors import pings
+
+    m = make_monitor()
+    rid = uuid.uuid4()
+    ingest(m.pk, PingInput("start", rid=rid), T0)
+    read = pings.pending_runs
+
+    def read_then_delete(*args, **kwargs):
+        runs = read(*args, **kwargs)
+        Run.objects.filter(monitor=m, rid=rid).delete()
+        return runs
+
+    monkeypatch.setattr(pings, "pending_runs", read_then_delete)
+    ping = ingest(m.pk, PingInput("success", rid=rid), T0 + s(5))
+    assert (ping.kind, ping.run) == ("success", None)
+    assert Run.objects.get(monitor=m, rid=rid).outcome == "running"
+    m.refresh_from_db()
+    assert m.evaluation_error.startswith("a ping's effects could not be applied: ")
+
+
 def test_late_cron_start_takes_over_missed_slot(make_monitor):
     from monitors import evaluator
 
