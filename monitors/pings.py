@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import (
+    InterfaceError,
+    NotSupportedError,
+    OperationalError,
+    connection,
+    transaction,
+)
 
 from monitors import analytics, detections, slots, sql
 from monitors.detections import Detection, Kind
@@ -89,6 +95,8 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     nothing) closes the connection and the ping is tried once more on a new one
     (what Django's per-request health check did, paid only when it fails); any
     other database error is raised (the ping route answers 503: nothing was stored).
+    A statement PostgreSQL refuses after a migration changed the types it returns
+    (``cached plan must not change result type``) is tried once more too.
     """
     started = False
     try:
@@ -104,6 +112,12 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
             raise
         connection.close()
         return ingest_at(where, ping, now, _retry=False)
+    except NotSupportedError as exc:
+        # PostgreSQL refuses a prepared statement (monitors.sql) whose result types a
+        # migration changed; the rollback made psycopg forget them all: once more
+        if _retry and not connection.in_atomic_block:
+            return ingest_at(where, ping, now, _retry=False)
+        failure = exc
     except Exception as exc:  # noqa: BLE001  (a bug or a schedule that cannot be computed)
         failure = exc
     log.error("ping stored without applying its effects (%s: %s)", type(failure).__name__,

@@ -276,6 +276,35 @@ def test_a_ping_that_waited_for_the_lock_sees_the_incident_opened_meanwhile(make
                                                           "a run succeeded")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_migration_under_prepared_statements_costs_no_ping_its_effects(make_monitor):
+    """On PostgreSQL the ping path's statements are prepared (monitors.sql). A
+    migration that changes the type of a column they return makes PostgreSQL
+    refuse them once: the ping is applied again, not stored alone."""
+    from django.db import connection, connections
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements: PostgreSQL only")
+    m = make_monitor()
+    for i in range(6):  # past prepare_threshold (5): the statements are prepared
+        ingest(m.pk, PingInput("success"), T0 + s(3 * i))
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("ALTER TABLE monitors_monitor "
+                           "ALTER COLUMN evaluation_error TYPE varchar(501)")
+        ping = ingest(m.pk, PingInput("success"), T0 + s(18))
+    finally:
+        with other.cursor() as cursor:
+            cursor.execute("ALTER TABLE monitors_monitor "
+                           "ALTER COLUMN evaluation_error TYPE varchar(500)")
+        other.close()
+    assert ping.run.started_at is None and ping.run.ended_at == T0 + s(18)
+    assert Run.objects.filter(monitor=m, outcome="succeeded").count() == 7
+    m.refresh_from_db()
+    assert m.evaluation_error == ""
+
+
 @pytest.mark.parametrize("url", ["/ping/{key}/%00", "/ping/{key}/a%00b/fail", "/ping/%00/c1",
                                  "/ping/ab%00cd/c1/start", "/ping/{key}/c%00?create=1",
                                  "/ping/{uuid}?rid=%00", "/ping/{uuid}?x%00=1"])
