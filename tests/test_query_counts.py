@@ -132,6 +132,52 @@ def test_evaluating_a_monitor_that_is_no_longer_due(monitor, django_assert_num_q
         assert evaluator.evaluate_monitor(monitor.pk, T0 + s(3)) is None
 
 
+def test_the_prepared_pending_runs_read_skips_the_history(make_monitor, monkeypatch):
+    """On PostgreSQL the pending-runs read is a prepared statement (monitors.sql),
+    which soon runs a generic plan (made without the monitor's id): it must read
+    no finished run of a monitor with a long history (a partial index per part)."""
+    import json
+
+    from monitors import sql
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements and generic plans: PostgreSQL")
+    m = make_monitor()
+    Run.objects.bulk_create(
+        [Run(monitor=m, slot_at=T0 - s(i), started_at=T0 - s(i), ended_at=T0 - s(i),
+             outcome="succeeded") for i in range(1, 3001)]
+        + [Run(monitor=m, slot_at=T0 - s(i) / 2, outcome="missed") for i in range(1, 301)])
+    Run.objects.create(monitor=m, slot_at=T0, started_at=T0)  # running
+    read = []
+    monkeypatch.setattr(sql, "select", lambda model, where, params, suffix: read.append(
+        (f"SELECT * FROM monitors_run WHERE {where} {suffix}", params)) or [])
+    pending_runs(m, rid=uuid.uuid4(), slot=T0 - s(1) / 2)
+    statement, params = read[0]
+    parts = statement.split("%s")
+    numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE monitors_run")
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE pending AS {numbered}")
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pending"
+                       f"({', '.join(['%s'] * len(params))})", params)
+        plan = cursor.fetchone()[0]
+        cursor.execute("DEALLOCATE pending")
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    scans = [n for n in nodes(plan[0]["Plan"]) if n["Node Type"] == "Index Scan"]
+    assert {n["Index Name"] for n in scans} == {
+        "run_open", "run_deadline_unchecked", "run_rid_unique", "run_written_off_slot",
+        "monitors_run_pkey"}
+    assert not any(n.get("Rows Removed by Filter") for n in scans)
+    assert plan[0]["Plan"]["Actual Rows"] == 2  # the open run, the slot's missed row
+
+
 @pytest.mark.parametrize("concurrency", ["allow", "forbid", "replace"])
 def test_next_evaluation_from_memory_equals_a_fresh_read(make_monitor, concurrency):
     """Ingest and the evaluator compute next_evaluation_at from the runs they updated
