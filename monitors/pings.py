@@ -224,10 +224,10 @@ MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
                        "next_evaluation_at")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
               "exit_status", "timeout_at", "deadline_at", "deadline_checked")
-# The ids of the pending runs of the monitors {monitor} picks. One SELECT per index
-# (run_monitor_outcome, the partial run_deadline_unchecked), their constants in the
-# text: a prepared statement's generic plan (monitors.sql) then reads only the rows
-# it returns, however many runs a monitor has (with an OR, it read them all).
+# The ids of the pending runs of the monitors {monitor} picks. One SELECT per partial
+# index (run_open, run_deadline_unchecked; run_written_off_slot in pending_runs), their
+# conditions in the text: a prepared statement's generic plan (monitors.sql) then reads
+# only the rows it returns, however many runs a monitor has (with an OR, it read them all).
 _RUNS = Run._meta.db_table
 _OPEN, _WRITTEN_OFF = (", ".join(f"'{o}'" for o in outcomes)
                        for outcomes in (Run.OPEN_OUTCOMES, Run.WRITTEN_OFF))
