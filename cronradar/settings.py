@@ -140,6 +140,10 @@ if "DATABASE_URL" in env:
     # A persistent connection broken by a database restart is replaced at the
     # start of the next request instead of failing it.
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    # psycopg prepares a statement once a connection has run it this many times,
+    # for cursors that bind on the server: only monitors.sql's (the ping path);
+    # Django's own cursors bind on the client and never prepare.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
 else:
     DATABASES = {
         "default": {

@@ -305,7 +305,10 @@ class Run(models.Model):
     WRITTEN_OFF = (Outcome.MISSED, Outcome.UNKNOWN)
     objects = RunQuerySet.as_manager()
 
-    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="runs")
+    # no index of its own: the indexes below lead with it (one on monitor alone
+    # would also be what a generic plan of pending_runs() picked, reading the history)
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="runs",
+                                db_index=False)
     rid = models.UUIDField(null=True, blank=True)
     slot_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -321,8 +324,18 @@ class Run(models.Model):
             models.Index(fields=["monitor", "outcome"], name="run_monitor_outcome"),
             # pending_runs() reads runs whose deadline is not checked yet on every
             # ping; without this it scans the monitor's whole history (bench/README.md).
-            models.Index(fields=["monitor"], name="run_deadline_unchecked",
+            # deadline_at in it too: SQLite (no statistics) then prefers it to
+            # run_monitor_latest, which reads the whole history.
+            models.Index(fields=["monitor", "deadline_at"], name="run_deadline_unchecked",
                          condition=Q(deadline_at__isnull=False, deadline_checked=False)),
+            # pending_runs() on every ping also reads the open runs and a written-off
+            # row of the new run's slot. Partial indexes, whose conditions are in its
+            # SQL text: a prepared statement's generic plan (monitors.sql) knows
+            # nothing of one monitor's history and picked an index that reads all of it.
+            models.Index(fields=["monitor"], name="run_open",
+                         condition=Q(outcome__in=["running", "stuck"])),
+            models.Index(fields=["monitor", "slot_at"], name="run_written_off_slot",
+                         condition=Q(outcome__in=["missed", "unknown"])),
             # a monitor's newest runs (retention keeps them; lists, statistics)
             models.Index(fields=["monitor", "-id"], name="run_monitor_latest"),
             # monitors.analytics.slow reads a monitor's latest succeeded runs by end

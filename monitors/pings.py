@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import (
+    InterfaceError,
+    NotSupportedError,
+    OperationalError,
+    connection,
+    transaction,
+)
 
 from monitors import analytics, detections, slots, sql
 from monitors.detections import Detection, Kind
@@ -76,10 +82,11 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     see :func:`lookup`), locked and read in one statement; None when no
     (undeleted) monitor matches.
 
-    The common pings cost one transaction of five statements besides BEGIN and
-    COMMIT: lock and read the monitor, read the runs it can touch, write the run,
-    update the monitor (reading the subscribers' state), insert the ping
-    (tests/test_query_counts.py pins them).
+    The common pings cost one transaction of three statements besides BEGIN and
+    COMMIT on PostgreSQL: lock and read the monitor, read the runs it can touch,
+    then write the run, update the monitor (reading the subscribers' state) and
+    insert the ping in one (:func:`_write`; five statements on SQLite;
+    tests/test_query_counts.py pins them).
     Effects are computed and written first; if anything raises, the transaction
     is rolled back and the ping is stored alone in a second one.
 
@@ -88,6 +95,8 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     nothing) closes the connection and the ping is tried once more on a new one
     (what Django's per-request health check did, paid only when it fails); any
     other database error is raised (the ping route answers 503: nothing was stored).
+    A statement PostgreSQL refuses after a migration changed the types it returns
+    (``cached plan must not change result type``) is tried once more too.
     """
     started = False
     try:
@@ -96,14 +105,19 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
             started = True
             if monitor is None:
                 return None
-            run, duplicate = _apply(monitor, ping, now)
-            return _insert_ping(monitor.pk, run, ping, now, duplicate)
+            return _apply(monitor, ping, now)
     except (InterfaceError, OperationalError):
         if (started or not _retry or connection.in_atomic_block
                 or connection.vendor != "postgresql"):
             raise
         connection.close()
         return ingest_at(where, ping, now, _retry=False)
+    except NotSupportedError as exc:
+        # PostgreSQL refuses a prepared statement (monitors.sql) whose result types a
+        # migration changed; the rollback made psycopg forget them all: once more
+        if _retry and not connection.in_atomic_block:
+            return ingest_at(where, ping, now, _retry=False)
+        failure = exc
     except Exception as exc:  # noqa: BLE001  (a bug or a schedule that cannot be computed)
         failure = exc
     log.error("ping stored without applying its effects (%s: %s)", type(failure).__name__,
@@ -116,7 +130,7 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
         stored = _insert_ping(monitor.pk, None, ping, now, False)
         monitor.evaluation_error = problem[:500]  # shown by the API and the dashboard
         sql.update(monitor, ["evaluation_error"])
-    if ping.kind == Ping.Kind.FAIL or ping.exit_status not in (None, 0):
+    if _failed(ping):
         _report_failure(where, ping, now, problem)
     return stored
 
@@ -146,29 +160,32 @@ def lookup(uuid: UUID | None = None, ping_key: str = "", slug: str = "") -> tupl
             "WHERE ping_key = %s)", [slug, ping_key])
 
 
-def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> tuple[Run | None, bool]:
-    """The ping's effect on runs, the expected slot and incidents: (run, duplicate)."""
-    found: list[Detection] = []
+def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> Ping:
+    """Store the ping with its effect on runs, the expected slot and incidents."""
     if ping.kind == Ping.Kind.LOG:
         run = Run.objects.filter(monitor=monitor, rid=ping.rid).first() if ping.rid else None
-        return run, False
+        return _insert_ping(monitor.pk, run, ping, now, False)
     # One query for every run this ping can close, replace or count as open, plus
     # the ones next_evaluation needs and a written-off row of the slot a new run
     # would take; they are updated in memory as they are written.
     slot = None if ping.rid and ping.kind != Ping.Kind.START else slots.slot_for(monitor, now)
     runs = pending_runs(monitor, rid=ping.rid, slot=slot)
+    found: list[Detection] = []
     if ping.kind == Ping.Kind.START:
         run, duplicate = _start(monitor, ping, now, runs, found, slot)
     else:
-        run, duplicate = _end(monitor, ping, now, runs, found, slot)
-    if not duplicate:
-        monitor.last_ping_at = now
-        runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
-        monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
-        sql.update(monitor, MONITOR_PING_FIELDS, _state())
-        if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
-            detections.emit(monitor, found)
-    return run, duplicate
+        run, duplicate = _end(monitor, ping, now, runs, slot)
+    if duplicate:
+        return _insert_ping(monitor.pk, run, ping, now, True)
+    monitor.last_ping_at = now
+    runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
+    monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
+    stored = _write(monitor, run, _ping_row(monitor.pk, run, ping, now, False))
+    if ping.kind != Ping.Kind.START and (judged := _judge(monitor, ping, run, now)):
+        found.append(judged)
+    if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
+        detections.emit(monitor, found)
+    return stored
 
 
 def pending_runs(monitor: Monitor, rid: UUID | None = None,
@@ -180,15 +197,15 @@ def pending_runs(monitor: Monitor, rid: UUID | None = None,
     a new run for it takes over), so a ping needs one query for all of them.
     Ordered by ``pk``.
     """
-    where, params = [_PENDING], [*Run.OPEN_OUTCOMES, False]
+    ids, params = [_PENDING.format(monitor="monitor_id = %s")], [monitor.pk, monitor.pk]
     if rid is not None:
-        where.append("OR rid = %s")
-        params.append(sql.prep(Run, "rid", rid))
+        ids.append(f"SELECT id FROM {_RUNS} WHERE monitor_id = %s AND rid = %s")
+        params += [monitor.pk, sql.prep(Run, "rid", rid)]
     if slot is not None:
-        where.append("OR (slot_at = %s AND outcome IN (%s, %s))")
-        params += [sql.prep(Run, "slot_at", slot), *Run.WRITTEN_OFF]
-    return sql.select(Run, f"monitor_id = %s AND ({' '.join(where)})",
-                      [monitor.pk, *params], "ORDER BY id")
+        ids.append(f"SELECT id FROM {_RUNS} WHERE monitor_id = %s AND slot_at = %s "
+                   f"AND outcome IN ({_WRITTEN_OFF})")
+        params += [monitor.pk, sql.prep(Run, "slot_at", slot)]
+    return sql.select(Run, f"id IN ({' UNION ALL '.join(ids)})", params, "ORDER BY id")
 
 
 def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
@@ -197,8 +214,8 @@ def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
     if not monitor_ids:
         return []
     where, params = sql.where_in(Run, "monitor_id", monitor_ids)
-    return sql.select(Run, f"{where} AND ({_PENDING})",
-                      [*params, *Run.OPEN_OUTCOMES, False], "ORDER BY id")
+    return sql.select(Run, f"id IN ({_PENDING.format(monitor=where)})", params * 2,
+                      "ORDER BY id")
 
 
 # --- the hot path's statements, as SQL (see monitors.sql) --------------------------------
@@ -207,7 +224,16 @@ MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
                        "next_evaluation_at")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
               "exit_status", "timeout_at", "deadline_at", "deadline_checked")
-_PENDING = ("outcome IN (%s, %s) OR (deadline_at IS NOT NULL AND deadline_checked = %s)")
+# The ids of the pending runs of the monitors {monitor} picks. One SELECT per partial
+# index (run_open, run_deadline_unchecked; run_written_off_slot in pending_runs), their
+# conditions in the text: a prepared statement's generic plan (monitors.sql) then reads
+# only the rows it returns, however many runs a monitor has (with an OR, it read them all).
+_RUNS = Run._meta.db_table
+_OPEN, _WRITTEN_OFF = (", ".join(f"'{o}'" for o in outcomes)
+                       for outcomes in (Run.OPEN_OUTCOMES, Run.WRITTEN_OFF))
+_PENDING = (f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND outcome IN ({_OPEN}) UNION ALL "
+            f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND deadline_at IS NOT NULL "
+            "AND NOT deadline_checked")
 
 
 def _lock(where: tuple[str, list]) -> Monitor | None:
@@ -231,27 +257,58 @@ def _state() -> dict[str, str]:
             for name, expr in detections.STATE.items()}
 
 
-def _save_run(run: Run) -> None:
-    """Insert ``run`` (no pk yet; its pk is set) or write all its fields."""
-    if run.pk is not None:
-        sql.update(run, RUN_FIELDS[1:])
-    else:
-        sql.insert(run, RUN_FIELDS)
-
-
 PING_FIELDS = ("monitor_id", "run_id", "received_at", "kind", "exit_status", "rid", "method",
                "remote_addr", "user_agent", "body", "body_size", "body_truncated",
                "duplicate")
 
 
+def _ping_row(monitor_id: int, run: Run | None, ping: PingInput, now: datetime,
+              duplicate: bool) -> Ping:
+    return Ping(monitor_id=monitor_id, run=run, received_at=now, kind=ping.kind,
+                exit_status=ping.exit_status, rid=ping.rid, method=ping.method,
+                remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
+                body=ping.body, body_size=ping.body_size,
+                body_truncated=ping.body_truncated, duplicate=duplicate)
+
+
 def _insert_ping(monitor_id: int, run: Run | None, ping: PingInput, now: datetime,
                  duplicate: bool) -> Ping:
-    row = Ping(monitor_id=monitor_id, run=run, received_at=now, kind=ping.kind,
-               exit_status=ping.exit_status, rid=ping.rid, method=ping.method,
-               remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
-               body=ping.body, body_size=ping.body_size,
-               body_truncated=ping.body_truncated, duplicate=duplicate)
+    row = _ping_row(monitor_id, run, ping, now, duplicate)
     sql.insert(row, PING_FIELDS)
+    return row
+
+
+def _write(monitor: Monitor, run: Run, row: Ping) -> Ping:
+    """Write ``run`` (insert it, or all its fields), the monitor's ping fields
+    (reading the subscribers' state: :func:`_state`) and insert the ping ``row``
+    of ``run``; returns ``row``, stored. On PostgreSQL one statement (data-modifying
+    CTEs, one snapshot, taken after the lock like the update's own); elsewhere three.
+    Raises RuntimeError if the run to update is gone (deleted meanwhile)."""
+    if connection.vendor != "postgresql":
+        if run.pk is None:
+            sql.insert(run, RUN_FIELDS)
+        else:
+            sql.update(run, RUN_FIELDS[1:])
+        sql.update(monitor, MONITOR_PING_FIELDS, _state())
+        row.run = run  # its id, now that it has one
+        sql.insert(row, PING_FIELDS)
+        return row
+    state = _state()
+    run_sql, run_params = (sql.insert_statement(run, RUN_FIELDS) if run.pk is None else
+                           sql.update_statement(run, RUN_FIELDS[1:], {"pk": "id"}))
+    monitor_sql, monitor_params = sql.update_statement(monitor, MONITOR_PING_FIELDS, state)
+    ping_sql, ping_params = sql.insert_statement(row, PING_FIELDS,
+                                                 {"run_id": "(SELECT id FROM r)"})
+    got = sql.fetchone(f"WITH r AS ({run_sql}), m AS ({monitor_sql}), p AS ({ping_sql}) "
+                       "SELECT * FROM r, m, p", [*run_params, *monitor_params, *ping_params])
+    if got is None:
+        raise RuntimeError(f"run {run.pk} of monitor {monitor.pk} was deleted meanwhile")
+    if run.pk is None:
+        sql.saved(run, got[0])
+    for name, value in zip(state, got[1:-1], strict=True):
+        setattr(monitor, name, value)
+    sql.saved(row, got[-1])
+    row.run = run
     return row
 
 
@@ -265,7 +322,9 @@ def _with_rid(runs: list[Run], rid: UUID) -> Run | None:
 
 def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
            found: list, slot: datetime | None) -> tuple[Run, bool]:
-    """``runs``: from :func:`pending_runs` with the ping's rid and ``slot``."""
+    """The run a start ping opens, in memory (written by :func:`_write`; runs it
+    replaces are written here): (run, duplicate). ``runs``: from
+    :func:`pending_runs` with the ping's rid and ``slot``."""
     if ping.rid:
         existing = _with_rid(runs, ping.rid)
         if existing is not None:
@@ -286,14 +345,15 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     run.started_at = now
     run.outcome = Run.Outcome.RUNNING
     run.timeout_at = now + monitor.max_runtime if monitor.max_runtime else None
-    _save_run(run)
     monitor.last_start_at = now
     return run, False
 
 
 def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
-         found: list, slot: datetime | None) -> tuple[Run, bool]:
-    """``runs``: from :func:`pending_runs` with the ping's rid and ``slot``."""
+         slot: datetime | None) -> tuple[Run, bool]:
+    """The run an end ping closes, closed in memory (written by :func:`_write`):
+    (run, duplicate). ``runs``: from :func:`pending_runs` with the ping's rid and
+    ``slot``."""
     if ping.rid:
         run = _with_rid(runs, ping.rid)
         if run is not None and run.ended_at is not None:
@@ -302,28 +362,36 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
         run = max(_open(runs), key=lambda r: (r.started_at or NEVER, r.pk), default=None)
     if run is None:
         run = _new_run(monitor, ping.rid, now, runs, slot)
-    failed = ping.kind == Ping.Kind.FAIL or (ping.exit_status not in (None, 0))
     run.ended_at = now
     run.exit_status = ping.exit_status
-    run.outcome = Run.Outcome.FAILED if failed else Run.Outcome.SUCCEEDED
-    _save_run(run)
-    if failed:
+    run.outcome = Run.Outcome.FAILED if _failed(ping) else Run.Outcome.SUCCEEDED
+    return run, False
+
+
+def _failed(ping: PingInput) -> bool:
+    return ping.kind == Ping.Kind.FAIL or ping.exit_status not in (None, 0)
+
+
+def _judge(monitor: Monitor, ping: PingInput, run: Run, now: datetime) -> Detection | None:
+    """What the run an end ping closed (written: its id is known, and the
+    queries of :func:`_attempt` and :func:`analytics.slow` see it) says:
+    ``failed`` (at its last attempt; else None), ``too_fast``, ``slow`` or ``recovered``."""
+    if _failed(ping):
         attempt = _attempt(monitor, run)
-        if attempt >= monitor.max_attempts:  # else a later attempt may still succeed
-            of = (f", attempt {attempt} of {monitor.max_attempts}"
-                  if monitor.max_attempts > 1 else "")
-            found.append(Detection(Kind.FAILED, now, f"run failed{_status(ping)}{of}",
-                                   detail={"run": run.pk, "exit_status": ping.exit_status}))
-    elif monitor.min_runtime and run.duration is not None and run.duration < monitor.min_runtime:
-        found.append(Detection(
+        if attempt < monitor.max_attempts:  # a later attempt may still succeed
+            return None
+        of = f", attempt {attempt} of {monitor.max_attempts}" if monitor.max_attempts > 1 else ""
+        return Detection(Kind.FAILED, now, f"run failed{_status(ping)}{of}",
+                         detail={"run": run.pk, "exit_status": ping.exit_status})
+    if monitor.min_runtime and run.duration is not None and run.duration < monitor.min_runtime:
+        return Detection(
             Kind.TOO_FAST, now,
             f"run succeeded after {run.duration.total_seconds():.0f}s, "
             f"less than min_runtime {monitor.min_runtime.total_seconds():.0f}s",
-            detail={"run": run.pk, "duration": run.duration.total_seconds()}))
-    else:  # a run much slower than usual is a problem, not a recovery (slow_factor)
-        found.append(analytics.slow(monitor, run, now)
-                     or Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
-    return run, False
+            detail={"run": run.pk, "duration": run.duration.total_seconds()})
+    # a run much slower than usual is a problem, not a recovery (slow_factor)
+    return (analytics.slow(monitor, run, now)
+            or Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
 
 
 def _status(ping: PingInput) -> str:

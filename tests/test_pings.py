@@ -189,6 +189,32 @@ def test_a_failure_whose_run_cannot_be_recorded_still_raises_failed(client, make
                   "applied: RuntimeError: schedule engine exploded")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_end_ping_whose_run_is_gone_when_written_is_stored_alone(make_monitor, monkeypatch):
+    """The run an end ping closes disappears between reading and writing it (here
+    deleted in the same transaction, so the rollback brings it back): the ping is
+    stored alone, as when applying it fails (on PostgreSQL the run's update finds
+    no row; on SQLite the ping's reference to it fails at commit)."""
+    from monitors import pings
+
+    m = make_monitor()
+    rid = uuid.uuid4()
+    ingest(m.pk, PingInput("start", rid=rid), T0)
+    read = pings.pending_runs
+
+    def read_then_delete(*args, **kwargs):
+        runs = read(*args, **kwargs)
+        Run.objects.filter(monitor=m, rid=rid).delete()
+        return runs
+
+    monkeypatch.setattr(pings, "pending_runs", read_then_delete)
+    ping = ingest(m.pk, PingInput("success", rid=rid), T0 + s(5))
+    assert (ping.kind, ping.run) == ("success", None)
+    assert Run.objects.get(monitor=m, rid=rid).outcome == "running"
+    m.refresh_from_db()
+    assert m.evaluation_error.startswith("a ping's effects could not be applied: ")
+
+
 def test_late_cron_start_takes_over_missed_slot(make_monitor):
     from monitors import evaluator
 
@@ -248,6 +274,35 @@ def test_a_ping_that_waited_for_the_lock_sees_the_incident_opened_meanwhile(make
     incident = Incident.objects.get(monitor=monitor)
     assert (incident.resolved_at, incident.resolution) == (opened_at + timedelta(seconds=3),
                                                           "a run succeeded")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_migration_under_prepared_statements_costs_no_ping_its_effects(make_monitor):
+    """On PostgreSQL the ping path's statements are prepared (monitors.sql). A
+    migration that changes the type of a column they return makes PostgreSQL
+    refuse them once: the ping is applied again, not stored alone."""
+    from django.db import connection, connections
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements: PostgreSQL only")
+    m = make_monitor()
+    for i in range(6):  # past prepare_threshold (5): the statements are prepared
+        ingest(m.pk, PingInput("success"), T0 + s(3 * i))
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("ALTER TABLE monitors_monitor "
+                           "ALTER COLUMN evaluation_error TYPE varchar(501)")
+        ping = ingest(m.pk, PingInput("success"), T0 + s(18))
+    finally:
+        with other.cursor() as cursor:
+            cursor.execute("ALTER TABLE monitors_monitor "
+                           "ALTER COLUMN evaluation_error TYPE varchar(500)")
+        other.close()
+    assert ping.run.started_at is None and ping.run.ended_at == T0 + s(18)
+    assert Run.objects.filter(monitor=m, outcome="succeeded").count() == 7
+    m.refresh_from_db()
+    assert m.evaluation_error == ""
 
 
 @pytest.mark.parametrize("url", ["/ping/{key}/%00", "/ping/{key}/a%00b/fail", "/ping/%00/c1",

@@ -10,6 +10,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from monitors import evaluator, slots
@@ -23,6 +24,9 @@ pytestmark = pytest.mark.django_db
 
 # what a tick reads once for all the monitors it evaluates (here: always up)
 ALIVE = Liveness()
+# a ping's writes (its run, the monitor reading whether an incident is open, the
+# ping): one statement on PostgreSQL (monitors.pings._write), three on SQLite
+WRITES = 1 if connection.vendor == "postgresql" else 3
 
 
 def s(n):
@@ -39,8 +43,8 @@ def monitor(make_monitor):
 
 def test_start_ping_with_rid(monitor, django_assert_num_queries):
     # transaction, lock and read monitor, runs (pending + rid + a written-off row
-    # of the slot), insert run, update monitor, insert ping, end transaction
-    with django_assert_num_queries(7):
+    # of the slot), insert run + update monitor + insert ping, end transaction
+    with django_assert_num_queries(4 + WRITES):
         ingest(monitor.pk, PingInput("start", rid=uuid.uuid4()), T0 + s(3))
     assert Run.objects.filter(monitor=monitor, outcome="running").count() == 1
 
@@ -48,9 +52,9 @@ def test_start_ping_with_rid(monitor, django_assert_num_queries):
 def test_end_ping_with_rid(monitor, django_assert_num_queries):
     rid = uuid.uuid4()
     ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(3))
-    # transaction, lock monitor (and whether an incident is open), runs (pending +
-    # rid), update run, update monitor, insert ping, end transaction
-    with django_assert_num_queries(7):
+    # transaction, lock monitor, runs (pending + rid), update run + update monitor
+    # (and whether an incident is open) + insert ping, end transaction
+    with django_assert_num_queries(4 + WRITES):
         ingest(monitor.pk, PingInput("success", rid=rid), T0 + s(4))
     assert Run.objects.get(monitor=monitor, rid=rid).outcome == "succeeded"
 
@@ -58,7 +62,7 @@ def test_end_ping_with_rid(monitor, django_assert_num_queries):
 def test_end_ping_without_rid_closes_open_run(monitor, django_assert_num_queries):
     ingest(monitor.pk, PingInput("start"), T0 + s(3))
     # as with a rid: the open run comes with the pending runs
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(4 + WRITES):
         ingest(monitor.pk, PingInput("success"), T0 + s(4))
     assert Run.objects.get(monitor=monitor, slot_at=T0 + s(3)).outcome == "succeeded"
 
@@ -66,16 +70,16 @@ def test_end_ping_without_rid_closes_open_run(monitor, django_assert_num_queries
 def test_end_ping_without_start(monitor, django_assert_num_queries):
     # a heartbeat: no open run, so a new one (a missed row of its slot comes with
     # the pending runs): as many as closing an open run
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(4 + WRITES):
         ingest(monitor.pk, PingInput("success"), T0 + s(3))
     assert Run.objects.filter(monitor=monitor, outcome="succeeded").count() == 2
 
 
 def test_fail_ping_while_incident_open(monitor, django_assert_num_queries):
     ingest(monitor.pk, PingInput("fail"), T0 + s(3))
-    # a new run (7, as above), the open incident (8) + update its count, its
+    # a new run (4 + WRITES, as above), the open incident + update its count, its
     # "failed" event?, insert that event (from then on: update it)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(4 + WRITES + 4):
         ingest(monitor.pk, PingInput("fail"), T0 + s(6))
     assert Incident.objects.get(monitor=monitor).failure_count == 2
 
@@ -128,6 +132,52 @@ def test_evaluating_a_monitor_that_is_no_longer_due(monitor, django_assert_num_q
         assert evaluator.evaluate_monitor(monitor.pk, T0 + s(3)) is None
 
 
+def test_the_prepared_pending_runs_read_skips_the_history(make_monitor, monkeypatch):
+    """On PostgreSQL the pending-runs read is a prepared statement (monitors.sql),
+    which soon runs a generic plan (made without the monitor's id): it must read
+    no finished run of a monitor with a long history (a partial index per part)."""
+    import json
+
+    from monitors import sql
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements and generic plans: PostgreSQL")
+    m = make_monitor()
+    Run.objects.bulk_create(
+        [Run(monitor=m, slot_at=T0 - s(i), started_at=T0 - s(i), ended_at=T0 - s(i),
+             outcome="succeeded") for i in range(1, 3001)]
+        + [Run(monitor=m, slot_at=T0 - s(i) / 2, outcome="missed") for i in range(1, 301)])
+    Run.objects.create(monitor=m, slot_at=T0, started_at=T0)  # running
+    read = []
+    monkeypatch.setattr(sql, "select", lambda model, where, params, suffix: read.append(
+        (f"SELECT * FROM monitors_run WHERE {where} {suffix}", params)) or [])
+    pending_runs(m, rid=uuid.uuid4(), slot=T0 - s(1) / 2)
+    statement, params = read[0]
+    parts = statement.split("%s")
+    numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE monitors_run")
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE pending AS {numbered}")
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pending"
+                       f"({', '.join(['%s'] * len(params))})", params)
+        plan = cursor.fetchone()[0]
+        cursor.execute("DEALLOCATE pending")
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    scans = [n for n in nodes(plan[0]["Plan"]) if n["Node Type"] == "Index Scan"]
+    assert {n["Index Name"] for n in scans} == {
+        "run_open", "run_deadline_unchecked", "run_rid_unique", "run_written_off_slot",
+        "monitors_run_pkey"}
+    assert not any(n.get("Rows Removed by Filter") for n in scans)
+    assert plan[0]["Plan"]["Actual Rows"] == 2  # the open run, the slot's missed row
+
+
 @pytest.mark.parametrize("concurrency", ["allow", "forbid", "replace"])
 def test_next_evaluation_from_memory_equals_a_fresh_read(make_monitor, concurrency):
     """Ingest and the evaluator compute next_evaluation_at from the runs they updated
@@ -164,14 +214,14 @@ def _wsgi(app, path, method="GET"):
 
 def test_the_ping_route_skips_middleware_and_the_connection_check(
         make_monitor, django_assert_num_queries):
-    """PingRoute answers /ping/ itself: the heartbeat's 7 statements, no session or
+    """PingRoute answers /ping/ itself: the heartbeat's statements, no session or
     health-check query; anything else goes to the application it wraps."""
     from monitors.models import Ping
     from monitors.views import PingRoute
 
     m = make_monitor()
     route = PingRoute(lambda environ, start: [b"django"])
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(4 + WRITES):
         status, headers, body = _wsgi(route, f"/ping/{m.uuid}")
     assert (status, body, headers["Content-Length"]) == ("200 OK", b"OK\n", "3")
     assert headers["Content-Type"] == "text/plain; charset=utf-8"
