@@ -427,7 +427,7 @@ def _shared_client() -> httpx.Client:
     A new client per attempt costs ~30 ms of CPU (TLS context), which slowed the
     evaluator down when many alerts went out at once (bench/README.md).
     """
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=20)
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=100)
     return httpx.Client(transport=GuardedTransport(httpx.HTTPTransport(limits=limits)))
 
 

@@ -176,8 +176,8 @@ def deliver() -> int:
     claiming while a burst lasts (at most ``KEEP_SENDING`` seconds)."""
     global _claimer
     n = deliver_due()
-    with _lock:
-        if n and (_claimer is None or not _claimer.is_alive()):
+    with _lock:  # also when sends or writes are under way: they free slots to claim
+        if (n or _busy or _unwritten) and (_claimer is None or not _claimer.is_alive()):
             _claimer = threading.Thread(target=_keep_claiming, name="cronradar-claimer",
                                         daemon=True)
             _claimer.start()
@@ -191,7 +191,7 @@ def _keep_claiming() -> None:
             _wake.wait(LOOP_SECONDS)
             _wake.clear()
             try:
-                if not deliver_due() and not _busy:
+                if not deliver_due() and not _busy and not _unwritten:
                     return
             except Exception:  # the database may be down: the next tick claims them
                 logger.exception("claiming deliveries failed")

@@ -7,10 +7,10 @@ same grace, none pinged since the last hour began, so every one of them becomes
 They notify 100 webhook channels (MONITORS / 100 monitors each) that all point at
 one local receiver. The production shape does the work: a Celery worker
 on the ``celery`` queue (``--concurrency`` WORKERS, default 2: two evaluator
-processes), a Celery worker on the ``deliveries`` queue (one process, its sender
-threads, at a lower CPU priority: ``nice 10``, as docker/compose.yaml's
-``cpu_shares``) and Celery beat (the ``evaluate`` and ``deliver`` tasks every
-CRONRADAR_TICK_SECONDS) on PostgreSQL and Redis.
+processes), DELIVERY_WORKERS (default 2) Celery workers on the ``deliveries``
+queue (one process each, with its sender threads, at a lower CPU priority: ``nice
+10``, as docker/compose.yaml's ``cpu_shares``) and Celery beat (the ``evaluate``
+and ``deliver`` tasks every CRONRADAR_TICK_SECONDS) on PostgreSQL and Redis.
 
 Prints, in seconds after D: when the first, median and last ``missed`` incident
 was committed (PostgreSQL's commit timestamps: bench/_services.sh turns on
@@ -43,11 +43,12 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from alerts.models import Alerting, Channel, Incident  # noqa: E402
+from alerts.models import Alerting, Channel, DeliveryAttempt, Incident  # noqa: E402
 from monitors.models import Monitor, Organisation  # noqa: E402
 
 MONITORS = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
 WORKERS = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+DELIVERY_WORKERS = int(os.environ.get("DELIVERY_WORKERS", "2"))  # worker processes
 CHANNELS, LEAD = 100, 25.0
 received: list[float] = []
 
@@ -128,6 +129,7 @@ def spread(xs: list[float]) -> str:
 
 
 def main() -> None:
+    ThreadingHTTPServer.request_queue_size = 1024  # a real receiver's backlog, not 5
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -135,22 +137,23 @@ def main() -> None:
     due = setup(f"http://127.0.0.1:{server.server_address[1]}/hook")
     print(f"{MONITORS} monitors, {CHANNELS} webhook channels, set up in {time.time() - t:.1f} s;"
           f" all missed at {due:%H:%M:%S} UTC; evaluator worker --concurrency {WORKERS}, "
-          "delivery worker, beat")
+          f"{DELIVERY_WORKERS} delivery workers, beat")
     env = {**os.environ, "CRONRADAR_LIVENESS_INTERVAL": "0"}
     celery = [sys.executable, "-m", "celery", "-A", "cronradar"]
     procs = [
         subprocess.Popen([*celery, "worker", "--loglevel=WARNING", "--without-gossip",
                           "--without-mingle", "-Q", "celery", f"--concurrency={WORKERS}",
                           "-n", "evaluator@%h"], cwd=ROOT, env=env),
-        subprocess.Popen(["nice", "-n", "10", *celery, "worker", "--loglevel=WARNING",
-                          "--without-gossip", "--without-mingle", "-Q", "deliveries",
-                          f"--concurrency={os.environ.get('DELIVERY_WORKERS', '1')}",
-                          "-n", "deliveries@%h"], cwd=ROOT, env=env),
+        *(subprocess.Popen(["nice", "-n", "10", *celery, "worker", "--loglevel=WARNING",
+                            "--without-gossip", "--without-mingle", "-Q", "deliveries",
+                            "--concurrency=1", "-n", f"deliveries{i}@%h"], cwd=ROOT, env=env)
+          for i in range(DELIVERY_WORKERS)),
         subprocess.Popen([*celery, "beat", "--loglevel=WARNING", "--schedule",
                           str(Path(os.environ.get("BENCH_SCRATCH", "/tmp")) / "beat-schedule")],
                          cwd=ROOT, env=env),
     ]
-    roots = dict(zip(["evaluator", "deliveries", "beat"], [p.pid for p in procs], strict=True))
+    roots = dict(zip(["evaluator", *(f"deliveries{i}" for i in range(DELIVERY_WORKERS)),
+                      "beat"], [p.pid for p in procs], strict=True))
     postmaster = Path(os.environ.get("BENCH_SCRATCH", "/nonexistent")) / "pg" / "postmaster.pid"
     if postmaster.exists():  # bench/_services.sh's PostgreSQL
         roots["postgres"] = int(postmaster.read_text().split()[0])
@@ -170,6 +173,8 @@ def main() -> None:
         webhooks = [r - d for r in received]
         print(f"incidents written: {seen} of {MONITORS}; s after slot+grace, first / median / "
               f"last: {spread(written)}")
+        failed = DeliveryAttempt.objects.exclude(error="").count()
+        print(f"attempts that failed (retried): {failed}")
         print(f"webhooks received: {len(webhooks)} of {MONITORS}; s after slot+grace, first / "
               f"median / last: {spread(webhooks)}")
         after = cpu_seconds(roots)

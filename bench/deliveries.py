@@ -51,6 +51,7 @@ class R(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
     def log_message(self, *a): pass
+ThreadingHTTPServer.request_queue_size = 1024
 s = ThreadingHTTPServer(("127.0.0.1", 0), R); s.daemon_threads = True
 print(s.server_address[1], flush=True); s.serve_forever()
 """
