@@ -1,7 +1,8 @@
 # Sourced by the bench scripts: a scratch PostgreSQL (default durability: fsync on,
 # as a production server) and a scratch Redis on free loopback ports, removed on
 # exit; the venv (scripts/_venv.sh). After `services`, PGENV holds DATABASE_URL and
-# REDIS_URL for `env "${PGENV[@]}" ...`; $S is the scratch directory.
+# REDIS_URL for `env "${PGENV[@]}" ...`; $S is the scratch directory. PG_OPTIONS:
+# more server settings (`-c name=value ...`).
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/scripts/_venv.sh"
 ensure_venv ""
@@ -25,7 +26,7 @@ services() { # PostgreSQL + Redis; sets PGENV
     local pgp rp
     PG_DATA=$S/pg pgp=$(free_port) rp=$(free_port)
     run_as_pg initdb -D "$PG_DATA" -U cronradar -A trust -E UTF8 --no-locale >/dev/null || return 1
-    run_as_pg pg_ctl -D "$PG_DATA" -l "$S/pg.log" -w -o "-p $pgp -c listen_addresses=127.0.0.1 -c unix_socket_directories=$S -c max_connections=200 -c track_commit_timestamp=on" start >/dev/null || return 1
+    run_as_pg pg_ctl -D "$PG_DATA" -l "$S/pg.log" -w -o "-p $pgp -c listen_addresses=127.0.0.1 -c unix_socket_directories=$S -c max_connections=200 ${PG_OPTIONS:-}" start >/dev/null || return 1
     createdb -h 127.0.0.1 -p "$pgp" -U cronradar cronradar || return 1
     redis-server --port "$rp" --bind 127.0.0.1 --save '' --daemonize yes --pidfile "$S/redis.pid" --logfile "$S/redis.log" || return 1
     PGENV=(DATABASE_URL="postgres://cronradar@127.0.0.1:$pgp/cronradar" REDIS_URL="redis://127.0.0.1:$rp/0")

@@ -4,6 +4,7 @@
 # (see its docstring). Results: bench/README.md.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+PG_OPTIONS="-c track_commit_timestamp=on"  # burst.py reads when each incident committed
 . bench/_services.sh
 trap services_cleanup EXIT
 services || exit 1
