@@ -102,10 +102,10 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
     advisory lock on PostgreSQL, the write lock on SQLite), so the cap holds with
     any number of processes; the claims are one compare-and-set ``UPDATE`` that
     bumps each row's ``lease``. A claim looks at the first ``CLAIM_WINDOW`` due rows
-    of channels below their cap (``next_attempt_at`` order), and at most twice the
-    cap of each channel's among them (room for rows that must wait for an earlier
-    one); a channel whose rows fill that window gets its cap, is then full, and
-    the next claim looks past it.
+    of channels below their cap (``next_attempt_at`` order) first; only when those
+    leave part of ``limit`` unclaimed while more due rows, or rows that must wait,
+    were in it does it read every due row that need not wait (a burst costs a
+    bounded read per claim; a backlog waiting behind retries hides nothing).
     """
     if limit <= 0:
         return []
@@ -123,29 +123,16 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
         full = [ch for ch, n in in_flight.items() if n >= cap] or [0]
         # Of the first CLAIM_WINDOW due rows of channels not at their cap, the first
         # 2 x cap of each channel, each with whether an earlier active delivery of
-        # its incident to its channel must go first: a backlog to a few channels,
-        # whose rows come first, never hides the others' rows, and a claim reads a
-        # bounded number of rows however many are due (a burst: ten thousand).
-        # Hits the delivery_due index; the EXISTS (for the few rows returned) hits
-        # delivery_order.
-        cursor.execute(
-            f"SELECT id, channel_id, EXISTS (SELECT 1 FROM {table} e WHERE "
-            "e.incident_id = due.incident_id AND e.channel_id = due.channel_id "
-            "AND e.id < due.id AND e.status IN (%s, %s)) FROM (SELECT id, channel_id, "
-            "incident_id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY channel_id "
-            "ORDER BY next_attempt_at, id) AS n FROM (SELECT id, channel_id, incident_id, "
-            f"next_attempt_at FROM {table} WHERE status IN (%s, %s) AND next_attempt_at <= %s "
-            f"AND channel_id NOT IN ({', '.join(['%s'] * len(full))}) "
-            "ORDER BY next_attempt_at, id LIMIT %s) first) due "
-            "WHERE n <= %s ORDER BY next_attempt_at, id LIMIT %s",
-            [*Delivery.ACTIVE, *Delivery.ACTIVE, at, *full, CLAIM_WINDOW, 2 * cap, limit * 8])
-        picked: list[int] = []
-        for pk, channel_id, blocked in cursor.fetchall():
-            if len(picked) >= limit:
-                break
-            if not blocked and in_flight[channel_id] < cap:
-                in_flight[channel_id] += 1
-                picked.append(pk)
+        # its incident to its channel must go first: a claim reads a bounded number
+        # of rows however many are due (a burst: ten thousand). Only if that left
+        # free threads while rows beyond the window, or behind waiting ones, may be
+        # claimable, every due row is read, without the waiting ones (a backlog that
+        # waits behind a failing channel's retries never hides the others' rows).
+        rows, seen = _candidates(cursor, at, full, cap, limit, CLAIM_WINDOW)
+        picked = _pick(rows, Counter(in_flight), cap, limit)
+        if len(picked) < limit and (seen >= CLAIM_WINDOW or any(r[2] for r in rows)):
+            rows, _ = _candidates(cursor, at, full, cap, limit, None)
+            picked = _pick(rows, in_flight, cap, limit)
         if not picked:
             return []
         cursor.execute(
@@ -157,6 +144,53 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
              *Delivery.ACTIVE, at])
         leases = dict(cursor.fetchall())
     return [Claim(pk, leases[pk]) for pk in picked if pk in leases]
+
+
+def _candidates(cursor, at, full: list[int], cap: int, limit: int, window: int | None
+                ) -> tuple[list[tuple[int, int, bool]], int]:
+    """For :func:`claim_due`: (id, channel, must wait) of the first 2 x cap due rows
+    of each channel not in ``full``, in ``next_attempt_at`` order, at most 8 x
+    ``limit``; and how many due rows were read. ``window``: read the first that
+    many due rows (hits the delivery_due index; whether a row must wait is checked
+    for the rows returned, on delivery_order); None: read every due row that need
+    not wait."""
+    table = Delivery._meta.db_table
+    waits = (f"EXISTS (SELECT 1 FROM {table} e WHERE e.incident_id = {{row}}.incident_id "
+             f"AND e.channel_id = {{row}}.channel_id AND e.id < {{row}}.id "
+             "AND e.status IN (%s, %s))")
+    marks = ", ".join(["%s"] * len(full))
+    inner = (f"SELECT d.id, d.channel_id, d.incident_id, d.next_attempt_at FROM {table} d "
+             f"WHERE d.status IN (%s, %s) AND d.next_attempt_at <= %s "
+             f"AND d.channel_id NOT IN ({marks}) ")
+    params = [*Delivery.ACTIVE, at, *full]
+    if window:
+        inner += f"ORDER BY d.next_attempt_at, d.id LIMIT {int(window)}"
+    else:
+        inner += f"AND NOT {waits.format(row='d')}"
+        params += Delivery.ACTIVE
+    cursor.execute(
+        f"SELECT id, channel_id, {waits.format(row='due')}, seen FROM (SELECT id, channel_id, "
+        "incident_id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY channel_id ORDER BY "
+        f"next_attempt_at, id) AS n, COUNT(*) OVER () AS seen FROM ({inner}) first) due "
+        "WHERE n <= %s ORDER BY next_attempt_at, id LIMIT %s",
+        [*Delivery.ACTIVE, *params, 2 * cap, 8 * limit])
+    found = cursor.fetchall()
+    rows = [(pk, channel, bool(wait)) for pk, channel, wait, _ in found]
+    return rows, (found[0][3] if found else 0)
+
+
+def _pick(rows: list[tuple[int, int, bool]], in_flight: Counter, cap: int, limit: int
+          ) -> list[int]:
+    """Ids to claim of ``rows`` (:func:`_candidates`), in order: those that need not
+    wait, while their channel is below ``cap`` (``in_flight`` counts, updated)."""
+    picked: list[int] = []
+    for pk, channel_id, wait in rows:
+        if len(picked) >= limit:
+            break
+        if not wait and in_flight[channel_id] < cap:
+            in_flight[channel_id] += 1
+            picked.append(pk)
+    return picked
 
 
 @dataclass

@@ -373,15 +373,36 @@ def test_a_channel_with_a_backlog_never_hides_the_others(project, monitor, setti
 
 def test_a_claim_reads_a_window_of_due_rows_and_a_full_channel_leaves_it(
         project, monitor, settings, monkeypatch):
-    """A claim reads at most CLAIM_WINDOW due rows: when one channel's rows fill it,
-    that channel gets its cap; the next claim skips the now full channel and
-    reaches the others' rows."""
+    """A claim reads CLAIM_WINDOW due rows first: when one channel's rows fill it
+    and give the claim all it asked for, only they are read; the next claim skips
+    the now full channel and reaches the others' rows. When the window leaves
+    threads free, every due row is read."""
     settings.CRONRADAR_CHANNEL_CONCURRENCY = 3
     monkeypatch.setattr(delivery, "CLAIM_WINDOW", 5)
     busy, calm = webhook(project), webhook(project, OTHER)
     backlog = [new_delivery(new_incident(monitor), busy, at=NOW - s(60)) for _ in range(8)]
     late = [new_delivery(new_incident(monitor), calm, at=NOW) for _ in range(2)]
-    assert [c.delivery_id for c in claim_due(NOW, 10)] == [d.pk for d in backlog[:3]]
+    assert [c.delivery_id for c in claim_due(NOW, 3)] == [d.pk for d in backlog[:3]]
+    assert [c.delivery_id for c in claim_due(NOW, 10)] == [d.pk for d in late]
+    for channel, at in ((busy, NOW - s(60)), (calm, NOW)):  # as they were
+        Delivery.objects.filter(channel=channel).update(status="pending", next_attempt_at=at)
+    assert [c.delivery_id for c in claim_due(NOW, 10)] == (
+        [d.pk for d in backlog[:3]] + [d.pk for d in late])
+
+
+def test_rows_waiting_behind_a_retry_never_hide_the_others(project, monitor, settings,
+                                                          monkeypatch):
+    """A failing channel's resolves, due but each waiting for its incident's
+    opened (in backoff), fill the claim window: the other channel's rows are
+    claimed all the same (found by QA: every notification had stopped)."""
+    settings.CRONRADAR_CHANNEL_CONCURRENCY = 3
+    monkeypatch.setattr(delivery, "CLAIM_WINDOW", 5)
+    down, ok = webhook(project), webhook(project, OTHER)
+    for _ in range(8):
+        incident = new_incident(monitor)
+        new_delivery(incident, down, "opened", at=NOW + s(600))  # retried in 10 minutes
+        new_delivery(incident, down, "resolved", at=NOW - s(60))  # due, must wait
+    late = [new_delivery(new_incident(monitor), ok, at=NOW) for _ in range(2)]
     assert [c.delivery_id for c in claim_due(NOW, 10)] == [d.pk for d in late]
 
 
