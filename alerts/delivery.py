@@ -37,11 +37,13 @@ import functools
 import logging
 import random
 import smtplib
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import httpcore
 import httpx
 from django.conf import settings
 from django.core import mail
@@ -459,29 +461,91 @@ def _shared_client() -> httpx.Client:
     """One connection-pooling client per process (httpx clients are thread-safe).
 
     A new client per attempt costs ~30 ms of CPU (TLS context), which slowed the
-    evaluator down when many alerts went out at once (bench/README.md).
+    evaluator down when many alerts went out at once (bench/README.md). Its
+    connections keep to each attempt's overall deadline (:class:`_Deadlines`).
     """
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=100)
-    return httpx.Client(transport=GuardedTransport(httpx.HTTPTransport(limits=limits)))
+    inner = httpx.HTTPTransport(limits=limits)
+    inner._pool._network_backend = _Deadlines(inner._pool._network_backend)  # httpcore 1.x
+    return httpx.Client(transport=GuardedTransport(inner))
+
+
+_deadline = threading.local()  # .end: time.monotonic() by which this thread's attempt ends
+
+
+def _left(timeout: float | None, error: type[Exception]) -> float | None:
+    """``timeout`` (seconds, per operation) cut to what is left of this thread's
+    attempt; raises ``error`` once nothing is left."""
+    end = getattr(_deadline, "end", None)
+    if end is None:
+        return timeout
+    left = end - time.monotonic()
+    if left <= 0:
+        raise error("the attempt's overall deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _Deadlines(httpcore.NetworkBackend):
+    """httpcore's network backend with an overall deadline per attempt: httpx's
+    timeouts bound each read and write, so a receiver that trickles its answer a
+    byte at a time would hold a sender thread (and, once the claim expired, get
+    the notification again) for as long as it liked."""
+
+    def __init__(self, inner: httpcore.NetworkBackend):
+        self.inner = inner
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return _DeadlineStream(self.inner.connect_tcp(
+            host, port, _left(timeout, httpcore.ConnectTimeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _DeadlineStream(self.inner.connect_unix_socket(
+            path, _left(timeout, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream):
+        self.inner = inner
+
+    def read(self, max_bytes: int, timeout=None) -> bytes:
+        return self.inner.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout=None) -> None:
+        self.inner.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        return _DeadlineStream(self.inner.start_tls(
+            ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str):
+        return self.inner.get_extra_info(info)
 
 
 def _post(client: httpx.Client, request: OutgoingRequest
           ) -> tuple[int | None, str, bool, float | None]:
-    """POST ``request``. Reads the answer's body (at most ``DRAIN_MAX`` bytes, for
-    at most the timeout) so its connection can carry the next request (httpx closes
-    a connection whose response was not read to the end); keeps ``BODY_SNIPPET``
-    bytes of it for the error of a failed attempt."""
+    """POST ``request``, all of it within twice ``CRONRADAR_DELIVERY_TIMEOUT`` (each
+    read or write within it; the whole within the claim, see :class:`_Deadlines`;
+    with the shared client). Reads the answer's body (at most ``DRAIN_MAX`` bytes)
+    so its connection can carry the next request (httpx closes a connection whose
+    response was not read to the end); keeps ``BODY_SNIPPET`` bytes of it for the
+    error of a failed attempt."""
     timeout = settings.CRONRADAR_DELIVERY_TIMEOUT
     code = None
+    _deadline.end = time.monotonic() + 2 * timeout  # the claim lasts 2 x timeout + 2 s
     try:
         with client.stream("POST", request.url, content=request.body, headers=request.headers,
                            timeout=timeout, follow_redirects=False) as response:
             code, snippet, size = response.status_code, b"", 0
-            end = time.monotonic() + timeout
             for chunk in response.iter_bytes():
                 snippet += chunk[:BODY_SNIPPET - len(snippet)]
                 size += len(chunk)
-                if size > DRAIN_MAX or time.monotonic() > end:
+                if size > DRAIN_MAX:
                     break  # a long answer: its connection is closed instead
     except BlockedDestination as exc:
         return None, f"blocked: {exc}", False, None
@@ -497,6 +561,8 @@ def _post(client: httpx.Client, request: OutgoingRequest
         if code is not None and 200 <= code < 300:
             return code, "", False, None  # answered 2xx, then the connection broke: delivered
         return None, f"network error: {type(exc).__name__}: {exc}", True, None
+    finally:
+        _deadline.end = None
     if 200 <= code < 300:
         return code, "", False, None
     text = snippet.decode("utf-8", "replace").strip()

@@ -616,3 +616,40 @@ def test_notifications_to_one_receiver_reuse_its_connection(answer, settings):
         server.shutdown()
     assert results == [(200, "", False, None)] * 5
     assert len(peers) == 5 and len(set(peers)) == 1
+
+
+def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_deadline(settings):
+    """httpx bounds each read; the attempt as a whole ends within twice
+    CRONRADAR_DELIVERY_TIMEOUT, inside its claim, however slowly a receiver sends
+    its status line (found by QA: such a receiver got the notification again each
+    time the claim expired and held ever more sender threads)."""
+    import time
+
+    from alerts.integrations import OutgoingRequest
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
+                if stop.wait(0.1):
+                    return
+                conn.sendall(bytes([byte]))
+
+    threading.Thread(target=trickle, daemon=True).start()
+    settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
+    settings.CRONRADAR_DELIVERY_TIMEOUT = 0.5
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
+    started = time.monotonic()
+    try:
+        outcome = delivery.transmit(OutgoingRequest(url, b"{}", {}), delivery._shared_client())
+    finally:
+        stop.set()
+        listener.close()
+    assert outcome == (None, "timeout after 0.5s: ReadTimeout", True, None)
+    assert 1.0 <= time.monotonic() - started < 2.0  # 2 x timeout, not the 3.7 s it trickles
