@@ -554,6 +554,9 @@ def _post(client: httpx.Client, request: OutgoingRequest
     except httpx.TimeoutException as exc:
         if code is not None and 200 <= code < 300:
             return code, "", False, None  # answered 2xx, then the body stalled: delivered
+        if time.monotonic() >= _deadline.end - 0.01:  # the overall deadline, not one read
+            return None, (f"timeout: no complete answer within the attempt's {2 * timeout:g}s "
+                          f"({type(exc).__name__})"), True, None
         return None, f"timeout after {timeout:g}s: {type(exc).__name__}", True, None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         return None, f"invalid URL: {exc}", False, None
