@@ -247,9 +247,9 @@ def prepare(claims: list[Claim]) -> list[Attempt]:
 
 def _by_id(model, ids) -> dict:
     """Instances of ``model`` with primary keys ``ids``, by pk (missing: deleted)."""
-    ids = list(ids)
-    return {o.pk: o for o in sql.select(model, f"id IN ({', '.join(['%s'] * len(ids))})",
-                                        ids)} if ids else {}
+    if not ids:
+        return {}
+    return {o.pk: o for o in sql.select(model, *sql.where_in(model, "id", list(ids)))}
 
 
 def _attach(objs: list, name: str, model) -> list:

@@ -191,16 +191,15 @@ def prefetch_latest(monitors) -> None:
     monitors = [m for m in monitors if m.pk is not None]
     if not monitors:
         return
-    ids = sorted({m.pk for m in monitors})
-    marks = ", ".join(["%s"] * len(ids))
+    where, params = sql.where_in(Run, "monitor_id", sorted({m.pk for m in monitors}))
 
     def latest(model, order: str, also: str = "") -> dict:
-        """The first row of each monitor's in ``order`` (SQL text: the same on
-        PostgreSQL and SQLite, no ORM statement to build for each batch)."""
+        """The first row of each monitor's in ``order`` (SQL text: no ORM
+        statement to build for each batch)."""
         table = model._meta.db_table
         rows = sql.select(model, f"id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER "
                                  f"(PARTITION BY monitor_id ORDER BY {order}) AS n FROM {table} "
-                                 f"WHERE monitor_id IN ({marks}){also}) ranked WHERE n = 1)", ids)
+                                 f"WHERE {where}{also}) ranked WHERE n = 1)", params)
         return {row.monitor_id: row for row in rows}
 
     runs = latest(Run, "slot_at DESC, id DESC", " AND slot_at IS NOT NULL")
