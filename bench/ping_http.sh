@@ -4,9 +4,12 @@
 # The load of ../shared/bench (wrk -t2 -c16, GET /ping/<uuid> round-robin over
 # 100 monitors), against, interleaved, ROUNDS times (default 3, SECS default 10):
 #
-#   cronradar  the production shape: gunicorn (4 workers, as the anchor) on a
-#              PostgreSQL this script starts (default durability: fsync on, like the
-#              anchor's) and a Redis
+#   cronradar  the production shape: the documented web server (granian, 2 workers
+#              of 2 request threads: README "Production") on a PostgreSQL this
+#              script starts (default durability: fsync on, like the anchor's) and a
+#              Redis
+#   gunicorn   the same on gunicorn with 4 sync workers (as the anchor and the
+#              limit; the documented web server until 2026-11-30)
 #   embedded   `manage.py serve` (waitress + SQLite in a scratch data dir)
 #   busy       the production shape, every request to ONE monitor
 #   pairs      the production shape, ONE monitor, paired start/success pings with a
@@ -25,7 +28,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 SECS=${1:-10} ROUNDS=${2:-3}
-TARGETS=${TARGETS:-cronradar embedded busy pairs hc limit}
+TARGETS=${TARGETS:-cronradar gunicorn embedded busy pairs hc limit}
 SHARED=${SHARED_BENCH:-$(pwd)/../shared/bench}
 ANCHOR_DIR=${ANCHOR_DIR:-${TMPDIR:-/tmp}/anchor}
 . bench/_services.sh
@@ -78,18 +81,25 @@ measure() { # label url codes db-env...
 
 # --- services ------------------------------------------------------------------------
 want() { case " $TARGETS " in *" $1 "*) return 0 ;; esac; return 1; }
-if want cronradar || want busy || want pairs; then
+if want cronradar || want gunicorn || want busy || want pairs; then
     services || exit 1
-    WP=$(free_port)
     # 100 monitors for the round-robin load, one for "busy", one for "pairs"
     env "${PGENV[@]}" "$PY" bench/ping_http_db.py setup "$S/all.txt" 102
     head -n100 "$S/all.txt" >"$S/codes.txt" && lua "$S/codes.txt"
     sed -n 101p "$S/all.txt" >"$S/one.txt" && lua "$S/one.txt"
     sed -n 102p "$S/all.txt" >"$S/pair.txt" && pairs_lua "$S/pair.txt" && cp "$S/pair.txt.pairs.lua" "$S/pair.txt.lua"
-    setsid env "${PGENV[@]}" "$VENV/bin/gunicorn" cronradar.wsgi:application -w 4 \
-        -b "127.0.0.1:$WP" --access-logfile /dev/null >"$S/gunicorn.log" 2>&1 &
+    WP=$(free_port) GP=$(free_port)
+    setsid env "${PGENV[@]}" "$VENV/bin/granian" --interface wsgi --host 127.0.0.1 \
+        --port "$WP" --workers 2 --blocking-threads 2 --respawn-failed-workers \
+        cronradar.wsgi:application >"$S/granian.log" 2>&1 &
     PIDS+=($!)
-    wait_http "http://127.0.0.1:$WP/ping/x" || { cat "$S/gunicorn.log"; exit 1; }
+    wait_http "http://127.0.0.1:$WP/ping/x" || { cat "$S/granian.log"; exit 1; }
+    if want gunicorn; then
+        setsid env "${PGENV[@]}" "$VENV/bin/gunicorn" cronradar.wsgi:application -w 4 \
+            -b "127.0.0.1:$GP" --access-logfile /dev/null >"$S/gunicorn.log" 2>&1 &
+        PIDS+=($!)
+        wait_http "http://127.0.0.1:$GP/ping/x" || { cat "$S/gunicorn.log"; exit 1; }
+    fi
 fi
 if want embedded; then
     EP=$(free_port) EENV=(-u DATABASE_URL -u REDIS_URL CRONRADAR_DATA_DIR="$S/embedded")
@@ -116,6 +126,7 @@ for round in $(seq "$ROUNDS"); do
         PY="$PY" "$SHARED/ping_limit.sh" "$ANCHOR_DIR/hc_codes.txt" "$SECS" | grep lookup_insert
     fi
     want cronradar && measure cronradar "http://127.0.0.1:$WP" "$S/codes.txt" "${PGENV[@]}"
+    want gunicorn && measure gunicorn "http://127.0.0.1:$GP" "$S/codes.txt" "${PGENV[@]}"
     want busy && measure busy "http://127.0.0.1:$WP" "$S/one.txt" "${PGENV[@]}"
     if want pairs; then  # the monitor's pings and runs of earlier rounds are removed first
         env "${PGENV[@]}" "$PY" bench/ping_http_db.py reset "$(cat "$S/pair.txt")"

@@ -1,9 +1,9 @@
-"""WSGI entry point (gunicorn in production, waitress in `manage.py serve`).
+"""WSGI entry point (granian in production, waitress in `manage.py serve`).
 
 Loading it starts this process's liveness heartbeat (monitors.liveness), so the
 evaluator can tell a job that did not ping from a CronRadar that could not
-receive the ping; a process forked after loading (gunicorn --preload) starts
-its own.
+receive the ping; a process forked after loading it (gunicorn --preload)
+starts its own.
 """
 import os
 

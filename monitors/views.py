@@ -92,13 +92,21 @@ def _client_address(request) -> str | None:
 
 
 def _read_body(request) -> tuple[bytes, int]:
-    """The first CRONRADAR_PING_BODY_LIMIT bytes of the body and the full size."""
+    """The first CRONRADAR_PING_BODY_LIMIT bytes of the body and the full size.
+
+    A chunked body (``Transfer-Encoding: chunked``, no ``Content-Length``: ``curl
+    -T -``) is read from the server's ``wsgi.input``, which de-chunks it: Django
+    reads no body without a length. Behind nginx it arrives with a length."""
     if request.method != "POST":
         return b"", 0
+    stream = request
+    if ("chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+            and not request.META.get("CONTENT_LENGTH")):
+        stream = request.META["wsgi.input"]
     limit = settings.CRONRADAR_PING_BODY_LIMIT
-    kept = request.read(limit)
+    kept = stream.read(limit)
     size = len(kept)
-    while chunk := request.read(CHUNK):  # drain (and count) what we don't keep
+    while chunk := stream.read(CHUNK):  # drain (and count) what we don't keep
         size += len(chunk)
     return kept, size
 

@@ -1,4 +1,5 @@
 """Ping endpoint and ingest: URL forms, stored fields, run pairing, idempotency."""
+import io
 import uuid
 from datetime import timedelta
 
@@ -81,6 +82,18 @@ def test_body_stored_and_truncated(client, make_monitor, settings):
     assert (bytes(small.body), small.body_size, small.body_truncated) == (b"hello", 5, False)
     assert len(bytes(large.body)) == settings.CRONRADAR_PING_BODY_LIMIT == 100 * 1024
     assert (large.body_size, large.body_truncated) == (10 * 1024 * 1024, True)
+
+
+def test_chunked_body_without_length_is_read_from_the_server(client, make_monitor, settings):
+    """``curl -T -`` sends a chunked body without Content-Length; Django reads no body
+    then, so the view reads the server's de-chunked ``wsgi.input`` itself."""
+    settings.CRONRADAR_PING_BODY_LIMIT = 4
+    m = make_monitor()
+    resp = client.generic("POST", f"/ping/{m.uuid}/log", HTTP_TRANSFER_ENCODING="chunked",
+                          **{"wsgi.input": io.BytesIO(b"line 1\nline 2\n")})
+    assert resp.status_code == 200
+    ping = Ping.objects.get()
+    assert (bytes(ping.body), ping.body_size, ping.body_truncated) == (b"line", 14, True)
 
 
 def test_start_then_success_pairs_by_rid_and_records_run(make_monitor):

@@ -173,9 +173,33 @@ class Proxy:
             dst.shutdown(socket.SHUT_RDWR)
 
 
+def _web(server: str, port: int) -> list[str]:
+    """The command of a web process on ``port``: ``granian``, the documented
+    production web server as README "Production" starts it (2 workers of 2 request
+    threads), or ``serve`` (waitress, 4 threads, no evaluator)."""
+    if server == "granian":
+        return [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
+                "--port", str(port), "--workers", "2", "--blocking-threads", "2",
+                "--respawn-failed-workers", "cronradar.wsgi:application"]
+    return [sys.executable, "manage.py", "serve", "--no-evaluator", "--port", str(port),
+            "--threads", "4"]
+
+
+def _until_up(url: str, proc: subprocess.Popen) -> httpx.Response:
+    """The first answer of ``proc``'s web server to a GET of ``url`` (60 s at most)."""
+    deadline = time.time() + 60
+    while True:
+        try:
+            return httpx.get(url, timeout=5)
+        except httpx.TransportError:
+            assert time.time() < deadline and proc.poll() is None
+            time.sleep(0.2)
+
+
 @needs_pg
 @pytest.mark.django_db(transaction=True)
-def test_a_database_restart_gives_503_then_no_failed_request(project, tmp_path):
+@pytest.mark.parametrize("server", ["serve", "granian"])
+def test_a_database_restart_gives_503_then_no_failed_request(project, tmp_path, server):
     """While PostgreSQL is unreachable pings get 503 + Retry-After; once it is back no
     request fails (persistent connections are health-checked)."""
     s = connection.settings_dict
@@ -186,19 +210,11 @@ def test_a_database_restart_gives_503_then_no_failed_request(project, tmp_path):
     env.pop("REDIS_URL", None)
     m = Monitor.objects.create(project=project, name="db", slug="db",
                                period=timedelta(seconds=60), grace=timedelta(seconds=5))
-    web = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-evaluator", "--port",
-                            str(port), "--threads", "4"], cwd=ROOT, env=env,
+    web = subprocess.Popen(_web(server, port), cwd=ROOT, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/ping/{m.uuid}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                assert httpx.get(url, timeout=5).status_code == 200
-                break
-            except httpx.TransportError:
-                assert time.time() < deadline and web.poll() is None
-                time.sleep(0.2)
+        assert _until_up(url, web).status_code == 200
 
         def blast(n):
             with concurrent.futures.ThreadPoolExecutor(8) as pool:
@@ -215,6 +231,56 @@ def test_a_database_restart_gives_503_then_no_failed_request(project, tmp_path):
         web.terminate()
         web.wait(30)
         proxy.down()
+
+
+@needs_pg
+@pytest.mark.django_db(transaction=True)
+def test_the_production_web_server_stores_every_ping_it_acknowledges(project, tmp_path):
+    """granian as README "Production" runs it: GET, HEAD, a POST body over the limit,
+    a chunked body, the client address from the proxy, bad input, 200 concurrent
+    pings to one monitor; every 2xx is one stored ping, and each web process beats."""
+    from monitors.models import LivenessSpan
+
+    port = free_port()
+    env = _child_env(CRONRADAR_PING_BODY_LIMIT="1000", CRONRADAR_TRUST_X_FORWARDED_FOR="true",
+                     CRONRADAR_LIVENESS_INTERVAL="0.5", CRONRADAR_DATA_DIR=str(tmp_path))
+    env.pop("REDIS_URL", None)
+    m = Monitor.objects.create(project=project, name="web", slug="web",
+                               period=timedelta(seconds=60), grace=timedelta(seconds=5))
+    LivenessSpan.objects.all().delete()
+    web = subprocess.Popen(_web("granian", port), cwd=ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/ping/{m.uuid}"
+    try:
+        first = _until_up(url, web)
+        assert (first.status_code, first.text) == (200, "OK\n")
+        head = httpx.head(url, timeout=10)
+        assert (head.status_code, head.content) == (200, b"")
+        big = httpx.post(url + "/fail", content=b"x" * 1010, timeout=10,
+                         headers={"X-Forwarded-For": "198.51.100.7"})
+        chunked = httpx.post(url + "/log", content=iter([b"abc", b"def" * 500]), timeout=10)
+        bad = httpx.get(url + "/300", timeout=10)
+        assert [big.status_code, chunked.status_code, bad.status_code] == [200, 200, 400]
+        assert bad.text == "exit status must be an integer from 0 to 255, got 300\n"
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            many = list(pool.map(lambda _: httpx.get(url, timeout=30).status_code, range(200)))
+        assert many == [200] * 200
+        stored = list(Ping.objects.filter(monitor=m).order_by("pk"))
+        assert len(stored) == 2 + 2 + 200  # the first GET, HEAD, the two POSTs, the 200
+        assert [(p.method, p.kind) for p in stored[:4]] == [
+            ("GET", "success"), ("HEAD", "success"), ("POST", "fail"), ("POST", "log")]
+        assert (bytes(stored[2].body), stored[2].body_size, stored[2].body_truncated,
+                stored[2].remote_addr) == (b"x" * 1000, 1010, True, "198.51.100.7")
+        assert (bytes(stored[3].body), stored[3].body_size) == ((b"abc" + b"def" * 500)[:1000],
+                                                               1503)
+        assert stored[0].remote_addr == "127.0.0.1"
+        end = time.time() + 10
+        while not LivenessSpan.objects.filter(component="web").exists():
+            assert time.time() < end, "no web liveness beat from granian's workers"
+            time.sleep(0.2)
+    finally:
+        web.terminate()
+        web.wait(30)
 
 
 @needs_pg

@@ -10,9 +10,10 @@ address gets at most half of the connections the server accepts (more are
 closed at once), and a connection that sends nothing for
 IDLE_TIMEOUT seconds is closed, so a flood of half-sent requests from one host
 cannot block everyone else's pings (in production nginx buffers requests in
-front of gunicorn, see docker/compose.yaml). Unless the CRONRADAR_BASE_URL environment variable is
-set, ping URLs point at the address served (see :func:`base_url`).
-In production use gunicorn + ``celery worker`` + ``celery beat`` instead.
+front of the web server, see docker/compose.yaml). Unless the CRONRADAR_BASE_URL
+environment variable is set, ping URLs point at the address served (see
+:func:`base_url`).
+In production use granian + ``celery worker`` + ``celery beat`` instead (README).
 """
 import argparse
 import contextlib
