@@ -194,7 +194,10 @@ class Monitor(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="monitors")
     name = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=100)
+    # no index of its own (a SlugField's default): monitor_slug_unique leads with the
+    # project, as every lookup by slug does, and every ping rewrites this row's
+    # indexes (next_evaluation_at changes), so each index costs a ping
+    slug = models.SlugField(max_length=100, db_index=False)
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     tags = models.JSONField(default=list, blank=True)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.INTERVAL)
@@ -364,10 +367,13 @@ class Ping(models.Model):
         FAIL = "fail"
         LOG = "log"
 
-    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="pings")
+    # neither has an index of its own: every read of pings is one monitor's, by
+    # ping_monitor_time (below), and each index costs every ping an insert
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="pings",
+                                db_index=False)
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
                             related_name="pings")
-    received_at = models.DateTimeField(db_index=True)
+    received_at = models.DateTimeField()
     kind = models.CharField(max_length=8, choices=Kind.choices)
     exit_status = models.SmallIntegerField(null=True, blank=True)
     rid = models.UUIDField(null=True, blank=True)

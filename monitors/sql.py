@@ -25,6 +25,7 @@ across columns that only a plan for the values at hand could turn into a
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
@@ -118,9 +119,59 @@ def _field(model: type[Model], attname: str):
     return next(f for f in model._meta.concrete_fields if f.attname == attname)
 
 
+# Field classes whose get_db_prep_save returns a value of these exact types as it
+# is, on every backend (None too): the ping path skips the call for them. Any other
+# value or field takes the call. On PostgreSQL, integer fields wrap the int in the
+# type the backend gives them (psycopg's Int2/Int4/Int8: the parameter types of a
+# server-bound statement), and aware datetimes and UUIDs go as they are (psycopg
+# adapts them; SQLite's backend turns them into text).
+_AS_IS = {"AutoField": (int,), "BigAutoField": (int,), "IntegerField": (int,),
+          "BigIntegerField": (int,), "SmallIntegerField": (int,),
+          "PositiveIntegerField": (int,), "PositiveSmallIntegerField": (int,),
+          "PositiveBigIntegerField": (int,), "BooleanField": (bool,),
+          "CharField": (str,), "TextField": (str,)}
+
+
+@cache
+def _saver(model: type[Model], attname: str, vendor: str):
+    """``value -> database value`` for ``model``'s field ``attname``: its
+    ``get_db_prep_save``, done here for the values whose result is known
+    (tests/test_sql.py compares the two for every field the ping path writes)."""
+    from uuid import UUID
+
+    field = _field(model, attname)
+    target = field.target_field if field.is_relation else field
+    kind = target.get_internal_type()
+    as_is, wrap = _AS_IS.get(kind, ()), None
+    if vendor == "postgresql":
+        wrap = getattr(_db().ops, "integerfield_type_map", {}).get(kind)
+        as_is = {"UUIDField": (UUID,), "DateTimeField": (datetime,)}.get(kind, as_is)
+    if not type(target).__module__.startswith("django.db.models.fields"):
+        as_is = ()  # a field class of our own: always ask it
+
+    def save(value, field=field, as_is=as_is, wrap=wrap):
+        if type(value) in as_is:
+            if wrap is not None:
+                return wrap(value)
+            if not (as_is[0] is datetime and value.tzinfo is None):
+                return value
+        elif value is None and as_is:
+            return None
+        return field.get_db_prep_save(value, _db())
+    return save
+
+
 def prep(model: type[Model], attname: str, value):
     """``value`` as the database driver takes it for ``model``'s field ``attname``."""
-    return _field(model, attname).get_db_prep_save(value, _db())
+    return _saver(model, attname, _db().vendor)(value)
+
+
+@cache
+def _update_sql(model: type[Model], fields: tuple[str, ...],
+                returning: tuple[str, ...]) -> str:
+    sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
+    more = f" RETURNING {', '.join(f'({e})' for e in returning)}" if returning else ""
+    return f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s{more}"
 
 
 def update_statement(obj: Model, fields: Iterable[str],
@@ -128,11 +179,9 @@ def update_statement(obj: Model, fields: Iterable[str],
     """(SQL, params) of the ``UPDATE`` that writes ``fields`` (attnames) of the
     saved instance ``obj``, with ``RETURNING`` the expressions of ``returning``
     (attribute name -> SQL without placeholders) when given."""
-    model, fields, db = type(obj), list(fields), _db()
-    sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
-    more = f" RETURNING {', '.join(f'({e})' for e in returning.values())}" if returning else ""
-    return (f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s{more}",
-            [_field(model, f).get_db_prep_save(getattr(obj, f), db) for f in fields] + [obj.pk])
+    model, fields, vendor = type(obj), tuple(fields), _db().vendor
+    return (_update_sql(model, fields, tuple((returning or {}).values())),
+            [_saver(model, f, vendor)(getattr(obj, f)) for f in fields] + [obj.pk])
 
 
 def where_in(model: type[Model], attname: str, values: Sequence, alias: str = ""
@@ -277,12 +326,18 @@ def insert_statement(obj: Model, fields: Sequence[str],
     """(SQL, params) of ``INSERT ... RETURNING id`` of the unsaved ``obj`` with
     ``fields`` (attnames; the others take their database defaults). ``exprs``:
     attname -> an SQL expression (no placeholders) inserted instead of the value."""
-    model, exprs, db = type(obj), exprs or {}, _db()
+    model, exprs, vendor = type(obj), exprs or {}, _db().vendor
+    return (_insert_sql(model, tuple(fields), tuple(exprs.items())),
+            [_saver(model, f, vendor)(getattr(obj, f)) for f in fields if f not in exprs])
+
+
+@cache
+def _insert_sql(model: type[Model], fields: tuple[str, ...],
+                exprs: tuple[tuple[str, str], ...]) -> str:
     cols = ", ".join(_field(model, f).column for f in fields)
+    given = dict(exprs)
     return (f"INSERT INTO {model._meta.db_table} ({cols}) "
-            f"VALUES ({', '.join(exprs.get(f, '%s') for f in fields)}) RETURNING id",
-            [_field(model, f).get_db_prep_save(getattr(obj, f), db)
-             for f in fields if f not in exprs])
+            f"VALUES ({', '.join(given.get(f, '%s') for f in fields)}) RETURNING id")
 
 
 def insert(obj: Model, fields: Sequence[str]) -> None:
