@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from uuid import UUID
 
 from django.db import (
@@ -82,11 +83,12 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     see :func:`lookup`), locked and read in one statement; None when no
     (undeleted) monitor matches.
 
-    The common pings cost one transaction of three statements besides BEGIN and
-    COMMIT on PostgreSQL: lock and read the monitor, read the runs it can touch,
-    then write the run, update the monitor (reading the subscribers' state) and
-    insert the ping in one (:func:`_write`; five statements on SQLite;
-    tests/test_query_counts.py pins them).
+    The common pings cost one transaction of two statements besides BEGIN and
+    COMMIT on PostgreSQL: lock the monitor and read the runs it can touch
+    (:func:`_lock_reading`; a third statement reads the runs again when another
+    transaction changed the monitor meanwhile), then write the run, update the
+    monitor (reading the subscribers' state) and insert the ping in one
+    (:func:`_write`); five statements on SQLite. tests/test_query_counts.py pins them.
     Effects are computed and written first; if anything raises, the transaction
     is rolled back and the ping is stored alone in a second one.
 
@@ -101,11 +103,14 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     started = False
     try:
         with transaction.atomic():
-            monitor = _lock(where)
+            if connection.vendor == "postgresql" and ping.kind != Ping.Kind.LOG:
+                monitor, read = _lock_reading(where, ping.rid)
+            else:
+                monitor, read = _lock(where), None
             started = True
             if monitor is None:
                 return None
-            return _apply(monitor, ping, now)
+            return _apply(monitor, ping, now, read)
     except (InterfaceError, OperationalError):
         if (started or not _retry or connection.in_atomic_block
                 or connection.vendor != "postgresql"):
@@ -160,16 +165,20 @@ def lookup(uuid: UUID | None = None, ping_key: str = "", slug: str = "") -> tupl
             "WHERE ping_key = %s)", [slug, ping_key])
 
 
-def _apply(monitor: Monitor, ping: PingInput, now: datetime) -> Ping:
-    """Store the ping with its effect on runs, the expected slot and incidents."""
+def _apply(monitor: Monitor, ping: PingInput, now: datetime,
+           read: _Read | None = None) -> Ping:
+    """Store the ping with its effect on runs, the expected slot and incidents.
+    ``read``: the runs :func:`_lock_reading` read with the lock, when still valid."""
     if ping.kind == Ping.Kind.LOG:
         run = Run.objects.filter(monitor=monitor, rid=ping.rid).first() if ping.rid else None
         return _insert_ping(monitor.pk, run, ping, now, False)
-    # One query for every run this ping can close, replace or count as open, plus
-    # the ones next_evaluation needs and a written-off row of the slot a new run
-    # would take; they are updated in memory as they are written.
+    # Every run this ping can close, replace or count as open, plus the ones
+    # next_evaluation needs and a written-off row of the slot a new run would take
+    # (read with the lock, else by one query); updated in memory as they are written.
     slot = None if ping.rid and ping.kind != Ping.Kind.START else slots.slot_for(monitor, now)
-    runs = pending_runs(monitor, rid=ping.rid, slot=slot)
+    runs = read.runs(slot) if read is not None else None
+    if runs is None:
+        runs = pending_runs(monitor, rid=ping.rid, slot=slot)
     found: list[Detection] = []
     if ping.kind == Ping.Kind.START:
         run, duplicate = _start(monitor, ping, now, runs, found, slot)
@@ -243,6 +252,86 @@ def _lock(where: tuple[str, list]) -> Monitor | None:
     lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
     found = sql.select(Monitor, f"{condition} AND deleted_at IS NULL", params, lock)
     return found[0] if found else None
+
+
+@dataclass
+class _Read:
+    """What :func:`_lock_reading` read with the lock: the monitor's pending runs and
+    the run its ping's rid names (``pending``), and its written-off row of the latest
+    slot (``latest_off``; a slot is written off once, so there is one such row)."""
+
+    pending: list[Run]
+    latest_off: Run | None
+
+    def runs(self, slot: datetime | None) -> list[Run] | None:
+        """What :func:`pending_runs` would return with ``slot``, or None when only
+        it can tell (a written-off row later than ``slot`` exists, so one of
+        ``slot`` may too)."""
+        off = self.latest_off
+        if slot is None or off is None or off.slot_at < slot:
+            return self.pending
+        if off.slot_at > slot:
+            return None
+        return sorted({r.pk: r for r in [*self.pending, off]}.values(), key=lambda r: r.pk)
+
+
+@cache
+def _lock_reading_sql(condition: str, with_rid: bool) -> str:
+    """The statement of :func:`_lock_reading` for a monitor ``condition``."""
+    table, cols = Monitor._meta.db_table, sql.columns(Monitor)
+    names = ", ".join(f"m.{connection.ops.quote_name(f.column)}"
+                      for f in Monitor._meta.concrete_fields)
+    rid = (f" UNION ALL SELECT id FROM {_RUNS} WHERE monitor_id = m.id AND rid = %s"
+           if with_rid else "")
+    return (
+        f"WITH m AS (SELECT {cols}, xmin AS version FROM {table} "
+        f"WHERE {condition} AND deleted_at IS NULL FOR UPDATE), "
+        f"o AS MATERIALIZED (SELECT id FROM {_RUNS} WHERE monitor_id = (SELECT id FROM m) "
+        f"AND outcome IN ({_WRITTEN_OFF}) ORDER BY slot_at DESC LIMIT 1) "
+        f"SELECT {names}, "
+        f"(SELECT s.xmin FROM {table} s WHERE s.id = m.id) = m.version, "
+        f"(SELECT id FROM o), r.* FROM m LEFT JOIN LATERAL "
+        f"(SELECT {sql.columns(Run)} FROM {_RUNS} WHERE id IN "
+        f"({_PENDING.format(monitor='monitor_id = m.id')}{rid} "
+        f"UNION ALL SELECT id FROM o)) r ON true ORDER BY r.id")
+
+
+def _lock_reading(where: tuple[str, list], rid: UUID | None
+                  ) -> tuple[Monitor | None, _Read | None]:
+    """PostgreSQL: :func:`_lock` and the runs a ping needs in one statement:
+    (monitor, what was read), (None, None) when no monitor matches.
+
+    What was read is None when another transaction changed the monitor's row
+    after this statement's snapshot: the statement waited for that transaction's
+    lock (or it committed just before), and PostgreSQL then locks the new row but
+    reads the runs as they were before (READ COMMITTED). The caller reads them in
+    a statement of its own then (:func:`pending_runs`). Whoever changes a
+    monitor's runs holds its lock and updates its row in the same transaction (the
+    ping path, the evaluator, an edit), so an unchanged row version means the runs
+    read are current; a lock taken only to read changes no runs.
+    """
+    condition, params = where
+    rows = sql.fetchall(_lock_reading_sql(condition, rid is not None),
+                        [*params, *([sql.prep(Run, "rid", rid)] if rid is not None else [])])
+    if not rows:
+        return None, None
+    width = len(Monitor._meta.concrete_fields)
+    monitor = sql.instance(Monitor, rows[0][:width])
+    fresh, off_id = rows[0][width], rows[0][width + 1]
+    if not fresh:
+        return monitor, None
+    pending, latest_off = [], None
+    for row in rows:
+        if row[width + 2] is None:  # no runs: the LEFT JOIN's one row
+            continue
+        run = sql.instance(Run, row[width + 2:])
+        if run.pk == off_id:
+            latest_off = run
+            if not (run.outcome in Run.OPEN_OUTCOMES or (rid is not None and run.rid == rid)
+                    or (run.deadline_at is not None and not run.deadline_checked)):
+                continue  # only as the written-off row
+        pending.append(run)
+    return monitor, _Read(pending, latest_off)
 
 
 def _state() -> dict[str, str]:

@@ -96,22 +96,34 @@ def select(model: type[Model], where: str, params: Sequence, suffix: str = "",
     names, cols = _columns(model, db.vendor)
     extra = extra or {}
     more = "".join(f", ({expr})" for expr in extra.values())
-    conv = _converters(model, db.vendor)
     with _cursor(db) as cur:
         cur.execute(f"SELECT {cols}{more} FROM {model._meta.db_table} WHERE {where} {suffix}",
                     params)
         rows = cur.fetchall()
     out = []
     for row in rows:
-        values = list(row[:len(names)])
-        for i, (col, fns) in conv:
-            for fn in fns:
-                values[i] = fn(values[i], col, db)
-        obj = model.from_db(db.alias, names, values)
+        obj = instance(model, row[:len(names)])
         for name, value in zip(extra, row[len(names):], strict=True):
             setattr(obj, name, value)
         out.append(obj)
     return out
+
+
+def columns(model: type[Model]) -> str:
+    """The column list :func:`instance` takes, as SQL (``jsonb`` and ``inet`` columns
+    cast to text), for statements of one's own."""
+    return _columns(model, _db().vendor)[1]
+
+
+def instance(model: type[Model], values: Sequence):
+    """The saved instance of ``model`` whose concrete columns, in :func:`columns`'s
+    order, this module's cursor returned as ``values``."""
+    db = _db()
+    values = list(values)
+    for i, (col, fns) in _converters(model, db.vendor):
+        for fn in fns:
+            values[i] = fn(values[i], col, db)
+    return model.from_db(db.alias, _columns(model, db.vendor)[0], values)
 
 
 @cache
@@ -350,6 +362,13 @@ def saved(obj: Model, pk: int) -> None:
     """Mark ``obj`` as the row ``pk`` that was just inserted."""
     obj.pk = pk
     obj._state.adding, obj._state.db = False, DEFAULT_DB_ALIAS
+
+
+def fetchall(statement: str, params: Sequence) -> list[tuple]:
+    """Run ``statement`` (as :func:`fetchone`) and return all its rows."""
+    with _cursor(_db()) as cur:
+        cur.execute(statement, params)
+        return cur.fetchall()
 
 
 def fetchone(statement: str, params: Sequence) -> tuple | None:

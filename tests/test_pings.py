@@ -213,14 +213,16 @@ def test_an_end_ping_whose_run_is_gone_when_written_is_stored_alone(make_monitor
     m = make_monitor()
     rid = uuid.uuid4()
     ingest(m.pk, PingInput("start", rid=rid), T0)
-    read = pings.pending_runs
 
-    def read_then_delete(*args, **kwargs):
-        runs = read(*args, **kwargs)
-        Run.objects.filter(monitor=m, rid=rid).delete()
-        return runs
+    def then_delete(read):  # the runs are read with the lock on PostgreSQL, else alone
+        def read_then_delete(*args, **kwargs):
+            runs = read(*args, **kwargs)
+            Run.objects.filter(monitor=m, rid=rid).delete()
+            return runs
+        return read_then_delete
 
-    monkeypatch.setattr(pings, "pending_runs", read_then_delete)
+    monkeypatch.setattr(pings, "pending_runs", then_delete(pings.pending_runs))
+    monkeypatch.setattr(pings, "_lock_reading", then_delete(pings._lock_reading))
     ping = ingest(m.pk, PingInput("success", rid=rid), T0 + s(5))
     assert (ping.kind, ping.run) == ("success", None)
     assert Run.objects.get(monitor=m, rid=rid).outcome == "running"
@@ -287,6 +289,49 @@ def test_a_ping_that_waited_for_the_lock_sees_the_incident_opened_meanwhile(make
     incident = Incident.objects.get(monitor=monitor)
     assert (incident.resolved_at, incident.resolution) == (opened_at + timedelta(seconds=3),
                                                           "a run succeeded")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kind", ["success", "start"])
+def test_a_ping_that_waited_for_the_lock_sees_the_run_opened_meanwhile(make_monitor, kind):
+    """A start ping holds the monitor's lock while its run is written; a second ping
+    waits for the lock. On PostgreSQL the statement that waited reads the runs as
+    they were before it waited: the ping must still see the run (a success closes
+    it; a start under concurrency "forbid" reports the overlap), not act as if no
+    run were open."""
+    import threading
+    import time
+
+    from django.db import connection, connections, transaction
+
+    from alerts.models import Incident
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serializes whole transactions: nothing can open meanwhile")
+    m = make_monitor(concurrency="forbid")
+    locked = threading.Event()
+
+    def first_start():
+        try:
+            with transaction.atomic():
+                ingest(m.pk, PingInput("start"), T0)
+                locked.set()
+                time.sleep(0.5)  # the ping below is waiting for the lock meanwhile
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=first_start)
+    holder.start()
+    assert locked.wait(10)
+    ingest(m.pk, PingInput(kind), T0 + s(5))
+    holder.join(10)
+    runs = list(Run.objects.filter(monitor=m).order_by("pk")
+                .values_list("outcome", "started_at", "ended_at"))
+    if kind == "success":
+        assert runs == [("succeeded", T0, T0 + s(5))]
+    else:
+        assert runs == [("running", T0, None), ("running", T0 + s(5), None)]
+        assert Incident.objects.get(monitor=m).cause == "overlap"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -27,6 +27,9 @@ ALIVE = Liveness()
 # a ping's writes (its run, the monitor reading whether an incident is open, the
 # ping): one statement on PostgreSQL (monitors.pings._write), three on SQLite
 WRITES = 1 if connection.vendor == "postgresql" else 3
+# locking the monitor and reading its runs: one statement on PostgreSQL
+# (monitors.pings._lock_reading), two on SQLite
+READS = 1 if connection.vendor == "postgresql" else 2
 
 
 def s(n):
@@ -43,8 +46,9 @@ def monitor(make_monitor):
 
 def test_start_ping_with_rid(monitor, django_assert_num_queries):
     # transaction, lock and read monitor, runs (pending + rid + a written-off row
-    # of the slot), insert run + update monitor + insert ping, end transaction
-    with django_assert_num_queries(4 + WRITES):
+    # of the slot; with the lock on PostgreSQL), insert run + update monitor +
+    # insert ping, end transaction
+    with django_assert_num_queries(2 + READS + WRITES):
         ingest(monitor.pk, PingInput("start", rid=uuid.uuid4()), T0 + s(3))
     assert Run.objects.filter(monitor=monitor, outcome="running").count() == 1
 
@@ -54,7 +58,7 @@ def test_end_ping_with_rid(monitor, django_assert_num_queries):
     ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(3))
     # transaction, lock monitor, runs (pending + rid), update run + update monitor
     # (and whether an incident is open) + insert ping, end transaction
-    with django_assert_num_queries(4 + WRITES):
+    with django_assert_num_queries(2 + READS + WRITES):
         ingest(monitor.pk, PingInput("success", rid=rid), T0 + s(4))
     assert Run.objects.get(monitor=monitor, rid=rid).outcome == "succeeded"
 
@@ -62,7 +66,7 @@ def test_end_ping_with_rid(monitor, django_assert_num_queries):
 def test_end_ping_without_rid_closes_open_run(monitor, django_assert_num_queries):
     ingest(monitor.pk, PingInput("start"), T0 + s(3))
     # as with a rid: the open run comes with the pending runs
-    with django_assert_num_queries(4 + WRITES):
+    with django_assert_num_queries(2 + READS + WRITES):
         ingest(monitor.pk, PingInput("success"), T0 + s(4))
     assert Run.objects.get(monitor=monitor, slot_at=T0 + s(3)).outcome == "succeeded"
 
@@ -70,7 +74,7 @@ def test_end_ping_without_rid_closes_open_run(monitor, django_assert_num_queries
 def test_end_ping_without_start(monitor, django_assert_num_queries):
     # a heartbeat: no open run, so a new one (a missed row of its slot comes with
     # the pending runs): as many as closing an open run
-    with django_assert_num_queries(4 + WRITES):
+    with django_assert_num_queries(2 + READS + WRITES):
         ingest(monitor.pk, PingInput("success"), T0 + s(3))
     assert Run.objects.filter(monitor=monitor, outcome="succeeded").count() == 2
 
@@ -79,7 +83,7 @@ def test_fail_ping_while_incident_open(monitor, django_assert_num_queries):
     ingest(monitor.pk, PingInput("fail"), T0 + s(3))
     # a new run (4 + WRITES, as above), the open incident + update its count, its
     # "failed" event?, insert that event (from then on: update it)
-    with django_assert_num_queries(4 + WRITES + 4):
+    with django_assert_num_queries(2 + READS + WRITES + 4):
         ingest(monitor.pk, PingInput("fail"), T0 + s(6))
     assert Incident.objects.get(monitor=monitor).failure_count == 2
 
@@ -88,7 +92,7 @@ def test_duplicate_start_ping(monitor, django_assert_num_queries):
     rid = uuid.uuid4()
     ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(3))
     # transaction, lock, runs (pending + rid), insert ping, end
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(3 + READS):
         ping = ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(4))
     assert ping.duplicate
 
@@ -178,6 +182,53 @@ def test_the_prepared_pending_runs_read_skips_the_history(make_monitor, monkeypa
     assert plan[0]["Plan"]["Actual Rows"] == 2  # the open run, the slot's missed row
 
 
+def test_the_prepared_lock_and_runs_read_skips_the_history(make_monitor):
+    """The statement that locks a monitor and reads its runs (PostgreSQL, prepared,
+    soon a generic plan) reads no finished run of a monitor with a long history,
+    and of its many missed rows only the latest."""
+    import json
+
+    from monitors import pings, sql
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements and generic plans: PostgreSQL")
+    m = make_monitor()
+    Run.objects.bulk_create(
+        [Run(monitor=m, slot_at=T0 - s(i), started_at=T0 - s(i), ended_at=T0 - s(i),
+             outcome="succeeded") for i in range(1, 3001)]
+        + [Run(monitor=m, slot_at=T0 - s(i) / 2, outcome="missed") for i in range(1, 301)])
+    running = Run.objects.create(monitor=m, slot_at=T0, started_at=T0)
+    statement = pings._lock_reading_sql("uuid = %s", True)
+    parts = statement.split("%s")
+    numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+    params = [sql.prep(type(m), "uuid", m.uuid), sql.prep(Run, "rid", uuid.uuid4())]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE monitors_run")
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE locking AS {numbered}")
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE locking(%s, %s)", params)
+        plan = cursor.fetchone()[0]
+        cursor.execute("DEALLOCATE locking")
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    on_runs = [n for n in nodes(plan[0]["Plan"]) if n.get("Relation Name") == "monitors_run"]
+    assert {(n["Node Type"], n["Index Name"]) for n in on_runs} == {
+        ("Index Scan", name) for name in ("run_open", "run_deadline_unchecked", "run_rid_unique",
+                                          "run_written_off_slot", "monitors_run_pkey")}
+    assert not any(n.get("Rows Removed by Filter") for n in on_runs)
+    latest = [n for n in on_runs if n["Index Name"] == "run_written_off_slot"]
+    assert [n["Actual Rows"] for n in latest] == [1]
+    assert plan[0]["Plan"]["Actual Rows"] == 2  # the running run, the latest missed row
+    monitor, read = pings._lock_reading(("uuid = %s", params[:1]), uuid.uuid4())
+    assert (monitor.pk, [r.pk for r in read.pending], read.latest_off.slot_at) == (
+        m.pk, [running.pk], T0 - s(1) / 2)
+
+
 @pytest.mark.parametrize("concurrency", ["allow", "forbid", "replace"])
 def test_next_evaluation_from_memory_equals_a_fresh_read(make_monitor, concurrency):
     """Ingest and the evaluator compute next_evaluation_at from the runs they updated
@@ -221,7 +272,7 @@ def test_the_ping_route_skips_middleware_and_the_connection_check(
 
     m = make_monitor()
     route = PingRoute(lambda environ, start: [b"django"])
-    with django_assert_num_queries(4 + WRITES):
+    with django_assert_num_queries(2 + READS + WRITES):
         status, headers, body = _wsgi(route, f"/ping/{m.uuid}")
     assert (status, body, headers["Content-Length"]) == ("200 OK", b"OK\n", "3")
     assert headers["Content-Type"] == "text/plain; charset=utf-8"
