@@ -22,6 +22,7 @@ import ipaddress
 import logging
 import math
 import time
+from functools import lru_cache
 from uuid import UUID
 
 from django.conf import settings
@@ -84,11 +85,19 @@ def _client_address(request) -> str | None:
     if settings.CRONRADAR_TRUST_X_FORWARDED_FOR:
         candidates.insert(0, request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1])
     for value in candidates:
-        try:
-            return str(ipaddress.ip_address(value.strip()))
-        except ValueError:
-            continue
+        if (address := _ip(value)) is not None:
+            return address
     return None
+
+
+@lru_cache(maxsize=4096)
+def _ip(value: str) -> str | None:
+    """``value`` as an IP address in its normal form, None if it is not one
+    (cached: the same hosts ping again and again)."""
+    try:
+        return str(ipaddress.ip_address(value.strip()))
+    except ValueError:
+        return None
 
 
 def _read_body(request) -> tuple[bytes, int]:
@@ -137,8 +146,21 @@ def _over_rate(monitor_id: int) -> int:
     return max(1, math.ceil(window - now % window))
 
 
+# the answers to a stored ping, as (status, text) until they must be an HttpResponse:
+# PingRoute writes them without building one
+OK, CREATED = (200, "OK"), (201, "Created")
+_WSGI_ANSWERS = {answer: (f"{answer[0]} {answer[1]}", (answer[1] + "\n").encode())
+                 for answer in (OK, CREATED)}
+
+
 @csrf_exempt
-def ping(request, path: str):
+def ping(request, path: str) -> HttpResponse:
+    """The ping view (module docstring)."""
+    answer = _ping(request, path)
+    return _text(*answer) if isinstance(answer, tuple) else answer
+
+
+def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
     if request.method not in ("GET", "HEAD", "POST"):
         resp = _text(405, "method not allowed: use GET, HEAD or POST")
         resp["Allow"] = "GET, HEAD, POST"
@@ -199,7 +221,7 @@ def ping(request, path: str):
     )
     if pings.ingest_at(where, ping_input, timezone.now()) is None:
         return _text(404, "not found: no monitor with this ping URL")
-    return _text(201, "Created") if created else _text(200, "OK")
+    return CREATED if created else OK
 
 
 class PingRoute:
@@ -222,7 +244,12 @@ class PingRoute:
             return self.app(environ, start_response)
         request = WSGIRequest(environ)
         try:
-            response = ping(request, request.path_info[len("/ping/"):])
+            response = _ping(request, request.path_info[len("/ping/"):])
+            if isinstance(response, tuple):  # stored: the common answer, ready-made
+                status, body = _WSGI_ANSWERS[response]
+                start_response(status, [("Content-Type", "text/plain; charset=utf-8"),
+                                        ("Content-Length", str(len(body)))])
+                return [b"" if request.method == "HEAD" else body]
         except (OperationalError, InterfaceError) as exc:
             connection.close()
             log.warning("database unavailable for a ping: %s", exc)
