@@ -19,7 +19,11 @@
 #              `setup` once first with HC_MIRROR set, see ../shared/bench/README.md)
 #   limit      ../shared/bench/ping_limit.sh (bare psycopg handlers, on the anchor's
 #              PostgreSQL)
+#   limit_granian  its lookup_insert handler on granian (4 workers of 1 thread: the
+#              handler shares one connection per process), right after `limit`
+#              (not in the default TARGETS): the limit on CronRadar's web server
 #
+# Each server first gets 3 s of the same load, not counted (a warm-up).
 # TARGETS="cronradar embedded busy hc limit" picks (default: all; hc and limit
 # are skipped with a note when the anchor is not set up). After each CronRadar
 # run it counts the rows stored against the 2xx responses wrk saw ("lost" must be
@@ -102,20 +106,30 @@ if want cronradar || want gunicorn || want busy || want pairs; then
     fi
 fi
 if want embedded; then
-    EP=$(free_port) EENV=(-u DATABASE_URL -u REDIS_URL CRONRADAR_DATA_DIR="$S/embedded")
+    # no pruning meanwhile (CRONRADAR_PRUNE_INTERVAL=0): it keeps each monitor's newest
+    # 100 pings, and the rows counted below must all stay
+    EP=$(free_port) EENV=(-u DATABASE_URL -u REDIS_URL CRONRADAR_DATA_DIR="$S/embedded"
+                          CRONRADAR_PRUNE_INTERVAL=0)
     env "${EENV[@]}" "$PY" bench/ping_http_db.py setup "$S/ecodes.txt" 100 && lua "$S/ecodes.txt"
     setsid env "${EENV[@]}" "$PY" manage.py serve --port "$EP" >"$S/serve.log" 2>&1 &
     PIDS+=($!)
     wait_http "http://127.0.0.1:$EP/ping/x" || { cat "$S/serve.log"; exit 1; }
 fi
 HC=0
-if { want hc || want limit; } && [ -f "$ANCHOR_DIR/hc_codes.txt" ]; then
+if { want hc || want limit || want limit_granian; } && [ -f "$ANCHOR_DIR/hc_codes.txt" ]; then
     HC=1
+    lua "$ANCHOR_DIR/hc_codes.txt"
     want hc && HC_MIRROR=x "$SHARED/hc_anchor.sh" start
 else
     { want hc || want limit; } && echo "note: hc and limit skipped: run ../shared/bench/hc_anchor.sh setup first"
 fi
 
+# warm-up, not counted: 3 s of the same load on each server (new processes, cold caches)
+warm() { wrk -t2 -c16 -d3s -s "$2.lua" "$1" >/dev/null 2>&1; }
+{ want cronradar || want busy || want pairs; } && warm "http://127.0.0.1:$WP" "$S/codes.txt"
+want gunicorn && warm "http://127.0.0.1:$GP" "$S/codes.txt"
+want embedded && warm "http://127.0.0.1:$EP" "$S/ecodes.txt"
+[ $HC = 1 ] && want hc && SECS=3 HC_MIRROR=x "$SHARED/hc_anchor.sh" bench >/dev/null
 echo "$(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), wrk -t2 -c16 -d${SECS}s"
 for round in $(seq "$ROUNDS"); do
     echo "--- round $round"
@@ -124,6 +138,19 @@ for round in $(seq "$ROUNDS"); do
     fi
     if [ $HC = 1 ] && want limit; then
         PY="$PY" "$SHARED/ping_limit.sh" "$ANCHOR_DIR/hc_codes.txt" "$SECS" | grep lookup_insert
+    fi
+    if [ $HC = 1 ] && want limit_granian; then  # the same handler on CronRadar's web server
+        LP=$(free_port)
+        setsid env LIMIT_DSN="postgresql://postgres@127.0.0.1:${PGPORT:-5433}/lim" \
+            "$VENV/bin/granian" --interface wsgi --host 127.0.0.1 --port "$LP" --workers 4 \
+            --blocking-threads 1 --working-dir "$SHARED" ping_limit_app:lookup_insert \
+            >"$S/limit_granian.log" 2>&1 &
+        lpid=$!
+        wait_http "http://127.0.0.1:$LP/ping/x" >/dev/null && warm "http://127.0.0.1:$LP" "$ANCHOR_DIR/hc_codes.txt"
+        printf '%-14s ' lookup_insert_granian
+        wrk -t2 -c16 -d"${SECS}s" -s "$ANCHOR_DIR/hc_codes.txt.lua" --latency "http://127.0.0.1:$LP" \
+            | awk '/Requests\/sec/ {r=$2} / 99%/ {p=$2} END {print r " req/s, p99 " p}'
+        kill -- -"$lpid" 2>/dev/null; sleep 1
     fi
     want cronradar && measure cronradar "http://127.0.0.1:$WP" "$S/codes.txt" "${PGENV[@]}"
     want gunicorn && measure gunicorn "http://127.0.0.1:$GP" "$S/codes.txt" "${PGENV[@]}"
