@@ -136,11 +136,36 @@ def test_evaluating_a_monitor_that_is_no_longer_due(monitor, django_assert_num_q
         assert evaluator.evaluate_monitor(monitor.pk, T0 + s(3)) is None
 
 
+def _generic_plan(statement: str, params: list) -> tuple[dict, list[dict]]:
+    """``EXPLAIN ANALYZE`` of ``statement`` (``%s`` placeholders for ``params``) under
+    the generic plan PostgreSQL soon uses for a prepared statement, after an
+    ``ANALYZE`` of the runs: (its top node, every node)."""
+    import json
+
+    parts = statement.split("%s")
+    numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE monitors_run")
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE generic AS {numbered}")
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic"
+                       f"({', '.join(['%s'] * len(params))})", params)
+        plan = cursor.fetchone()[0]
+        cursor.execute("DEALLOCATE generic")
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    return plan[0]["Plan"], list(nodes(plan[0]["Plan"]))
+
+
 def test_the_prepared_pending_runs_read_skips_the_history(make_monitor, monkeypatch):
     """On PostgreSQL the pending-runs read is a prepared statement (monitors.sql),
     which soon runs a generic plan (made without the monitor's id): it must read
     no finished run of a monitor with a long history (a partial index per part)."""
-    import json
 
     from monitors import sql
 
@@ -156,37 +181,19 @@ def test_the_prepared_pending_runs_read_skips_the_history(make_monitor, monkeypa
     monkeypatch.setattr(sql, "select", lambda model, where, params, suffix: read.append(
         (f"SELECT * FROM monitors_run WHERE {where} {suffix}", params)) or [])
     pending_runs(m, rid=uuid.uuid4(), slot=T0 - s(1) / 2)
-    statement, params = read[0]
-    parts = statement.split("%s")
-    numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE monitors_run")
-        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(f"PREPARE pending AS {numbered}")
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pending"
-                       f"({', '.join(['%s'] * len(params))})", params)
-        plan = cursor.fetchone()[0]
-        cursor.execute("DEALLOCATE pending")
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-
-    def nodes(node):
-        yield node
-        for child in node.get("Plans", []):
-            yield from nodes(child)
-
-    scans = [n for n in nodes(plan[0]["Plan"]) if n["Node Type"] == "Index Scan"]
+    top, nodes = _generic_plan(*read[0])
+    scans = [n for n in nodes if n["Node Type"] == "Index Scan"]
     assert {n["Index Name"] for n in scans} == {
         "run_open", "run_deadline_unchecked", "run_rid_unique", "run_written_off_slot",
         "monitors_run_pkey"}
     assert not any(n.get("Rows Removed by Filter") for n in scans)
-    assert plan[0]["Plan"]["Actual Rows"] == 2  # the open run, the slot's missed row
+    assert top["Actual Rows"] == 2  # the open run, the slot's missed row
 
 
 def test_the_prepared_lock_and_runs_read_skips_the_history(make_monitor):
     """The statement that locks a monitor and reads its runs (PostgreSQL, prepared,
     soon a generic plan) reads no finished run of a monitor with a long history,
     and of its many missed rows only the latest."""
-    import json
 
     from monitors import pings, sql
 
@@ -198,32 +205,16 @@ def test_the_prepared_lock_and_runs_read_skips_the_history(make_monitor):
              outcome="succeeded") for i in range(1, 3001)]
         + [Run(monitor=m, slot_at=T0 - s(i) / 2, outcome="missed") for i in range(1, 301)])
     running = Run.objects.create(monitor=m, slot_at=T0, started_at=T0)
-    statement = pings._lock_reading_sql("uuid = %s", True)
-    parts = statement.split("%s")
-    numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
     params = [sql.prep(type(m), "uuid", m.uuid), sql.prep(Run, "rid", uuid.uuid4())]
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE monitors_run")
-        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(f"PREPARE locking AS {numbered}")
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE locking(%s, %s)", params)
-        plan = cursor.fetchone()[0]
-        cursor.execute("DEALLOCATE locking")
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-
-    def nodes(node):
-        yield node
-        for child in node.get("Plans", []):
-            yield from nodes(child)
-
-    on_runs = [n for n in nodes(plan[0]["Plan"]) if n.get("Relation Name") == "monitors_run"]
+    top, nodes = _generic_plan(pings._lock_reading_sql("uuid = %s", True), params)
+    on_runs = [n for n in nodes if n.get("Relation Name") == "monitors_run"]
     assert {(n["Node Type"], n["Index Name"]) for n in on_runs} == {
         ("Index Scan", name) for name in ("run_open", "run_deadline_unchecked", "run_rid_unique",
                                           "run_written_off_slot", "monitors_run_pkey")}
     assert not any(n.get("Rows Removed by Filter") for n in on_runs)
     latest = [n for n in on_runs if n["Index Name"] == "run_written_off_slot"]
     assert [n["Actual Rows"] for n in latest] == [1]
-    assert plan[0]["Plan"]["Actual Rows"] == 2  # the running run, the latest missed row
+    assert top["Actual Rows"] == 2  # the running run, the latest missed row
     monitor, read = pings._lock_reading(("uuid = %s", params[:1]), uuid.uuid4())
     assert (monitor.pk, [r.pk for r in read.pending], read.latest_off.slot_at) == (
         m.pk, [running.pk], T0 - s(1) / 2)
