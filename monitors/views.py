@@ -104,19 +104,25 @@ def _read_body(request) -> tuple[bytes, int]:
     """The first CRONRADAR_PING_BODY_LIMIT bytes of the body and the full size.
 
     A chunked body (``Transfer-Encoding: chunked``, no ``Content-Length``: ``curl
-    -T -``) is read from the server's ``wsgi.input``, which de-chunks it: Django
-    reads no body without a length. Behind nginx it arrives with a length."""
+    -X POST -T -``) is read from the server's ``wsgi.input``, which de-chunks it:
+    Django reads no body without a length. Behind nginx it arrives with a length.
+    Raises ValueError (a message) when the body ends before its ``Content-Length``:
+    the client gave up sending it (it will not read an answer either), and the
+    ping is not stored."""
     if request.method != "POST":
         return b"", 0
     stream = request
-    if ("chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
-            and not request.META.get("CONTENT_LENGTH")):
+    declared = request.META.get("CONTENT_LENGTH")
+    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not declared:
         stream = request.META["wsgi.input"]
     limit = settings.CRONRADAR_PING_BODY_LIMIT
     kept = stream.read(limit)
     size = len(kept)
     while chunk := stream.read(CHUNK):  # drain (and count) what we don't keep
         size += len(chunk)
+    if declared and declared.isdigit() and size < int(declared):
+        raise ValueError(f"incomplete body: {size} of its {declared} bytes arrived; "
+                         "nothing was stored")
     return kept, size
 
 
@@ -213,7 +219,10 @@ def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
             resp["Retry-After"] = str(wait)
             return resp
         where = ("id = %s", [monitor_id])
-    body, size = _read_body(request)
+    try:
+        body, size = _read_body(request)
+    except ValueError as e:
+        return _text(400, str(e))
     ping_input = pings.PingInput(
         kind=kind, exit_status=exit_status, rid=rid, method=request.method,
         remote_addr=_client_address(request),

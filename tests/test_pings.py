@@ -85,8 +85,8 @@ def test_body_stored_and_truncated(client, make_monitor, settings):
 
 
 def test_chunked_body_without_length_is_read_from_the_server(client, make_monitor, settings):
-    """``curl -T -`` sends a chunked body without Content-Length; Django reads no body
-    then, so the view reads the server's de-chunked ``wsgi.input`` itself."""
+    """``curl -X POST -T -`` sends a chunked body without Content-Length; Django reads
+    no body then, so the view reads the server's de-chunked ``wsgi.input`` itself."""
     settings.CRONRADAR_PING_BODY_LIMIT = 4
     m = make_monitor()
     resp = client.generic("POST", f"/ping/{m.uuid}/log", HTTP_TRANSFER_ENCODING="chunked",
@@ -94,6 +94,17 @@ def test_chunked_body_without_length_is_read_from_the_server(client, make_monito
     assert resp.status_code == 200
     ping = Ping.objects.get()
     assert (bytes(ping.body), ping.body_size, ping.body_truncated) == (b"line", 14, True)
+
+
+def test_a_body_cut_short_of_its_length_is_refused_and_not_stored(client, make_monitor):
+    """The client gave up mid-body (the server hands over what arrived): 400, nothing
+    stored; it never gets that answer, and a retry sends the ping again."""
+    m = make_monitor()
+    resp = client.generic("POST", f"/ping/{m.uuid}/fail", CONTENT_LENGTH="1000",
+                          **{"wsgi.input": io.BytesIO(b"abc")})
+    assert (resp.status_code, resp.content) == (
+        400, b"incomplete body: 3 of its 1000 bytes arrived; nothing was stored\n")
+    assert not Ping.objects.exists()
 
 
 def test_start_then_success_pairs_by_rid_and_records_run(make_monitor):

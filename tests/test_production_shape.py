@@ -180,7 +180,8 @@ def _web(server: str, port: int) -> list[str]:
     if server == "granian":
         return [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
                 "--port", str(port), "--workers", "2", "--blocking-threads", "2",
-                "--respawn-failed-workers", "cronradar.wsgi:application"]
+                "--respawn-failed-workers", "--workers-kill-timeout", "10",
+                "cronradar.wsgi:application"]
     return [sys.executable, "manage.py", "serve", "--no-evaluator", "--port", str(port),
             "--threads", "4"]
 
