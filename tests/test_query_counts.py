@@ -162,13 +162,11 @@ def _generic_plan(statement: str, params: list) -> tuple[dict, list[dict]]:
     return plan[0]["Plan"], list(nodes(plan[0]["Plan"]))
 
 
-def test_the_prepared_pending_runs_read_skips_the_history(make_monitor, monkeypatch):
-    """On PostgreSQL the pending-runs read is a prepared statement (monitors.sql),
-    which soon runs a generic plan (made without the monitor's id): it must read
-    no finished run of a monitor with a long history (a partial index per part)."""
-
-    from monitors import sql
-
+@pytest.fixture
+def long_history(make_monitor):
+    """On PostgreSQL (prepared statements and generic plans; skipped elsewhere): a
+    monitor with 3,000 finished runs, 300 missed ones and one running:
+    (monitor, the running run)."""
     if connection.vendor != "postgresql":
         pytest.skip("prepared statements and generic plans: PostgreSQL")
     m = make_monitor()
@@ -176,7 +174,17 @@ def test_the_prepared_pending_runs_read_skips_the_history(make_monitor, monkeypa
         [Run(monitor=m, slot_at=T0 - s(i), started_at=T0 - s(i), ended_at=T0 - s(i),
              outcome="succeeded") for i in range(1, 3001)]
         + [Run(monitor=m, slot_at=T0 - s(i) / 2, outcome="missed") for i in range(1, 301)])
-    Run.objects.create(monitor=m, slot_at=T0, started_at=T0)  # running
+    return m, Run.objects.create(monitor=m, slot_at=T0, started_at=T0)
+
+
+def test_the_prepared_pending_runs_read_skips_the_history(long_history, monkeypatch):
+    """On PostgreSQL the pending-runs read is a prepared statement (monitors.sql),
+    which soon runs a generic plan (made without the monitor's id): it must read
+    no finished run of a monitor with a long history (a partial index per part)."""
+
+    from monitors import sql
+
+    m, _ = long_history
     read = []
     monkeypatch.setattr(sql, "select", lambda model, where, params, suffix: read.append(
         (f"SELECT * FROM monitors_run WHERE {where} {suffix}", params)) or [])
@@ -190,21 +198,14 @@ def test_the_prepared_pending_runs_read_skips_the_history(make_monitor, monkeypa
     assert top["Actual Rows"] == 2  # the open run, the slot's missed row
 
 
-def test_the_prepared_lock_and_runs_read_skips_the_history(make_monitor):
+def test_the_prepared_lock_and_runs_read_skips_the_history(long_history):
     """The statement that locks a monitor and reads its runs (PostgreSQL, prepared,
     soon a generic plan) reads no finished run of a monitor with a long history,
     and of its many missed rows only the latest."""
 
     from monitors import pings, sql
 
-    if connection.vendor != "postgresql":
-        pytest.skip("prepared statements and generic plans: PostgreSQL")
-    m = make_monitor()
-    Run.objects.bulk_create(
-        [Run(monitor=m, slot_at=T0 - s(i), started_at=T0 - s(i), ended_at=T0 - s(i),
-             outcome="succeeded") for i in range(1, 3001)]
-        + [Run(monitor=m, slot_at=T0 - s(i) / 2, outcome="missed") for i in range(1, 301)])
-    running = Run.objects.create(monitor=m, slot_at=T0, started_at=T0)
+    m, running = long_history
     params = [sql.prep(type(m), "uuid", m.uuid), sql.prep(Run, "rid", uuid.uuid4())]
     top, nodes = _generic_plan(pings._lock_reading_sql("uuid = %s", True), params)
     on_runs = [n for n in nodes if n.get("Relation Name") == "monitors_run"]
