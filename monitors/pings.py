@@ -208,7 +208,7 @@ def pending_runs(monitor: Monitor, rid: UUID | None = None,
     """
     ids, params = [_PENDING.format(monitor="monitor_id = %s")], [monitor.pk, monitor.pk]
     if rid is not None:
-        ids.append(f"SELECT id FROM {_RUNS} WHERE monitor_id = %s AND rid = %s")
+        ids.append(_WITH_RID.format(monitor="monitor_id = %s"))
         params += [monitor.pk, sql.prep(Run, "rid", rid)]
     if slot is not None:
         ids.append(f"SELECT id FROM {_RUNS} WHERE monitor_id = %s AND slot_at = %s "
@@ -243,6 +243,7 @@ _OPEN, _WRITTEN_OFF = (", ".join(f"'{o}'" for o in outcomes)
 _PENDING = (f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND outcome IN ({_OPEN}) UNION ALL "
             f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND deadline_at IS NOT NULL "
             "AND NOT deadline_checked")
+_WITH_RID = f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND rid = %s"  # the run a ping names
 
 
 def _lock(where: tuple[str, list]) -> Monitor | None:
@@ -281,8 +282,7 @@ def _lock_reading_sql(condition: str, with_rid: bool) -> str:
     table, cols = Monitor._meta.db_table, sql.columns(Monitor)
     names = ", ".join(f"m.{connection.ops.quote_name(f.column)}"
                       for f in Monitor._meta.concrete_fields)
-    rid = (f" UNION ALL SELECT id FROM {_RUNS} WHERE monitor_id = m.id AND rid = %s"
-           if with_rid else "")
+    rid = f" UNION ALL {_WITH_RID.format(monitor='monitor_id = m.id')}" if with_rid else ""
     return (
         f"WITH m AS (SELECT {cols}, xmin AS version FROM {table} "
         f"WHERE {condition} AND deleted_at IS NULL FOR UPDATE), "

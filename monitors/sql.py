@@ -111,7 +111,7 @@ def select(model: type[Model], where: str, params: Sequence, suffix: str = "",
         rows = cur.fetchall()
     out = []
     for row in rows:
-        obj = instance(model, row[:len(names)])
+        obj = _build(model, db, names, row[:len(names)])
         for name, value in zip(extra, row[len(names):], strict=True):
             setattr(obj, name, value)
         out.append(obj)
@@ -128,11 +128,15 @@ def instance(model: type[Model], values: Sequence):
     """The saved instance of ``model`` whose concrete columns, in :func:`columns`'s
     order, this module's cursor returned as ``values``."""
     db = _db()
+    return _build(model, db, _columns(model, db.vendor)[0], values)
+
+
+def _build(model: type[Model], db, names: tuple[str, ...], values: Sequence):
     values = list(values)
     for i, (col, fns) in _converters(model, db.vendor):
         for fn in fns:
             values[i] = fn(values[i], col, db)
-    return model.from_db(db.alias, _columns(model, db.vendor)[0], values)
+    return model.from_db(db.alias, names, values)
 
 
 @cache
@@ -157,7 +161,8 @@ _AS_IS = {"AutoField": (int,), "BigAutoField": (int,), "IntegerField": (int,),
 def _saver(model: type[Model], attname: str, vendor: str):
     """``value -> database value`` for ``model``'s field ``attname``: its
     ``get_db_prep_save``, done here for the values whose result is known
-    (tests/test_sql.py compares the two for every field the ping path writes)."""
+    (tests/test_sql.py compares the two for every field the ping path writes, and
+    :func:`insert_many`'s rows with ``bulk_create``'s)."""
     from uuid import UUID
 
     field = _field(model, attname)
@@ -215,7 +220,7 @@ def where_in(model: type[Model], attname: str, values: Sequence, alias: str = ""
     field = _field(model, attname)
     column = f"{alias}.{field.column}" if alias else field.column
     db = connections[DEFAULT_DB_ALIAS]
-    prepped = [field.get_db_prep_save(v, db) for v in values]
+    prepped = list(map(_saver(model, attname, db.vendor), values))
     if db.vendor == "postgresql":
         return f"{column} = ANY((%s)::{_pg_type(field)}[])", [prepped]
     return f"{column} IN ({', '.join(['%s'] * len(prepped))})", prepped
@@ -288,8 +293,9 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
             same.append((f, values[0]))
         else:
             varying.append((f, values))
-    varying = [(f, [f.get_db_prep_save(v, db) for v in values]) for f, values in varying]
-    same = [(f, f.get_db_prep_save(v, db)) for f, v in same]
+    varying = [(f, list(map(_saver(model, f.attname, db.vendor), values)))
+               for f, values in varying]
+    same = [(f, _saver(model, f.attname, db.vendor)(v)) for f, v in same]
     table = db.ops.quote_name(model._meta.db_table)
     cols = ", ".join(db.ops.quote_name(f.column) for f, _ in varying + same)
     consts = [v for _, v in same]

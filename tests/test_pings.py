@@ -263,40 +263,53 @@ def test_non_ascii_digits_are_not_exit_statuses(client, make_monitor, action):
     assert not Ping.objects.exists()
 
 
+def _while_another_holds_the_lock(hold, then) -> None:
+    """Run ``hold`` in a transaction of another thread (and connection) that keeps
+    the locks it took for 0.5 s more, and ``then`` here meanwhile (it waits for
+    them). PostgreSQL only: SQLite serializes whole transactions."""
+    import threading
+    import time
+
+    from django.db import connection, connections, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serializes whole transactions: nothing can open meanwhile")
+    locked = threading.Event()
+
+    def holder():
+        try:
+            with transaction.atomic():
+                hold()
+                locked.set()
+                time.sleep(0.5)  # then() is waiting for the lock meanwhile
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert locked.wait(10)
+    then()
+    thread.join(10)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_ping_that_waited_for_the_lock_sees_the_incident_opened_meanwhile(make_monitor):
     """The evaluator holds the monitor's lock and opens an incident; a success ping
     arriving then waits for the lock and must resolve that incident (on PostgreSQL
     the statement that waited reads other tables as they were before it waited, so
     whether an incident is open is read after the lock)."""
-    import threading
-    import time
-
-    from django.db import connection, connections, transaction
-
     from monitors.models import Monitor
 
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite serializes whole transactions: nothing can open meanwhile")
     monitor = make_monitor()
-    locked, opened_at = threading.Event(), T0 + timedelta(minutes=2)
+    opened_at = T0 + timedelta(minutes=2)
 
     def evaluator():
-        try:
-            with transaction.atomic():
-                list(Monitor.objects.select_for_update().filter(pk=monitor.pk))
-                Incident.objects.create(monitor=monitor, cause="missed", summary="x: missed",
-                                        opened_at=opened_at, missed_count=1)
-                locked.set()
-                time.sleep(0.5)  # the ping below is waiting for the lock meanwhile
-        finally:
-            connections.close_all()
+        list(Monitor.objects.select_for_update().filter(pk=monitor.pk))
+        Incident.objects.create(monitor=monitor, cause="missed", summary="x: missed",
+                                opened_at=opened_at, missed_count=1)
 
-    holder = threading.Thread(target=evaluator)
-    holder.start()
-    assert locked.wait(10)
-    ingest(monitor.pk, PingInput("success"), opened_at + timedelta(seconds=3))
-    holder.join(10)
+    _while_another_holds_the_lock(evaluator, lambda: ingest(
+        monitor.pk, PingInput("success"), opened_at + timedelta(seconds=3)))
     incident = Incident.objects.get(monitor=monitor)
     assert (incident.resolved_at, incident.resolution) == (opened_at + timedelta(seconds=3),
                                                           "a run succeeded")
@@ -310,32 +323,9 @@ def test_a_ping_that_waited_for_the_lock_sees_the_run_opened_meanwhile(make_moni
     they were before it waited: the ping must still see the run (a success closes
     it; a start under concurrency "forbid" reports the overlap), not act as if no
     run were open."""
-    import threading
-    import time
-
-    from django.db import connection, connections, transaction
-
-    from alerts.models import Incident
-
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite serializes whole transactions: nothing can open meanwhile")
     m = make_monitor(concurrency="forbid")
-    locked = threading.Event()
-
-    def first_start():
-        try:
-            with transaction.atomic():
-                ingest(m.pk, PingInput("start"), T0)
-                locked.set()
-                time.sleep(0.5)  # the ping below is waiting for the lock meanwhile
-        finally:
-            connections.close_all()
-
-    holder = threading.Thread(target=first_start)
-    holder.start()
-    assert locked.wait(10)
-    ingest(m.pk, PingInput(kind), T0 + s(5))
-    holder.join(10)
+    _while_another_holds_the_lock(lambda: ingest(m.pk, PingInput("start"), T0),
+                                  lambda: ingest(m.pk, PingInput(kind), T0 + s(5)))
     runs = list(Run.objects.filter(monitor=m).order_by("pk")
                 .values_list("outcome", "started_at", "ended_at"))
     if kind == "success":
