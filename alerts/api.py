@@ -27,7 +27,7 @@ from alerts.models import (
     IncidentEvent,
     MaintenanceWindow,
 )
-from cronradar.api import MAX_PK, CursorList, RejectUnknown, flag, get_or_404, object_id
+from core.api import MAX_PK, CursorList, RejectUnknown, flag, get_or_404, object_id
 from monitors import api as monitors_api
 from monitors import tenancy
 from monitors.models import Membership, Monitor

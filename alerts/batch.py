@@ -22,7 +22,7 @@ from functools import cached_property
 from django.db import connection
 
 from alerts.models import Alerting, Channel, Incident, MaintenanceWindow
-from monitors import sql
+from core import sql
 
 _local = threading.local()
 _MONITOR = Alerting._meta.get_field("monitor")  # Alerting.monitor: caches both ways

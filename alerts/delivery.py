@@ -21,7 +21,7 @@ runs it (the ``serve`` loop, a Celery worker on beat's tick, a test):
      ``CRONRADAR_DELIVERY_MAX_AGE`` (or has made ``CRONRADAR_DELIVERY_MAX_ATTEMPTS``
      attempts, when that is set) it is ``failed``: given up, and visible.
    - any other answer (3xx, 4xx), a request that cannot be built or a destination
-     the SSRF guard refuses (:mod:`alerts.destinations`): ``failed`` at once.
+     the SSRF guard refuses (:mod:`core.destinations`): ``failed`` at once.
 
 Receivers get each notification at least once: a sender that dies after the
 request went out and before its outcome was written leaves the row claimed; it is
@@ -52,10 +52,10 @@ from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from alerts import escalation
-from alerts.destinations import BlockedDestination, GuardedTransport
 from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
-from monitors import sql
+from core import sql
+from core.destinations import BlockedDestination, GuardedTransport
 from monitors.models import Monitor, Project
 
 logger = logging.getLogger(__name__)

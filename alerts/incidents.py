@@ -36,7 +36,7 @@ from django.db import transaction
 from alerts import batch, escalation, flapping, maintenance
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.tasks import dispatch
-from monitors import sql
+from core import sql
 from monitors.detections import CLOSING, PROBLEMS, Detection, Kind
 
 

@@ -5,7 +5,7 @@ Celery tasks run eagerly, and ``manage.py serve`` runs the evaluator in-process.
 Setting ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL`` gives the production shape:
 web + Celery worker + Celery beat sharing one database. ``CRONRADAR_ENV=production``
 is the one switch for a deployment: the SSRF guard on by default, secure cookies,
-and a system check (``cronradar.checks``) that refuses to start with the default
+and a system check (``core.checks``) that refuses to start with the default
 secret key, ``ALLOWED_HOSTS=*`` or the guard off.
 
 Booleans are read strictly (true/false, yes/no, on/off, 1/0; anything else stops
@@ -104,7 +104,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "cronradar.middleware.EdgeMiddleware",
+    "core.edge.EdgeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -141,7 +141,7 @@ if "DATABASE_URL" in env:
     # start of the next request instead of failing it.
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
     # psycopg prepares a statement once a connection has run it this many times,
-    # for cursors that bind on the server: only monitors.sql's (the ping path);
+    # for cursors that bind on the server: only core.sql's (the ping path);
     # Django's own cursors bind on the client and never prepare.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
 else:
@@ -185,7 +185,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["monitors.auth.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "cronradar.schema.AutoSchema",
     "DEFAULT_METADATA_CLASS": "cronradar.metadata.Metadata",
-    "EXCEPTION_HANDLER": "cronradar.api.exception_handler",
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
 }
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "/"
@@ -301,7 +301,7 @@ CRONRADAR_DELIVERY_RETRY_AFTER_CAP = env_float("CRONRADAR_DELIVERY_RETRY_AFTER_C
 # Attempts in flight per channel at most, and sender threads per process.
 CRONRADAR_CHANNEL_CONCURRENCY = env_int("CRONRADAR_CHANNEL_CONCURRENCY", default=4)
 CRONRADAR_DELIVERY_THREADS = env_int("CRONRADAR_DELIVERY_THREADS", default=32)
-# The SSRF guard (alerts.destinations): notifications reach public addresses only.
+# The SSRF guard (core.destinations): notifications reach public addresses only.
 # On under CRONRADAR_ENV=production; off in the embedded default so local
 # receivers work. CRONRADAR_ALLOWED_DESTINATIONS: hosts and networks (CIDR)
 # allowed anyway, comma-separated.

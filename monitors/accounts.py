@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework import exceptions, serializers, viewsets
 
-from cronradar.api import RejectUnknown
+from core.api import RejectUnknown
 from monitors import people, tenancy
 from monitors.models import ApiKey, Membership, Organisation, Project
 

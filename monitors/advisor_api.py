@@ -12,7 +12,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 
-from cronradar.api import flag, get_or_404
+from core.api import flag, get_or_404
 from monitors import advisor, tenancy
 from monitors.models import Monitor, Run
 

@@ -22,9 +22,10 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 
-from cronradar.api import MAX_PK, CursorList, RejectUnknown, get_or_404, moment
+from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404, moment
 from monitors import analytics, evaluator, schedule, slots, tenancy
 from monitors.models import Membership, Monitor, Ping, Project, Run
+from monitors.runs import rearm
 
 MAX_TAGS = 50
 STATUSES = ("new", "up", "running", "late", "down", "paused")
@@ -174,7 +175,7 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
 
     def create(self, validated):
         monitor = Monitor(**validated)
-        evaluator.rearm(monitor, timezone.now())
+        rearm(monitor, timezone.now())
         monitor.save()
         return monitor
 

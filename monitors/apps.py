@@ -9,7 +9,7 @@ class MonitorsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from cronradar import checks  # noqa: F401  (registers the production checks)
+        from core import checks  # noqa: F401  (registers the production checks)
 
         # The embedded default keeps its SQLite file in the data directory, and
         # whitenoise looks for collected static files: make sure both exist.

@@ -32,11 +32,12 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from monitors import detections, liveness, signals, slots, sql
+from core import sql
+from monitors import detections, liveness, signals, slots
 from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
 from monitors.models import Monitor, Outage, OutageImpact, Run
-from monitors.pings import pending_runs, pending_runs_of
+from monitors.runs import pending_runs, pending_runs_of
 
 log = logging.getLogger(__name__)
 BATCH = 1000  # monitors a tick selects at a time
@@ -73,7 +74,7 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
     """Pure decision for one monitor at ``now``.
 
     monitor: has the fields of :class:`Monitor`; runs: its pending runs (see
-    :func:`monitors.pings.pending_runs`); succeeded_slots: slots that already have a
+    :func:`monitors.runs.pending_runs`); succeeded_slots: slots that already have a
     succeeded run (a deadline is met when any run of the slot succeeded in time);
     alive: the web tier's liveness (default: always up). Slots whose grace ended
     after ``alive.known_until`` wait for a later evaluation. Reads its arguments
@@ -458,11 +459,3 @@ def _back_off(monitor_id: int, now: datetime, exc: Exception) -> None:
 
 def _secs(td) -> str:
     return f"{int(td.total_seconds())}s"
-
-
-def rearm(monitor: Monitor, now: datetime) -> None:
-    """Arm a monitor being created at ``now`` (the caller saves): its first slot and
-    next evaluation. Slots before ``now`` are not held against it."""
-    monitor.next_expected_at = slots.first_slot(monitor, now)
-    monitor.next_evaluation_at = slots.next_evaluation(
-        monitor, pending_runs(monitor) if monitor.pk else [])

@@ -26,7 +26,7 @@ from rest_framework import exceptions, parsers, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from cronradar.api import RejectUnknown, flag
+from core.api import RejectUnknown, flag
 from monitors import imports, schedule, tenancy
 from monitors.auth import JSONParser
 from monitors.models import Membership

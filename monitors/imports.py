@@ -753,7 +753,7 @@ class Outcome:
 def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
     """Create or update ``project``'s monitors from ``specs`` at ``now`` (upsert by
     slug), in one transaction, as the API does: a new monitor is armed by
-    :func:`monitors.evaluator.rearm`, changes go through
+    :func:`monitors.runs.rearm`, changes go through
     :func:`monitors.evaluator.edit` (only fields that differ; nothing is written
     for a monitor that already matches, so a second import changes nothing).
     ``dry_run``: only compare. Raises Conflict when a monitor is created or
@@ -762,6 +762,7 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
 
     from monitors import evaluator
     from monitors.models import Monitor
+    from monitors.runs import rearm
 
     result = Outcome(dry_run)
     existing = {m.slug: m for m in Monitor.objects.filter(
@@ -776,7 +777,7 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
                              "monitor": {k: _api(v) for k, v in values.items() if v is not None}}
                     if not dry_run:
                         monitor = Monitor(project=project, slug=spec.slug, **values)
-                        evaluator.rearm(monitor, now)
+                        rearm(monitor, now)
                         monitor.save()
                         entry = {**entry, "id": monitor.pk}
                     result.created.append(entry)

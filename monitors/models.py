@@ -333,7 +333,7 @@ class Run(models.Model):
                          condition=Q(deadline_at__isnull=False, deadline_checked=False)),
             # pending_runs() on every ping also reads the open runs and a written-off
             # row of the new run's slot. Partial indexes, whose conditions are in its
-            # SQL text: a prepared statement's generic plan (monitors.sql) knows
+            # SQL text: a prepared statement's generic plan (core.sql) knows
             # nothing of one monitor's history and picked an index that reads all of it.
             models.Index(fields=["monitor"], name="run_open",
                          condition=Q(outcome__in=["running", "stuck"])),

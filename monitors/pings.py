@@ -24,6 +24,7 @@ from functools import cache
 from uuid import UUID
 
 from django.db import (
+    IntegrityError,
     InterfaceError,
     NotSupportedError,
     OperationalError,
@@ -31,9 +32,11 @@ from django.db import (
     transaction,
 )
 
-from monitors import analytics, detections, slots, sql
+from core import sql
+from monitors import analytics, detections, schedule, slots
 from monitors.detections import Detection, Kind
 from monitors.models import Monitor, Ping, Project, Run
+from monitors.runs import PENDING, RUNS, WITH_RID, WRITTEN_OFF, pending_runs, rearm
 
 log = logging.getLogger(__name__)
 NEVER = datetime.min.replace(tzinfo=UTC)  # sorts a run without a start first
@@ -118,7 +121,7 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
         connection.close()
         return ingest_at(where, ping, now, _retry=False)
     except NotSupportedError as exc:
-        # PostgreSQL refuses a prepared statement (monitors.sql) whose result types a
+        # PostgreSQL refuses a prepared statement (core.sql) whose result types a
         # migration changed; the rollback made psycopg forget them all: once more
         if _retry and not connection.in_atomic_block:
             return ingest_at(where, ping, now, _retry=False)
@@ -197,55 +200,12 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
     return stored
 
 
-def pending_runs(monitor: Monitor, rid: UUID | None = None,
-                 slot: datetime | None = None) -> list[Run]:
-    """Runs the evaluator still has to watch: open ones and unchecked deadlines.
-
-    With ``rid``, also the run with that id, whatever its state (the run a ping
-    names); with ``slot``, also a ``missed`` / ``unknown`` row of that slot (which
-    a new run for it takes over), so a ping needs one query for all of them.
-    Ordered by ``pk``.
-    """
-    ids, params = [_PENDING.format(monitor="monitor_id = %s")], [monitor.pk, monitor.pk]
-    if rid is not None:
-        ids.append(_WITH_RID.format(monitor="monitor_id = %s"))
-        params += [monitor.pk, sql.prep(Run, "rid", rid)]
-    if slot is not None:
-        ids.append(f"SELECT id FROM {_RUNS} WHERE monitor_id = %s AND slot_at = %s "
-                   f"AND outcome IN ({_WRITTEN_OFF})")
-        params += [monitor.pk, sql.prep(Run, "slot_at", slot)]
-    return sql.select(Run, f"id IN ({' UNION ALL '.join(ids)})", params, "ORDER BY id")
-
-
-def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
-    """:func:`pending_runs` (without a rid or slot) of several monitors in one
-    query (the evaluator's batches), ordered by ``pk``."""
-    if not monitor_ids:
-        return []
-    where, params = sql.where_in(Run, "monitor_id", monitor_ids)
-    return sql.select(Run, f"id IN ({_PENDING.format(monitor=where)})", params * 2,
-                      "ORDER BY id")
-
-
-# --- the hot path's statements, as SQL (see monitors.sql) --------------------------------
+# --- the hot path's statements, as SQL (see core.sql) --------------------------------
 
 MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
                        "next_evaluation_at")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
               "exit_status", "timeout_at", "deadline_at", "deadline_checked")
-# The ids of the pending runs of the monitors {monitor} picks. One SELECT per partial
-# index (run_open, run_deadline_unchecked; run_written_off_slot in pending_runs), their
-# conditions in the text: a prepared statement's generic plan (monitors.sql) then reads
-# only the rows it returns, however many runs a monitor has (with an OR, it read them all).
-_RUNS = Run._meta.db_table
-_OPEN, _WRITTEN_OFF = (", ".join(f"'{o}'" for o in outcomes)
-                       for outcomes in (Run.OPEN_OUTCOMES, Run.WRITTEN_OFF))
-_PENDING = (f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND outcome IN ({_OPEN}) UNION ALL "
-            f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND deadline_at IS NOT NULL "
-            "AND NOT deadline_checked")
-_WITH_RID = f"SELECT id FROM {_RUNS} WHERE {{monitor}} AND rid = %s"  # the run a ping names
-
-
 def _lock(where: tuple[str, list]) -> Monitor | None:
     """The undeleted monitor ``where`` picks, row-locked (SQLite: the transaction
     holds the database's write lock from BEGIN IMMEDIATE)."""
@@ -282,17 +242,17 @@ def _lock_reading_sql(condition: str, with_rid: bool) -> str:
     table, cols = Monitor._meta.db_table, sql.columns(Monitor)
     names = ", ".join(f"m.{connection.ops.quote_name(f.column)}"
                       for f in Monitor._meta.concrete_fields)
-    rid = f" UNION ALL {_WITH_RID.format(monitor='monitor_id = m.id')}" if with_rid else ""
+    rid = f" UNION ALL {WITH_RID.format(monitor='monitor_id = m.id')}" if with_rid else ""
     return (
         f"WITH m AS (SELECT {cols}, xmin AS version FROM {table} "
         f"WHERE {condition} AND deleted_at IS NULL FOR UPDATE), "
-        f"o AS MATERIALIZED (SELECT id FROM {_RUNS} WHERE monitor_id = (SELECT id FROM m) "
-        f"AND outcome IN ({_WRITTEN_OFF}) ORDER BY slot_at DESC LIMIT 1) "
+        f"o AS MATERIALIZED (SELECT id FROM {RUNS} WHERE monitor_id = (SELECT id FROM m) "
+        f"AND outcome IN ({WRITTEN_OFF}) ORDER BY slot_at DESC LIMIT 1) "
         f"SELECT {names}, "
         f"(SELECT s.xmin FROM {table} s WHERE s.id = m.id) = m.version, "
         f"(SELECT id FROM o), r.* FROM m LEFT JOIN LATERAL "
-        f"(SELECT {sql.columns(Run)} FROM {_RUNS} WHERE id IN "
-        f"({_PENDING.format(monitor='monitor_id = m.id')}{rid} "
+        f"(SELECT {sql.columns(Run)} FROM {RUNS} WHERE id IN "
+        f"({PENDING.format(monitor='monitor_id = m.id')}{rid} "
         f"UNION ALL SELECT id FROM o)) r ON true ORDER BY r.id")
 
 
@@ -547,10 +507,6 @@ def create_on_ping(project_id: int, slug: str, params, now: datetime) -> tuple[i
     parameter. The new monitor notifies all the project's channels, as the API's
     default does. Two pings creating the same slug at once make one monitor.
     """
-    from django.db import IntegrityError
-
-    from monitors import evaluator, schedule
-
     existing = Monitor.objects.filter(project_id=project_id, slug=slug,
                                       deleted_at__isnull=True).values_list("pk", flat=True)
     if found := existing.first():
@@ -578,7 +534,7 @@ def create_on_ping(project_id: int, slug: str, params, now: datetime) -> tuple[i
         raise ValueError(str(exc)) from None
     monitor = Monitor(project_id=project_id, grace=timedelta(seconds=seconds["grace"]),
                       **fields)
-    evaluator.rearm(monitor, now)
+    rearm(monitor, now)
     try:
         with transaction.atomic():
             monitor.save()

@@ -34,7 +34,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from cronradar.middleware import NUL_MESSAGE, RETRY_AFTER, has_nul
+from core.edge import NUL_MESSAGE, RETRY_AFTER, has_nul
 from monitors import pings
 from monitors.models import Monitor, Project
 
@@ -240,7 +240,7 @@ class PingRoute:
     CSRF, authentication, static files, a ``SELECT 1`` health check of the database
     connection per request), and they cost a ping path about a fifth of its CPU
     (bench/README.md). Everything else goes to ``app``. A database that cannot be
-    reached gives the same ``503`` as :class:`cronradar.middleware.EdgeMiddleware`
+    reached gives the same ``503`` as :class:`core.edge.EdgeMiddleware`
     (the broken connection is closed; the next request opens a new one); a bug a
     plain-text ``500``, logged.
     """

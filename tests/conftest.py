@@ -134,7 +134,7 @@ def make_monitor(project):
     It notifies the ``channels`` given (none by default); pass ``all_channels=True``
     to follow every channel of the project as the API's default does."""
     from alerts.models import Alerting
-    from monitors.evaluator import rearm
+    from monitors.runs import rearm
 
     def make(created=T0, channels=(), all_channels=False, **fields):
         fields.setdefault("name", f"job-{Monitor.objects.count() + 1}")

@@ -16,8 +16,8 @@ from django.db import connections
 
 from alerts import delivery, tasks
 from alerts.delivery import claim_due, claim_timeout, retry_delay, send
-from alerts.destinations import GuardedTransport
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
+from core.destinations import GuardedTransport
 from monitors.models import Monitor
 from tests.conftest import send_due
 from tests.live import Receiver as LiveReceiver

@@ -1,14 +1,14 @@
 """The SSRF guard: channel URLs checked on save, the address checked where the
-request actually goes (alerts.destinations)."""
+request actually goes (core.destinations)."""
 import json
 import socket
 
 import httpx
 import pytest
 
-from alerts import destinations
-from alerts.destinations import GuardedTransport, blocked_reason, check_url, literal_address
 from alerts.integrations import webhook
+from core import destinations
+from core.destinations import GuardedTransport, blocked_reason, check_url, literal_address
 
 
 @pytest.fixture

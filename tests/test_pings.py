@@ -337,7 +337,7 @@ def test_a_ping_that_waited_for_the_lock_sees_the_run_opened_meanwhile(make_moni
 
 @pytest.mark.django_db(transaction=True)
 def test_a_migration_under_prepared_statements_costs_no_ping_its_effects(make_monitor):
-    """On PostgreSQL the ping path's statements are prepared (monitors.sql). A
+    """On PostgreSQL the ping path's statements are prepared (core.sql). A
     migration that changes the type of a column they return makes PostgreSQL
     refuse them once: the ping is applied again, not stored alone."""
     from django.db import connection, connections

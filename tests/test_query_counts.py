@@ -178,11 +178,11 @@ def long_history(make_monitor):
 
 
 def test_the_prepared_pending_runs_read_skips_the_history(long_history, monkeypatch):
-    """On PostgreSQL the pending-runs read is a prepared statement (monitors.sql),
+    """On PostgreSQL the pending-runs read is a prepared statement (core.sql),
     which soon runs a generic plan (made without the monitor's id): it must read
     no finished run of a monitor with a long history (a partial index per part)."""
 
-    from monitors import sql
+    from core import sql
 
     m, _ = long_history
     read = []
@@ -203,7 +203,8 @@ def test_the_prepared_lock_and_runs_read_skips_the_history(long_history):
     soon a generic plan) reads no finished run of a monitor with a long history,
     and of its many missed rows only the latest."""
 
-    from monitors import pings, sql
+    from core import sql
+    from monitors import pings
 
     m, running = long_history
     params = [sql.prep(type(m), "uuid", m.uuid), sql.prep(Run, "rid", uuid.uuid4())]

@@ -1,4 +1,4 @@
-"""monitors.sql: rows written with plain SQL equal what the ORM writes."""
+"""core.sql: rows written with plain SQL equal what the ORM writes."""
 import warnings
 from datetime import timedelta
 
@@ -6,7 +6,8 @@ import pytest
 from django.db import connection
 
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
-from monitors import schedule, sql
+from core import sql
+from monitors import schedule
 from monitors.models import Monitor
 from tests.conftest import T0
 

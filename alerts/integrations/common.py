@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
-from alerts.destinations import check_url
 from alerts.models import IncidentEvent
+from core.destinations import check_url
 
 USER_AGENT = "CronRadar/0.1"
 # Event kinds that produce notifications; the other kinds only extend a timeline.
@@ -137,7 +137,7 @@ def _has_nul(value: object) -> bool:
 
 def validate_url(config: dict, field: str, *, https_only: bool = False) -> str:
     """Return ``config[field]`` if it is an absolute http(s) URL with a host that
-    notifications may reach (:func:`alerts.destinations.check_url`).
+    notifications may reach (:func:`core.destinations.check_url`).
 
     ``https_only`` still accepts ``http`` for loopback hosts (``localhost``,
     127.0.0.0/8, ``::1``) so local receivers and tests work.
@@ -185,7 +185,7 @@ def prefetch_latest(monitors) -> None:
     (distinct instances; those :func:`context` reads) in two queries for all of
     them, and keep them on the instances, so building a batch of notifications
     does not cost two queries each (the delivery engine's batches)."""
-    from monitors import sql
+    from core import sql
     from monitors.models import Ping, Run
 
     monitors = [m for m in monitors if m.pk is not None]

@@ -1,0 +1,142 @@
+"""API plumbing every app's endpoints share (``monitors.api``, ``alerts.api``,
+``accounts.api``, ``insights.api``): lookups that answer 404, query-parameter
+parsing with 400s that name the parameter, unknown body fields refused, cursor
+paging with a ``Link`` header, and the DRF exception handler.
+"""
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from django.http import Http404
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+MAX_LIMIT = 1000
+MAX_PK = 2**63 - 1
+LIMIT = OpenApiParameter("limit", int, description=f"at most this many, 1-{MAX_LIMIT} "
+                         "(default 100)")
+PAGING = [LIMIT,
+          OpenApiParameter("cursor", str, description="where the previous page ended: take "
+                           'it from the `Link: <…>; rel="next"` header'),
+          OpenApiParameter("since", str, description="only from this time on (ISO 8601, with "
+                           "an offset)"),
+          OpenApiParameter("until", str, description="only before this time (ISO 8601)")]
+
+
+class RejectUnknown:
+    """Serializer mixin: a body field the serializer does not have is a 400
+    (``{"colour": ["unknown field"]}``) instead of being ignored. Read-only fields
+    are accepted and ignored, so what a GET returned can be sent back."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+
+def moment(request, name: str) -> datetime | None:
+    """A time query parameter (ISO 8601 with an offset or Z), None when absent."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    try:
+        value = parse_datetime(raw.replace(" ", "+")) if len(raw) <= 40 else None
+        if value is not None and value.tzinfo is not None:
+            value.astimezone(UTC)  # years 1 and 9999 with an offset overflow here
+    except (ValueError, OverflowError):  # an offset of 24 h or more, a date out of range
+        value = None
+    if value is None or value.tzinfo is None:
+        raise serializers.ValidationError(
+            {name: ["must be an ISO 8601 time with an offset, e.g. 2026-01-05T12:00:00Z"]})
+    return value
+
+
+class CursorList:
+    """Mixin for list views of a time series (runs, pings, incidents, deliveries):
+    newest first, a bare JSON list of at most ``?limit=`` rows, ``?since=``/
+    ``?until=`` on ``time_field``, and when more rows follow a ``Link: <url>;
+    rel="next"`` header whose URL carries ``cursor`` (the last id sent; keyset
+    paging, so rows arriving meanwhile neither repeat nor go missing)."""
+
+    time_field = "pk"
+    pagination_class = None
+
+    @extend_schema(parameters=PAGING)
+    def list(self, request, *args, **kwargs):
+        qs = self.filter_queryset(self.get_queryset())
+        since, until = moment(request, "since"), moment(request, "until")
+        if since is not None:
+            qs = qs.filter(**{f"{self.time_field}__gte": since})
+        if until is not None:
+            qs = qs.filter(**{f"{self.time_field}__lt": until})
+        cursor = request.query_params.get("cursor")
+        if cursor is not None:
+            if not (cursor.isascii() and cursor.isdigit() and 0 < int(cursor) <= MAX_PK):
+                raise serializers.ValidationError({"cursor": ["not a cursor of this list: "
+                                                              "use the Link header's URL"]})
+            qs = qs.filter(pk__lt=int(cursor))
+        n = limit(request)
+        rows = list(qs.order_by("-pk")[:n + 1])
+        response = Response(self.get_serializer(rows[:n], many=True).data)
+        if len(rows) > n:
+            query = request.query_params.copy()
+            query["cursor"] = str(rows[n - 1].pk)
+            url = request.build_absolute_uri(request.path) + "?" + query.urlencode()
+            response["Link"] = f'<{url}>; rel="next"'
+        return response
+
+
+def exception_handler(exc, context):
+    """DRF's handler, with every 404 saying only ``{"detail": "Not found."}``: the
+    answer for another tenant's object is the same as for one that never existed."""
+    from rest_framework.views import exception_handler as drf_handler
+
+    if isinstance(exc, Http404):
+        exc = Http404()
+    return drf_handler(exc, context)
+
+
+def get_or_404(queryset, pk, **filters):
+    """Row ``pk`` of ``queryset`` (already limited to the caller's projects by
+    :func:`monitors.tenancy.visible`) matching ``filters``, or 404 (also for
+    out-of-range ids)."""
+    if not 0 < int(pk) <= MAX_PK:
+        raise Http404
+    obj = queryset.filter(pk=pk, **filters).first()
+    if obj is None:
+        raise Http404
+    return obj
+
+
+def limit(request) -> int:
+    """``?limit=``: 1-1000, default 100; anything else is a 400."""
+    raw = request.query_params.get("limit", "100")
+    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_LIMIT):
+        raise serializers.ValidationError({"limit": [f"must be an integer from 1 to {MAX_LIMIT}"]})
+    return int(raw)
+
+
+def flag(request, name: str) -> bool | None:
+    """A boolean query parameter (1/true/yes, 0/false/no), None when absent."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if raw.lower() in ("1", "true", "yes"):
+        return True
+    if raw.lower() in ("0", "false", "no"):
+        return False
+    raise serializers.ValidationError({name: ["must be true or false"]})
+
+
+def object_id(request, name: str) -> int | None:
+    """An id query parameter (``?monitor=3``), None when absent; 400 otherwise."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_PK):
+        article = "an" if name[0] in "aeiou" else "a"
+        raise serializers.ValidationError({name: [f"must be {article} {name} id"]})
+    return int(raw)

@@ -1,0 +1,66 @@
+"""The runs a monitor still has to be watched for, and arming a new monitor.
+
+:func:`pending_runs` (one monitor, on every ping) and :func:`pending_runs_of` (the
+evaluator's batches) read the open runs and the ones whose deadline is not checked
+yet; :func:`rearm` sets a new monitor's first slot and next evaluation. Ping
+ingest, the evaluator, the API and the importers all use them, so they live here,
+below both :mod:`monitors.pings` and :mod:`monitors.evaluator`.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from core import sql
+from monitors import slots
+from monitors.models import Monitor, Run
+
+# The ids of the pending runs of the monitors {monitor} picks. One SELECT per partial
+# index (run_open, run_deadline_unchecked; run_written_off_slot in pending_runs), their
+# conditions in the text: a prepared statement's generic plan (core.sql) then reads
+# only the rows it returns, however many runs a monitor has (with an OR, it read them all).
+RUNS = Run._meta.db_table
+OPEN, WRITTEN_OFF = (", ".join(f"'{o}'" for o in outcomes)
+                     for outcomes in (Run.OPEN_OUTCOMES, Run.WRITTEN_OFF))
+PENDING = (f"SELECT id FROM {RUNS} WHERE {{monitor}} AND outcome IN ({OPEN}) UNION ALL "
+           f"SELECT id FROM {RUNS} WHERE {{monitor}} AND deadline_at IS NOT NULL "
+           "AND NOT deadline_checked")
+WITH_RID = f"SELECT id FROM {RUNS} WHERE {{monitor}} AND rid = %s"  # the run a ping names
+
+
+def pending_runs(monitor: Monitor, rid: UUID | None = None,
+                 slot: datetime | None = None) -> list[Run]:
+    """Runs the evaluator still has to watch: open ones and unchecked deadlines.
+
+    With ``rid``, also the run with that id, whatever its state (the run a ping
+    names); with ``slot``, also a ``missed`` / ``unknown`` row of that slot (which
+    a new run for it takes over), so a ping needs one query for all of them.
+    Ordered by ``pk``.
+    """
+    ids, params = [PENDING.format(monitor="monitor_id = %s")], [monitor.pk, monitor.pk]
+    if rid is not None:
+        ids.append(WITH_RID.format(monitor="monitor_id = %s"))
+        params += [monitor.pk, sql.prep(Run, "rid", rid)]
+    if slot is not None:
+        ids.append(f"SELECT id FROM {RUNS} WHERE monitor_id = %s AND slot_at = %s "
+                   f"AND outcome IN ({WRITTEN_OFF})")
+        params += [monitor.pk, sql.prep(Run, "slot_at", slot)]
+    return sql.select(Run, f"id IN ({' UNION ALL '.join(ids)})", params, "ORDER BY id")
+
+
+def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
+    """:func:`pending_runs` (without a rid or slot) of several monitors in one
+    query (the evaluator's batches), ordered by ``pk``."""
+    if not monitor_ids:
+        return []
+    where, params = sql.where_in(Run, "monitor_id", monitor_ids)
+    return sql.select(Run, f"id IN ({PENDING.format(monitor=where)})", params * 2,
+                      "ORDER BY id")
+
+
+def rearm(monitor: Monitor, now: datetime) -> None:
+    """Arm a monitor being created at ``now`` (the caller saves): its first slot and
+    next evaluation. Slots before ``now`` are not held against it."""
+    monitor.next_expected_at = slots.first_slot(monitor, now)
+    monitor.next_evaluation_at = slots.next_evaluation(
+        monitor, pending_runs(monitor) if monitor.pk else [])
