@@ -15,6 +15,8 @@ from drf_spectacular.utils import (
 from rest_framework import generics, serializers, viewsets
 from rest_framework.response import Response
 
+from accounts import tenancy
+from accounts.models import Membership
 from alerts import escalation, incidents, maintenance
 from alerts.integrations import KINDS
 from alerts.models import (
@@ -29,8 +31,7 @@ from alerts.models import (
 )
 from core.api import MAX_PK, CursorList, RejectUnknown, flag, get_or_404, object_id
 from monitors import api as monitors_api
-from monitors import tenancy
-from monitors.models import Membership, Monitor
+from monitors.models import Monitor
 
 
 @extend_schema_field({"oneOf": [{"type": "string", "enum": ["all"]},

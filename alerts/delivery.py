@@ -51,12 +51,13 @@ from django.db import connection, transaction
 from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
+from accounts.models import Project
 from alerts import escalation
 from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
 from core import sql
 from core.destinations import BlockedDestination, GuardedTransport
-from monitors.models import Monitor, Project
+from monitors.models import Monitor
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ class Channel(models.Model):
         OPSGENIE = "opsgenie"
         NTFY = "ntfy"
 
-    project = models.ForeignKey("monitors.Project", on_delete=models.CASCADE,
+    project = models.ForeignKey("accounts.Project", on_delete=models.CASCADE,
                                 related_name="channels")
     kind = models.CharField(max_length=12, choices=Kind.choices)
     name = models.CharField(max_length=200, blank=True, default="")
@@ -69,7 +69,7 @@ class EscalationPolicy(models.Model):
     from the first tier ``repeat`` (0-9) more times. See :mod:`alerts.escalation`.
     """
 
-    project = models.ForeignKey("monitors.Project", on_delete=models.CASCADE,
+    project = models.ForeignKey("accounts.Project", on_delete=models.CASCADE,
                                 related_name="escalation_policies")
     name = models.CharField(max_length=200)
     repeat = models.PositiveSmallIntegerField(default=0)
@@ -107,7 +107,7 @@ class MaintenanceWindow(models.Model):
     ``tag`` says what it covers. See :mod:`alerts.maintenance`.
     """
 
-    project = models.ForeignKey("monitors.Project", on_delete=models.CASCADE,
+    project = models.ForeignKey("accounts.Project", on_delete=models.CASCADE,
                                 related_name="maintenance_windows")
     name = models.CharField(max_length=200)
     monitor = models.ForeignKey("monitors.Monitor", on_delete=models.CASCADE, null=True,

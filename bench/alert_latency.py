@@ -33,10 +33,11 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from accounts.models import Organisation  # noqa: E402
 from alerts.models import Channel, Delivery  # noqa: E402
 from alerts.tasks import delivery_loop  # noqa: E402
 from cronradar.management.commands.serve import evaluator_loop  # noqa: E402
-from monitors.models import Monitor, Organisation  # noqa: E402
+from monitors.models import Monitor  # noqa: E402
 
 RECEIVER = r"""
 import sys, threading, time

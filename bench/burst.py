@@ -43,8 +43,9 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from accounts.models import Organisation  # noqa: E402
 from alerts.models import Alerting, Channel, DeliveryAttempt, Incident  # noqa: E402
-from monitors.models import Monitor, Organisation  # noqa: E402
+from monitors.models import Monitor  # noqa: E402
 
 MONITORS = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
 WORKERS = int(sys.argv[2]) if len(sys.argv) > 2 else 2

@@ -32,8 +32,9 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from accounts.models import Membership, Organisation, Profile  # noqa: E402
 from alerts.models import Incident  # noqa: E402
-from monitors.models import Membership, Monitor, Organisation, Profile, Run  # noqa: E402
+from monitors.models import Monitor, Run  # noqa: E402
 
 N, RUNS = 1000, 25
 call_command("migrate", verbosity=0)

@@ -45,6 +45,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
+from accounts.models import Organisation  # noqa: E402
 from alerts.models import (  # noqa: E402
     Alerting,
     Channel,
@@ -56,7 +57,7 @@ from alerts.models import (  # noqa: E402
     MaintenanceWindow,
 )
 from monitors import evaluator  # noqa: E402
-from monitors.models import Monitor, Organisation, Run  # noqa: E402
+from monitors.models import Monitor, Run  # noqa: E402
 
 SLOT = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 GRACE = timedelta(seconds=30)

@@ -31,8 +31,9 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
+from accounts.models import Organisation  # noqa: E402
 from monitors import evaluator  # noqa: E402
-from monitors.models import Monitor, Organisation  # noqa: E402
+from monitors.models import Monitor  # noqa: E402
 
 call_command("migrate", verbosity=0)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -36,7 +36,8 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from monitors.models import Monitor, Organisation  # noqa: E402
+from accounts.models import Organisation  # noqa: E402
+from monitors.models import Monitor  # noqa: E402
 from monitors.views import PingRoute  # noqa: E402
 
 call_command("migrate", verbosity=0)

@@ -24,7 +24,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count  # noqa: E402
 
-from monitors.models import Monitor, Organisation, Ping, Run  # noqa: E402
+from accounts.models import Organisation  # noqa: E402
+from monitors.models import Monitor, Ping, Run  # noqa: E402
 
 
 def setup(codes_file: str, n: int) -> None:

@@ -33,7 +33,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from monitors.models import Monitor, Organisation, Run  # noqa: E402
+from accounts.models import Organisation  # noqa: E402
+from monitors.models import Monitor, Run  # noqa: E402
 from monitors.pings import PingInput, ingest  # noqa: E402
 
 call_command("migrate", verbosity=0)

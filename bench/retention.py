@@ -39,8 +39,9 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import close_old_connections, connection  # noqa: E402
 
+from accounts.models import Organisation  # noqa: E402
 from monitors import retention  # noqa: E402
-from monitors.models import Monitor, Organisation, Ping, Run  # noqa: E402
+from monitors.models import Monitor, Ping, Run  # noqa: E402
 from monitors.pings import PingInput, ingest  # noqa: E402
 
 call_command("migrate", verbosity=0)

@@ -101,7 +101,7 @@ def exception_handler(exc, context):
 
 def get_or_404(queryset, pk, **filters):
     """Row ``pk`` of ``queryset`` (already limited to the caller's projects by
-    :func:`monitors.tenancy.visible`) matching ``filters``, or 404 (also for
+    :func:`accounts.tenancy.visible`) matching ``filters``, or 404 (also for
     out-of-range ids)."""
     if not 0 < int(pk) <= MAX_PK:
         raise Http404

@@ -23,8 +23,9 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
+from accounts import tenancy
 from alerts.models import Incident
-from monitors import slots, tenancy
+from monitors import slots
 from monitors.api import STATUSES
 from monitors.models import Monitor, Run
 

@@ -9,9 +9,9 @@ from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
-    """Describes :class:`monitors.auth.ApiKeyAuthentication` in the OpenAPI schema."""
+    """Describes :class:`accounts.auth.ApiKeyAuthentication` in the OpenAPI schema."""
 
-    target_class = "monitors.auth.ApiKeyAuthentication"
+    target_class = "accounts.auth.ApiKeyAuthentication"
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema):

@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "cronradar",  # the `serve` command: the embedded default, both apps in one process
+    "accounts",
     "monitors",
     "alerts",
 ]
@@ -178,11 +179,11 @@ STATIC_ROOT = Path(env("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["monitors.auth.ApiKeyAuthentication",
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication",
                                        "rest_framework.authentication.SessionAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["monitors.tenancy.Access"],
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.tenancy.Access"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["monitors.auth.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["accounts.auth.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "cronradar.schema.AutoSchema",
     "DEFAULT_METADATA_CLASS": "cronradar.metadata.Metadata",
     "EXCEPTION_HANDLER": "core.api.exception_handler",
@@ -234,7 +235,7 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
 # default); over the limit: 429 with Retry-After. E.g. "600/min"; "" turns one off.
 CRONRADAR_API_RATE = env_rate("CRONRADAR_API_RATE", "1200/min")
 CRONRADAR_PING_RATE = env_rate("CRONRADAR_PING_RATE", "")
-REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["monitors.auth.CallerRateThrottle"]
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["accounts.auth.CallerRateThrottle"]
 
 # --- CronRadar --------------------------------------------------------------
 # Seconds between evaluator ticks (Celery beat in production, a loop in `serve`).

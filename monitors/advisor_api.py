@@ -12,8 +12,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 
+from accounts import tenancy
 from core.api import flag, get_or_404
-from monitors import advisor, tenancy
+from monitors import advisor
 from monitors.models import Monitor, Run
 
 POLICY_CHOICES = list(advisor.POLICIES)

@@ -1,6 +1,6 @@
 """The monitors side of the REST API (``/api/v1/``): monitors, their runs, pings
 and run statistics. Authenticated by project API key or a person's session;
-every lookup is scoped by :mod:`monitors.tenancy`.
+every lookup is scoped by :mod:`accounts.tenancy`.
 
 Durations are whole seconds. Views are thin: validation lives in the
 serializers, schedule rules in :mod:`monitors.schedule`, state changes in
@@ -22,9 +22,11 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 
+from accounts import tenancy
+from accounts.models import Membership, Project
 from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404, moment
-from monitors import analytics, evaluator, schedule, slots, tenancy
-from monitors.models import Membership, Monitor, Ping, Project, Run
+from monitors import analytics, evaluator, schedule, slots
+from monitors.models import Monitor, Ping, Run
 from monitors.runs import rearm
 
 MAX_TAGS = 50

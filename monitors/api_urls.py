@@ -1,15 +1,8 @@
 from django.urls import path
-from rest_framework.routers import SimpleRouter
 
-from monitors import accounts, api
+from monitors import api
 from monitors.advisor_api import MonitorAdvice
 from monitors.import_api import ImportCrontab, ImportK8s
-
-router = SimpleRouter()
-router.register("organisations", accounts.OrganisationViewSet, basename="organisation")
-router.register("projects", accounts.ProjectViewSet, basename="project")
-router.register("api-keys", accounts.ApiKeyViewSet, basename="api-key")
-router.register("members", accounts.MemberViewSet, basename="member")
 
 urlpatterns = [
     path("monitors/<int:pk>/runs/", api.RunList.as_view(), name="monitor-runs"),
@@ -18,5 +11,4 @@ urlpatterns = [
     path("monitors/<int:pk>/advice/", MonitorAdvice.as_view(), name="monitor-advice"),
     path("import/crontab/", ImportCrontab.as_view(), name="import-crontab"),
     path("import/k8s/", ImportK8s.as_view(), name="import-k8s"),
-    *router.urls,
 ]

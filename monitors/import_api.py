@@ -26,10 +26,11 @@ from rest_framework import exceptions, parsers, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import tenancy
+from accounts.auth import JSONParser
+from accounts.models import Membership
 from core.api import RejectUnknown, flag
-from monitors import imports, schedule, tenancy
-from monitors.auth import JSONParser
-from monitors.models import Membership
+from monitors import imports, schedule
 
 HELP = {
     "project": "the project's id (default: the key's project, or a person's only project)",
@@ -66,7 +67,7 @@ class XYamlParser(TextParser):
 
 @extend_schema_field(OpenApiTypes.INT)
 class ProjectId(tenancy.ProjectField):
-    """:class:`monitors.tenancy.ProjectField` outside a model serializer (an integer
+    """:class:`accounts.tenancy.ProjectField` outside a model serializer (an integer
     in the schema)."""
 
 

@@ -1,11 +1,9 @@
-"""Projects, API keys, monitors, pings and runs.
+"""Monitors, their pings and runs, and CronRadar's own liveness and outages.
 
 Durations are ``timedelta`` here and whole seconds at the API. Every datetime is
 timezone-aware UTC; a monitor's ``timezone`` only affects how its cron schedule
 is read.
 """
-import hashlib
-import secrets
 import uuid
 from datetime import timedelta
 
@@ -14,154 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-
-def _ping_key() -> str:
-    """22 URL-safe characters, never starting with "-" (shells and argument parsers
-    would take it for an option)."""
-    while (key := secrets.token_urlsafe(16)).startswith("-"):
-        pass
-    return key
-
-
-class Organisation(models.Model):
-    """A tenant: owns projects; people belong to it through :class:`Membership`."""
-
-    name = models.CharField(max_length=100, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class Membership(models.Model):
-    """A person (Django user) in an organisation, with a role. Roles, lowest first
-    (each can do what the ones before it can): ``viewer`` reads; ``member`` manages
-    monitors, incidents and maintenance windows; ``admin`` also channels, escalation
-    policies, API keys, projects and members; ``owner`` also the organisation and its
-    owners. See :mod:`monitors.tenancy`."""
-
-    class Role(models.TextChoices):
-        VIEWER = "viewer"
-        MEMBER = "member"
-        ADMIN = "admin"
-        OWNER = "owner"
-
-    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE,
-                                     related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="memberships")
-    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["organisation", "user"],
-                                               name="membership_unique")]
-
-
-class Profile(models.Model):
-    """A person's dashboard preferences: ``timezone`` (IANA) for the times shown;
-    "" until chosen (the dashboard then takes the browser's, else UTC)."""
-
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                                related_name="profile")
-    timezone = models.CharField(max_length=64, blank=True, default="")
-
-
-def _badge_key() -> str:
-    return secrets.token_urlsafe(18)
-
-
-class Project(models.Model):
-    """A group of monitors, channels, policies and API keys in an organisation.
-
-    ``ping_key`` makes the slug URL form ``/ping/<ping_key>/<slug>`` work;
-    ``badge_key`` the public status badges ``/badge/<badge_key>/<slug or tag>.svg``
-    (a new one revokes the old).
-    """
-
-    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE,
-                                     related_name="projects")
-    name = models.CharField(max_length=100)
-    ping_key = models.CharField(max_length=64, unique=True, default=_ping_key)
-    badge_key = models.CharField(max_length=64, unique=True, default=_badge_key)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["organisation", "name"],
-                                               name="project_name_unique")]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class ApiKey(models.Model):
-    """A project API key, shown once at creation.
-
-    Stored as ``prefix`` (the first 12 characters, indexed, for the lookup) and
-    ``key_hash``, an HMAC-SHA256 of the whole key keyed by ``SECRET_KEY`` (Django's
-    ``salted_hmac``; ``SECRET_KEY_FALLBACKS`` keep keys working across a rotation).
-    Keys made before hashing was keyed (``scheme`` ``sha256``: plain SHA-256, 8-
-    character prefix) still work and are rehashed on their first use.
-    ``read_only`` keys never change anything; ``revoked_at`` keys are refused.
-    ``name`` says whose it is: it signs acknowledgements made with it."""
-
-    PREFIX = 12
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=100, blank=True, default="")
-    key_hash = models.CharField(max_length=64, unique=True)
-    scheme = models.CharField(max_length=10, default="hmac")
-    prefix = models.CharField(max_length=12, db_index=True)
-    read_only = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return self.name or f"API key {self.prefix}…"
-
-    @staticmethod
-    def keyed_hash(key: str, secret: str | None = None) -> str:
-        """HMAC-SHA256 of ``key`` (hex) under ``secret`` (default ``SECRET_KEY``)."""
-        from django.utils.crypto import salted_hmac
-
-        return salted_hmac("cronradar.apikey", key, secret=secret,
-                           algorithm="sha256").hexdigest()
-
-    def matches(self, key: str) -> bool:
-        """Whether ``key`` is this key (constant-time comparison)."""
-        from django.utils.crypto import constant_time_compare
-
-        if self.scheme == "sha256":
-            return constant_time_compare(hashlib.sha256(key.encode()).hexdigest(),
-                                         self.key_hash)
-        secrets_ = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
-        return any(constant_time_compare(self.keyed_hash(key, s), self.key_hash)
-                   for s in secrets_)
-
-    @classmethod
-    def find(cls, key: str) -> "ApiKey | None":
-        """The unrevoked key ``key`` is, with its project, or None. A key of the
-        old scheme is rehashed under the current one on the way."""
-        candidates = (cls.objects.select_related("project", "project__organisation")
-                      .filter(prefix__in={key[:cls.PREFIX], key[:8]}, revoked_at__isnull=True))
-        for row in candidates:
-            if row.matches(key):
-                if row.scheme != "hmac" or row.key_hash != cls.keyed_hash(key):
-                    row.scheme, row.key_hash, row.prefix = "hmac", cls.keyed_hash(key), \
-                        key[:cls.PREFIX]
-                    row.save(update_fields=["scheme", "key_hash", "prefix"])
-                return row
-        return None
-
-    @classmethod
-    def issue(cls, project: Project, name: str = "", read_only: bool = False
-              ) -> tuple["ApiKey", str]:
-        """Create a key for ``project``; returns (row, plaintext key)."""
-        key = "cr_" + secrets.token_urlsafe(30)
-        row = cls.objects.create(project=project, name=name, key_hash=cls.keyed_hash(key),
-                                 prefix=key[:cls.PREFIX], read_only=read_only)
-        return row, key
+from accounts.models import Project
 
 
 class Monitor(models.Model):

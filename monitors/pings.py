@@ -32,10 +32,11 @@ from django.db import (
     transaction,
 )
 
+from accounts.models import Project
 from core import sql
 from monitors import analytics, detections, schedule, slots
 from monitors.detections import Detection, Kind
-from monitors.models import Monitor, Ping, Project, Run
+from monitors.models import Monitor, Ping, Run
 from monitors.runs import PENDING, RUNS, WITH_RID, WRITTEN_OFF, pending_runs, rearm
 
 log = logging.getLogger(__name__)

@@ -34,9 +34,10 @@ from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from accounts.models import Project
 from core.edge import NUL_MESSAGE, RETRY_AFTER, has_nul
 from monitors import pings
-from monitors.models import Monitor, Project
+from monitors.models import Monitor
 
 log = logging.getLogger(__name__)
 

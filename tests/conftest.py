@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from monitors.models import ApiKey, Monitor, Organisation
+from accounts.models import ApiKey, Organisation
+from monitors.models import Monitor
 
 T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
 

@@ -12,8 +12,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts.models import ApiKey
 from monitors import advisor
-from monitors.models import ApiKey, Monitor, Run
+from monitors.models import Monitor, Run
 from tests.test_tenancy import as_key, as_person, person
 
 pytestmark = pytest.mark.django_db

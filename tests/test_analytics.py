@@ -6,10 +6,11 @@ from decimal import Decimal
 
 import pytest
 
+from accounts.models import ApiKey
 from alerts.integrations import pagerduty
 from alerts.models import Channel, Incident, IncidentEvent, MaintenanceWindow
 from monitors import analytics
-from monitors.models import ApiKey, Monitor, Run
+from monitors.models import Monitor, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, hook_bodies
 from tests.test_tenancy import as_key, as_person, person

@@ -6,9 +6,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from accounts.models import ApiKey, Project
 from alerts.models import Channel, Delivery
 from monitors import evaluator
-from monitors.models import ApiKey, Monitor, Project
+from monitors.models import Monitor
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, new_project
 

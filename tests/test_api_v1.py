@@ -5,7 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from monitors.models import ApiKey, Monitor, Ping
+from accounts.models import ApiKey
+from monitors.models import Monitor, Ping
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, new_project
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 settings.configure(
     INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "rest_framework",
-                    "monitors"],
+                    "accounts", "monitors"],
     DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
     USE_TZ=True, CRONRADAR_LIVENESS_INTERVAL=1.0, CRONRADAR_OUTAGE_THRESHOLD=10.0,
     CRONRADAR_TICK_SECONDS=0.5, CRONRADAR_BASE_URL="http://x", CRONRADAR_PING_BODY_LIMIT=10,

@@ -12,8 +12,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts.models import ApiKey, Membership, Profile
 from alerts.models import Channel, EscalationPolicy, EscalationTier, Incident, MaintenanceWindow
-from monitors.models import ApiKey, Membership, Monitor, Profile, Run
+from monitors.models import Monitor, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import new_project
 
@@ -285,7 +286,7 @@ def test_a_person_in_no_organisation_gets_a_page_not_a_bare_404(db):
 
 
 def test_an_organisation_without_a_project_offers_to_create_one(db):
-    from monitors.models import Organisation, Project
+    from accounts.models import Organisation, Project
 
     org = Organisation.objects.create(name="acme")
     ana = get_user_model().objects.create_user("ana", "ana@example.com", "pw")
@@ -311,7 +312,7 @@ def test_only_admins_create_projects(project):
                                           "name": "mine"}).status_code == 403
     assert not project.organisation.projects.filter(name="mine").exists()
     viewer_only = get_user_model().objects.create_user("vic", "v@example.com", "pw")
-    from monitors.models import Organisation
+    from accounts.models import Organisation
 
     Membership.objects.create(organisation=Organisation.objects.create(name="lone"),
                               user=viewer_only, role="viewer")
@@ -391,7 +392,7 @@ def test_members_page_adds_only_known_people_and_creates_new_ones(project, mailo
                                                                   settings):
     settings.CRONRADAR_BASE_URL = "https://cron.example.org"
     admin = signed_in(project, "admin", "alice")
-    from monitors.models import Organisation
+    from accounts.models import Organisation
 
     get_user_model().objects.create_user("stranger", "s@example.com", "pw")
     Membership.objects.create(organisation=Organisation.objects.create(name="theirs"),

@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 from django.db import OperationalError
 
+from accounts import auth
 from alerts.models import Channel
-from monitors import auth, views
+from monitors import views
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0
 

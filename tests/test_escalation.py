@@ -257,7 +257,7 @@ def test_a_monitors_alerting_settings(api, channels, project):
 
 
 def test_ack_and_resolve_through_the_api(api, channels, make_monitor, http, project):
-    from monitors.models import ApiKey
+    from accounts.models import ApiKey
 
     ApiKey.objects.update(name="deploy bot")
     one = channels[0]

@@ -14,9 +14,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from accounts.models import ApiKey
 from monitors import imports
 from monitors.imports import Remark, Spec
-from monitors.models import ApiKey, Monitor, Run
+from monitors.models import Monitor, Run
 from tests.conftest import T0, new_project
 from tests.test_tenancy import as_key, as_person, person
 

@@ -46,7 +46,8 @@ d = Delivery.objects.create(event=ev, channel=b, status="sending")
 
 call_command("migrate", verbosity=0)
 from alerts.models import Alerting, Delivery as NewDelivery
-from monitors.models import ApiKey, Monitor as NewMonitor, Project as NewProject
+from accounts.models import ApiKey, Project as NewProject
+from monitors.models import Monitor as NewMonitor
 print(json.dumps({
     "old_key": ApiKey.find("cr_oldkey0123456789").project.name,
     "organisation": [(p.name, p.organisation.name) for p in NewProject.objects.all()],

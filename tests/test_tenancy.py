@@ -13,8 +13,9 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts.models import ApiKey, Membership, Organisation
 from alerts.models import Channel, EscalationPolicy, EscalationTier, Incident, MaintenanceWindow
-from monitors.models import ApiKey, Membership, Monitor, Organisation
+from monitors.models import Monitor
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, new_project
 

@@ -14,10 +14,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from rest_framework import exceptions
 
+from accounts import tenancy
+from accounts.api import ProjectSerializer
+from accounts.models import Profile, Project
 from cronradar.dashboard.common import creatable_organisations, flat_errors, form_id, person_zone
-from monitors import tenancy
-from monitors.accounts import ProjectSerializer
-from monitors.models import Profile, Project
 
 ZONES = sorted(zoneinfo.available_timezones() - {"localtime", "Factory"})
 # The list page of each section: where an object page of one project leads after

@@ -17,9 +17,10 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import cache_control
 
+from accounts.models import Project
 from alerts.models import Incident
 from monitors import slots
-from monitors.models import Monitor, Project, Run
+from monitors.models import Monitor, Run
 
 COLOURS = {"up": "#2e7d32", "late": "#b35c00", "down": "#c62828"}
 

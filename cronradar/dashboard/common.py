@@ -3,7 +3,7 @@ organisation and project switcher), their role there, their time zone, and how
 times, durations and schedules are shown.
 
 Pages are server-rendered and work without JavaScript; who may see and do what is
-:mod:`monitors.tenancy`, as for the API (another tenant's object is a 404).
+:mod:`accounts.tenancy`, as for the API (another tenant's object is a 404).
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from rest_framework import exceptions
 
-from monitors import tenancy
-from monitors.models import Membership, Organisation, Profile, Project
+from accounts import tenancy
+from accounts.models import Membership, Organisation, Profile, Project
 
 ROLE = Membership.Role
 log = logging.getLogger(__name__)

@@ -15,6 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounts.api import ApiKeySerializer, MemberSerializer
+from accounts.models import ApiKey, Membership
 from alerts import escalation, incidents
 from alerts.api import ChannelSerializer, EscalationPolicySerializer, MaintenanceWindowSerializer
 from alerts.integrations import KINDS
@@ -30,8 +32,7 @@ from cronradar.dashboard.common import (
     page,
     require,
 )
-from monitors.accounts import ApiKeySerializer, MemberSerializer
-from monitors.models import ApiKey, Membership, Monitor
+from monitors.models import Monitor
 
 CONFIG_FIELDS = sorted({f for m in KINDS.values() for f in m.CONFIG_SCHEMA["properties"]})
 TIERS = 5  # tier rows on the policy form
@@ -318,7 +319,7 @@ def key_revoke(request, pk: int):
 @require_POST
 def badge_key_renew(request):
     """POST ``/keys/badge/``: a new badge key; every badge URL with the old one 404s."""
-    from monitors.models import _badge_key
+    from accounts.models import _badge_key
 
     require(request, ROLE.ADMIN)
     request.project.badge_key = _badge_key()
@@ -366,7 +367,7 @@ def members(request):
 def member_remove(request, pk: int):
     from rest_framework import exceptions, serializers
 
-    from monitors.accounts import MemberViewSet
+    from accounts.api import MemberViewSet
 
     require(request, ROLE.ADMIN)
     membership = get_object_or_404(Membership.objects.select_related("user"), pk=pk,

@@ -3,8 +3,8 @@ sign in, sign out and password reset."""
 from django.contrib.auth import views as auth
 from django.urls import path, re_path, reverse_lazy
 
+from accounts.people import ResetForm
 from cronradar.dashboard import account, badges, incidents, monitors, setup
-from monitors.people import ResetForm
 
 app_name = "dashboard"
 DONE = reverse_lazy("dashboard:password_reset_done")

@@ -6,7 +6,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import monitors.models
+import accounts.models
 
 
 def badge_keys(apps, schema_editor):
@@ -39,6 +39,6 @@ class Migration(migrations.Migration):
                             field=models.CharField(max_length=64, null=True)),
         migrations.RunPython(badge_keys, migrations.RunPython.noop),
         migrations.AlterField(model_name="project", name="badge_key",
-                              field=models.CharField(default=monitors.models._badge_key,
+                              field=models.CharField(default=accounts.models._badge_key,
                                                      max_length=64, unique=True)),
     ]

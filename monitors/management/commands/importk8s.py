@@ -7,8 +7,8 @@ from collections.abc import Callable
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from accounts.management.common import database_line, find_project
 from monitors import imports, schedule
-from monitors.management.common import database_line, find_project
 
 
 def run_import(out, file: str, project: str, organisation: str | None, dry_run: bool,

@@ -1,5 +1,5 @@
 """The accounts side of the REST API (``/api/v1/``): organisations, projects, API
-keys and members. Who may do what is :mod:`monitors.tenancy`; this module is the
+keys and members. Who may do what is :mod:`accounts.tenancy`; this module is the
 endpoints.
 
 - ``/organisations/``: the caller's organisations (an owner renames one).
@@ -22,9 +22,9 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework import exceptions, serializers, viewsets
 
+from accounts import people, tenancy
+from accounts.models import ApiKey, Membership, Organisation, Project
 from core.api import RejectUnknown
-from monitors import people, tenancy
-from monitors.models import ApiKey, Membership, Organisation, Project
 
 ADMIN, OWNER = Membership.Role.ADMIN, Membership.Role.OWNER
 
@@ -188,7 +188,7 @@ class ApiKeyViewSet(viewsets.ModelViewSet):
 class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
     """``id``, ``organisation`` (id), ``username``, ``email``, ``role``. Adding one
     takes ``username`` or ``email`` of someone in the caller's organisations, or a
-    new ``username`` with an ``email`` (:mod:`monitors.people`)."""
+    new ``username`` with an ``email`` (:mod:`accounts.people`)."""
 
     organisation = serializers.PrimaryKeyRelatedField(
         queryset=Organisation.objects.none(), required=False,

@@ -1,8 +1,8 @@
 """Who may see and change what: the one place the API's lookups are scoped.
 
 A caller is either a project API key (``request.auth`` is an
-:class:`~monitors.models.ApiKey`) or a person (``request.user``, signed in, acting
-through their :class:`~monitors.models.Membership` rows):
+:class:`~accounts.models.ApiKey`) or a person (``request.user``, signed in, acting
+through their :class:`~accounts.models.Membership` rows):
 
 - a key sees its own project only; a read-write key acts there as an ``admin``
   (everything but the organisation's members and the organisation itself), a
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django.db.models import Model, QuerySet
 from rest_framework import exceptions, permissions, serializers
 
-from monitors.models import ApiKey, Membership, Organisation, Project
+from accounts.models import ApiKey, Membership, Organisation, Project
 
 ROLES = [r.value for r in Membership.Role]  # lowest first
 KEY_ROLE = {False: Membership.Role.ADMIN, True: Membership.Role.VIEWER}  # by read_only

@@ -1,8 +1,8 @@
 """The API's edge, plugged into DRF settings: key authentication and JSON
-parsing (who may do what is :mod:`monitors.tenancy`).
+parsing (who may do what is :mod:`accounts.tenancy`).
 
 The key is sent as ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>``.
-``request.auth`` becomes the :class:`~monitors.models.ApiKey` (its ``project``
+``request.auth`` becomes the :class:`~accounts.models.ApiKey` (its ``project``
 scopes every lookup); people sign in with a session instead (DRF's
 SessionAuthentication, CSRF-checked) and act through their memberships.
 """
@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework import authentication, exceptions, parsers, throttling
 
-from monitors.models import ApiKey
+from accounts.models import ApiKey
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # last_used_at is written at most this often
 

@@ -18,8 +18,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from monitors.management.common import check_name, database_line
-from monitors.models import Membership, Organisation
+from accounts.management.common import check_name, database_line
+from accounts.models import Membership, Organisation
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ share: saying which database they use, and finding a project by name."""
 from django.core.management.base import CommandError
 from django.db import connection
 
-from monitors.models import Organisation, Project
+from accounts.models import Organisation, Project
 
 
 def database_line() -> str:

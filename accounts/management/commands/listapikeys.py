@@ -2,7 +2,7 @@
 ping key and its API keys (prefix, name, access, created, last used, revoked)."""
 from django.core.management.base import BaseCommand
 
-from monitors.management.common import database_line, find_project
+from accounts.management.common import database_line, find_project
 
 
 class Command(BaseCommand):

@@ -3,8 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from monitors.management.common import database_line
-from monitors.models import ApiKey
+from accounts.management.common import database_line
+from accounts.models import ApiKey
 
 
 class Command(BaseCommand):

@@ -3,8 +3,8 @@
 line of output (the first line says which database it went to)."""
 from django.core.management.base import BaseCommand
 
-from monitors.management.common import database_line, find_project
-from monitors.models import ApiKey, Membership
+from accounts.management.common import database_line, find_project
+from accounts.models import ApiKey, Membership
 
 
 class Command(BaseCommand):

@@ -1,0 +1,10 @@
+from django.contrib import admin
+
+from accounts.models import ApiKey, Membership, Organisation, Project
+
+admin.site.register(Organisation)
+admin.site.register(Membership, list_display=["organisation", "user", "role"])
+admin.site.register(Project, list_display=["name", "organisation", "created_at"])
+admin.site.register(ApiKey, list_display=["project", "prefix", "name", "read_only", "created_at",
+                                          "last_used_at", "revoked_at"],
+                    exclude=["key_hash", "scheme"])

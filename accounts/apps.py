@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class AccountsConfig(AppConfig):
+    """Organisations, people, projects and API keys; who may do what (``tenancy``)."""
+
+    name = "accounts"
+    default_auto_field = "django.db.models.BigAutoField"
