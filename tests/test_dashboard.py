@@ -511,7 +511,7 @@ def test_the_snippets_agree_with_the_readme():
 
     from cronradar.dashboard.snippets import cronjob, crontab, systemd
 
-    readme = Path(__file__).resolve().parent.parent.joinpath("README.md").read_text()
+    readme = Path(__file__).resolve().parent.parent.joinpath("docs", "pinging.md").read_text()
     readme_url = "https://cronradar.example.com/ping/UUID"
     line = next(x for x in readme.splitlines() if x.startswith("0 3 * * *  RID="))
     assert crontab(_m(), readme_url) == line.replace("/usr/local/bin/backup.sh",

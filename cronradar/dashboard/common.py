@@ -239,7 +239,7 @@ def now() -> datetime:
 
 SECTIONS = {"monitors": "monitors", "incidents": "incidents", "channels": "channels",
             "policies": "policies", "maintenance": "windows", "keys": "keys",
-            "members": "members"}
+            "members": "members", "docs": "docs"}
 
 
 def navigation(request) -> dict:

@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path, re_path, reverse_lazy
 
 from accounts.people import ResetForm
-from cronradar.dashboard import account, badges, incidents, monitors, setup
+from cronradar.dashboard import account, badges, docs, incidents, monitors, setup
 
 app_name = "dashboard"
 DONE = reverse_lazy("dashboard:password_reset_done")
@@ -37,6 +37,10 @@ urlpatterns = [
     path("switch/", account.switch, name="switch"),
     path("projects/new/", account.project_new, name="project_new"),
     path("account/", account.profile, name="profile"),
+    # the manual (docs/*.md): no sign-in; a name not among its pages is a 404
+    path("docs/", docs.docs_page, name="docs"),
+    path("docs/screenshots/<slug:name>.png", docs.screenshot, name="docs_screenshot"),
+    path("docs/<slug:name>/", docs.docs_page, name="docs_page"),
     # any slug or tag, URL-quoted in the link (Django routes the decoded path)
     re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>.+)\.(?P<fmt>svg|json)$", badges.badge,
             name="badge"),
