@@ -102,6 +102,7 @@ INSTALLED_APPS = [
     "accounts",
     "monitors",
     "alerts",
+    "insights",
 ]
 
 MIDDLEWARE = [
@@ -205,7 +206,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,  # read-only fields stay out of request bodies
     # one name for each choice set used by several fields (the advisor's answer)
     "ENUM_NAME_OVERRIDES": {"ConcurrencyEnum": "monitors.models.Monitor.Concurrency",
-                            "OverlapPolicyEnum": "monitors.advisor.POLICIES"},
+                            "OverlapPolicyEnum": "insights.advisor.POLICIES"},
 }
 
 # --- Celery -----------------------------------------------------------------
@@ -318,7 +319,7 @@ CRONRADAR_EMAIL_FROM = env("CRONRADAR_EMAIL_FROM", default="cronradar@localhost"
 CRONRADAR_FLAPPING_INCIDENTS = env_int("CRONRADAR_FLAPPING_INCIDENTS", default=5)
 CRONRADAR_FLAPPING_QUIET = env_int("CRONRADAR_FLAPPING_QUIET", default=3600)
 # GET /api/v1/monitors/<id>/stats/ covers this many of the newest runs unless the
-# request says otherwise (?runs=, 1-10000; monitors.analytics).
+# request says otherwise (?runs=, 1-10000; insights.stats).
 CRONRADAR_STATS_RUNS = env_int("CRONRADAR_STATS_RUNS", default=100)
 if not 1 <= CRONRADAR_STATS_RUNS <= 10000:
     raise ImproperlyConfigured(f"CRONRADAR_STATS_RUNS={CRONRADAR_STATS_RUNS}: use 1 to 10000")
@@ -333,7 +334,7 @@ CRONRADAR_OUTAGE_THRESHOLD = env_float("CRONRADAR_OUTAGE_THRESHOLD", default=10.
 CRONRADAR_PAGERDUTY_EVENTS_URL = env(
     "CRONRADAR_PAGERDUTY_EVENTS_URL", default="https://events.pagerduty.com/v2/enqueue"
 )
-# The overlap-policy advisor (GET /api/v1/monitors/<id>/advice/, monitors.advisor):
+# The overlap-policy advisor (GET /api/v1/monitors/<id>/advice/, insights.advisor):
 # it replays the monitor's last CRONRADAR_ADVICE_RUNS finished runs and advises
 # only from CRONRADAR_ADVICE_MIN_RUNS of them on.
 CRONRADAR_ADVICE_RUNS = env_int("CRONRADAR_ADVICE_RUNS", default=100)

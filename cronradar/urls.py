@@ -21,6 +21,7 @@ urlpatterns = [
     path("api/v1/docs/", Docs.as_view(), name="docs"),
     path("api/v1/metrics/", Metrics.as_view(), name="metrics"),
     path("api/v1/", include("monitors.api_urls")),
+    path("api/v1/", include("insights.api_urls")),
     path("api/v1/", include("accounts.api_urls")),
     path("api/v1/", include("alerts.api_urls")),
     path("api/v1/", include(router.urls)),

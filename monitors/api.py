@@ -10,7 +10,6 @@ import base64
 import codecs
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -24,8 +23,8 @@ from rest_framework.response import Response
 
 from accounts import tenancy
 from accounts.models import Membership, Project
-from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404, moment
-from monitors import analytics, evaluator, schedule, slots
+from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404
+from monitors import evaluator, schedule, slots
 from monitors.models import Monitor, Ping, Run
 from monitors.runs import rearm
 
@@ -356,105 +355,3 @@ class PingList(_MonitorChildList):
 
     serializer_class = PingSerializer
     time_field = "received_at"
-
-
-# --- run statistics ----------------------------------------------------------------------
-
-class SpreadSerializer(serializers.Serializer):
-    """A spread of whole seconds: nearest-rank ``p50`` and ``p95`` and ``max`` of
-    ``count`` values (null when there are none)."""
-
-    count = serializers.IntegerField()
-    p50 = serializers.IntegerField(allow_null=True, help_text="seconds")
-    p95 = serializers.IntegerField(allow_null=True, help_text="seconds")
-    max = serializers.IntegerField(allow_null=True, help_text="seconds")
-
-
-class BucketSerializer(serializers.Serializer):
-    """``count`` late starts in [``from``, ``to``) seconds; null: unbounded."""
-
-    to = serializers.IntegerField(allow_null=True)
-    count = serializers.IntegerField()
-
-    def get_fields(self):
-        fields = super().get_fields()
-        fields["from"] = serializers.IntegerField(source="from_", allow_null=True)
-        return {"from": fields.pop("from"), **fields}
-
-
-class LateStartSerializer(SpreadSerializer):
-    """First ping minus slot (seconds, negative when early), with a histogram."""
-
-    histogram = BucketSerializer(many=True)
-
-
-class SelectionSerializer(serializers.Serializer):
-    """Which runs the figures cover: the newest ``runs``, or those whose time
-    (start, else end, else slot) is in [``since``, ``until``); ``limited``: the
-    range held more than 10000 runs and only the newest 10000 are covered."""
-
-    runs = serializers.IntegerField(allow_null=True)
-    since = serializers.DateTimeField(allow_null=True)
-    until = serializers.DateTimeField(allow_null=True)
-    limited = serializers.BooleanField()
-
-
-class StatsSerializer(serializers.Serializer):
-    """A monitor's run statistics (definitions: :mod:`monitors.analytics`)."""
-
-    monitor = serializers.IntegerField()
-    selection = SelectionSerializer()
-    runs = serializers.IntegerField(help_text="runs covered")
-    outcomes = serializers.DictField(child=serializers.IntegerField(),
-                                     help_text="runs per outcome (every outcome)")
-    duration = SpreadSerializer(help_text="end minus start of runs with both, seconds")
-    judged = serializers.IntegerField(help_text="succeeded + failed + stuck + missed")
-    succeeded = serializers.IntegerField()
-    success_rate = serializers.FloatField(allow_null=True,
-                                          help_text="succeeded / judged, 4 decimals")
-    failures_by_exit_status = serializers.DictField(
-        child=serializers.IntegerField(),
-        help_text='failed runs per exit status ("none": without one)')
-    overlaps = serializers.IntegerField(help_text="runs that started while an earlier run "
-                                                  "was open")
-    missed = serializers.IntegerField()
-    late_start = LateStartSerializer()
-
-
-class MonitorStats(generics.GenericAPIView):
-    """``GET /api/v1/monitors/<id>/stats/``: run statistics over the newest ``?runs=``
-    runs (default ``CRONRADAR_STATS_RUNS``), or over ``?since=``/``?until=``."""
-
-    serializer_class = StatsSerializer
-    pagination_class = None
-
-    @extend_schema(parameters=[
-        OpenApiParameter("runs", int, description=f"the newest this many runs, 1-"
-                         f"{analytics.MAX_RUNS} (default 100, CRONRADAR_STATS_RUNS); not "
-                         "with since/until"),
-        OpenApiParameter("since", str, description="runs from this time on (ISO 8601 with "
-                         "an offset; a run's time is its start, else end, else slot)"),
-        OpenApiParameter("until", str, description="runs before this time (ISO 8601)")])
-    def get(self, request, pk):
-        monitor = get_or_404(tenancy.visible(request, Monitor.objects), pk,
-                             deleted_at__isnull=True)
-        since, until = moment(request, "since"), moment(request, "until")
-        raw = request.query_params.get("runs")
-        if raw is not None and (since or until):
-            raise serializers.ValidationError(
-                {"runs": ["give runs or since/until, not both"]})
-        if since and until and since >= until:
-            raise serializers.ValidationError({"since": ["must be before until"]})
-        runs = None
-        if not (since or until):
-            raw = raw if raw is not None else str(settings.CRONRADAR_STATS_RUNS)
-            if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= analytics.MAX_RUNS):
-                raise serializers.ValidationError(
-                    {"runs": [f"must be an integer from 1 to {analytics.MAX_RUNS}"]})
-            runs = int(raw)
-        rows, limited = analytics.select_runs(monitor, runs, since, until)
-        stats = analytics.summarize(rows)
-        data = {"monitor": monitor.pk, "selection": {"runs": runs, "since": since,
-                                                     "until": until, "limited": limited},
-                **vars(stats)}
-        return Response(self.get_serializer(data).data)

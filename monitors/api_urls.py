@@ -1,14 +1,11 @@
 from django.urls import path
 
 from monitors import api
-from monitors.advisor_api import MonitorAdvice
 from monitors.import_api import ImportCrontab, ImportK8s
 
 urlpatterns = [
     path("monitors/<int:pk>/runs/", api.RunList.as_view(), name="monitor-runs"),
     path("monitors/<int:pk>/pings/", api.PingList.as_view(), name="monitor-pings"),
-    path("monitors/<int:pk>/stats/", api.MonitorStats.as_view(), name="monitor-stats"),
-    path("monitors/<int:pk>/advice/", MonitorAdvice.as_view(), name="monitor-advice"),
     path("import/crontab/", ImportCrontab.as_view(), name="import-crontab"),
     path("import/k8s/", ImportK8s.as_view(), name="import-k8s"),
 ]

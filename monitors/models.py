@@ -63,7 +63,7 @@ class Monitor(models.Model):
     deadline = models.DurationField(null=True, blank=True)
     min_runtime = models.DurationField(null=True, blank=True)
     # Duration drift: a succeeded run longer than slow_factor x the p95 duration of
-    # the latest succeeded runs is ``slow`` (monitors.analytics.slow); null: off.
+    # the latest succeeded runs is ``slow`` (monitors.drift.slow); null: off.
     slow_factor = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True)
     concurrency = models.CharField(
         max_length=8, choices=Concurrency.choices, default=Concurrency.ALLOW
@@ -192,7 +192,7 @@ class Run(models.Model):
                          condition=Q(outcome__in=["missed", "unknown"])),
             # a monitor's newest runs (retention keeps them; lists, statistics)
             models.Index(fields=["monitor", "-id"], name="run_monitor_latest"),
-            # monitors.analytics.slow reads a monitor's latest succeeded runs by end
+            # monitors.drift.slow reads a monitor's latest succeeded runs by end
             # on every success of a monitor with a slow_factor: no history scan.
             models.Index(fields=["monitor", "-ended_at"], name="run_succeeded_end",
                          condition=Q(outcome="succeeded")),

@@ -34,7 +34,7 @@ from django.db import (
 
 from accounts.models import Project
 from core import sql
-from monitors import analytics, detections, schedule, slots
+from monitors import detections, drift, schedule, slots
 from monitors.detections import Detection, Kind
 from monitors.models import Monitor, Ping, Run
 from monitors.runs import PENDING, RUNS, WITH_RID, WRITTEN_OFF, pending_runs, rearm
@@ -424,7 +424,7 @@ def _failed(ping: PingInput) -> bool:
 
 def _judge(monitor: Monitor, ping: PingInput, run: Run, now: datetime) -> Detection | None:
     """What the run an end ping closed (written: its id is known, and the
-    queries of :func:`_attempt` and :func:`analytics.slow` see it) says:
+    queries of :func:`_attempt` and :func:`drift.slow` see it) says:
     ``failed`` (at its last attempt; else None), ``too_fast``, ``slow`` or ``recovered``."""
     if _failed(ping):
         attempt = _attempt(monitor, run)
@@ -440,7 +440,7 @@ def _judge(monitor: Monitor, ping: PingInput, run: Run, now: datetime) -> Detect
             f"less than min_runtime {monitor.min_runtime.total_seconds():.0f}s",
             detail={"run": run.pk, "duration": run.duration.total_seconds()})
     # a run much slower than usual is a problem, not a recovery (slow_factor)
-    return (analytics.slow(monitor, run, now)
+    return (drift.slow(monitor, run, now)
             or Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
 
 

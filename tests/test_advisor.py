@@ -1,5 +1,5 @@
 """The overlap-policy advisor: ``GET /api/v1/monitors/<id>/advice/`` and
-:mod:`monitors.advisor`.
+:mod:`insights.advisor`.
 
 Runs are written with the ORM with known durations and outcomes; the clock is
 ``timezone.now`` patched to NOW. The main oracle is the document itself: its 30
@@ -13,7 +13,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey
-from monitors import advisor
+from insights import advisor
 from monitors.models import Monitor, Run
 from tests.test_tenancy import as_key, as_person, person
 

@@ -1,4 +1,4 @@
-"""Run analytics (monitors.analytics, GET /api/v1/monitors/<id>/stats/) on fixed
+"""Run analytics (insights.stats, GET /api/v1/monitors/<id>/stats/) on fixed
 histories, and duration drift (slow_factor -> the ``slow`` incident)."""
 import json
 from datetime import timedelta
@@ -9,7 +9,8 @@ import pytest
 from accounts.models import ApiKey
 from alerts.integrations import pagerduty
 from alerts.models import Channel, Incident, IncidentEvent, MaintenanceWindow
-from monitors import analytics
+from insights import stats
+from monitors import drift
 from monitors.models import Monitor, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, hook_bodies
@@ -35,15 +36,15 @@ def slot(i):
     (list(range(1, 22)), 95, 20), ([7], 50, 7), ([7], 95, 7), ([], 50, None),
 ])
 def test_percentiles_are_nearest_rank(values, p, expected):
-    assert analytics.percentile(values, p) == expected
+    assert drift.percentile(values, p) == expected
 
 
 def test_seconds_round_down_also_before_the_slot():
-    assert [analytics.seconds(s(x)) for x in (59.9, 0.5, 0, -0.5, -2)] == [59, 0, 0, -1, -2]
+    assert [drift.seconds(s(x)) for x in (59.9, 0.5, 0, -0.5, -2)] == [59, 0, 0, -1, -2]
 
 
 def test_histogram_buckets_are_half_open_and_all_listed():
-    assert [(b.from_, b.to, b.count) for b in analytics.histogram([-1, 0, 9, 10, 3600, 9999])] == [
+    assert [(b.from_, b.to, b.count) for b in stats.histogram([-1, 0, 9, 10, 3600, 9999])] == [
         (None, 0, 1), (0, 10, 2), (10, 30, 1), (30, 60, 0), (60, 300, 0), (300, 900, 0),
         (900, 3600, 0), (3600, None, 2)]
 
@@ -77,12 +78,12 @@ def history(monitor) -> dict[str, Run]:
 
 
 def buckets(*counts):
-    bounds = [None, *analytics.LATE_EDGES, None]
+    bounds = [None, *stats.LATE_EDGES, None]
     return [{"from": bounds[i], "to": bounds[i + 1], "count": c} for i, c in enumerate(counts)]
 
 
 NO_LATE = buckets(0, 0, 0, 0, 0, 0, 0, 0)
-OUTCOMES = dict.fromkeys(analytics.OUTCOMES, 0)
+OUTCOMES = dict.fromkeys(stats.OUTCOMES, 0)
 
 
 def test_stats_of_a_fixed_history_exactly(api, make_monitor):
@@ -142,10 +143,10 @@ def test_stats_of_a_time_range_by_the_runs_time(api, make_monitor):
 def test_a_range_with_more_runs_than_the_maximum_is_limited(make_monitor, monkeypatch):
     m = make_monitor(name="job")
     Run.objects.bulk_create(Run(monitor=m, slot_at=slot(i), outcome="missed") for i in range(5))
-    monkeypatch.setattr(analytics, "MAX_RUNS", 3)
-    rows, limited = analytics.select_runs(m, since=slot(0))
+    monkeypatch.setattr(stats, "MAX_RUNS", 3)
+    rows, limited = stats.select_runs(m, since=slot(0))
     assert ([r.slot_at for r in rows], limited) == ([slot(4), slot(3), slot(2)], True)
-    assert analytics.select_runs(m, since=slot(2)) == (rows, False)
+    assert stats.select_runs(m, since=slot(2)) == (rows, False)
 
 
 def test_stats_without_runs(api, make_monitor):
@@ -163,20 +164,20 @@ def test_stats_without_runs(api, make_monitor):
 
 
 def test_stats_of_open_runs_only():
-    rows = [analytics.RunRow(1, slot(0), slot(0) + s(7), None, "running", None),
-            analytics.RunRow(2, slot(0), slot(0) + s(9), None, "stuck", None),
-            analytics.RunRow(3, None, slot(1), None, "running", None)]  # no slot
-    got = analytics.summarize(rows)
+    rows = [stats.RunRow(1, slot(0), slot(0) + s(7), None, "running", None),
+            stats.RunRow(2, slot(0), slot(0) + s(9), None, "stuck", None),
+            stats.RunRow(3, None, slot(1), None, "running", None)]  # no slot
+    got = stats.summarize(rows)
     assert (got.runs, got.duration, got.judged, got.success_rate, got.overlaps) == (
-        3, analytics.Spread(), 1, 0.0, 2)
+        3, stats.Spread(), 1, 0.0, 2)
     assert (got.late_start.count, got.late_start.p50, got.late_start.max) == (2, 7, 9)
     assert got.failures_by_exit_status == {}
 
 
 def test_stats_of_runs_without_a_start():
-    rows = [analytics.RunRow(i, slot(i), None, slot(i) + s(40 + i),  # pinged at the end only
+    rows = [stats.RunRow(i, slot(i), None, slot(i) + s(40 + i),  # pinged at the end only
                              "succeeded" if i else "failed", None if i else 3) for i in range(4)]
-    got = analytics.summarize(rows)
+    got = stats.summarize(rows)
     assert (got.duration.count, got.overlaps, got.succeeded, got.judged) == (0, 0, 3, 4)
     assert got.success_rate == 0.75
     assert (got.late_start.p50, got.late_start.p95, got.late_start.max) == (41, 43, 43)

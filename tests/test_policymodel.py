@@ -1,4 +1,4 @@
-"""Tests for monitors.policymodel and ``manage.py policymodel`` (pure; no database).
+"""Tests for insights.policymodel and ``manage.py policymodel`` (pure; no database).
 
 Oracles: the output printed in "Jobs and Scheduled Jobs" (copied to
 tests/data/policymodel_seed_20260813.txt), one more output printed by node from
@@ -21,7 +21,7 @@ from django.core.management import CommandError, call_command
 from hypothesis import given
 from hypothesis import strategies as st
 
-from monitors import policymodel as pm
+from insights import policymodel as pm
 
 DATA = Path(__file__).parent / "data"
 DOCUMENT = Path("/work/shared/seeds/jobs-and-scheduled-jobs.txt")
@@ -172,7 +172,7 @@ def test_the_command_refuses_parameters_the_model_cannot_take(args, message):
 
 
 def test_the_module_imports_no_django():
-    code = "import sys, monitors.policymodel; print('django' in sys.modules)"
+    code = "import sys, insights.policymodel; print('django' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).parent.parent)
     assert out.stdout.strip() == "False"

@@ -1,10 +1,10 @@
-"""Run analytics: what a monitor's run history says about its job.
+"""Run statistics: what a monitor's run history says about its job.
 
 :func:`summarize` is a pure function from a list of runs to a :class:`RunStats`
-(no ORM, no clock); :func:`select_runs` reads the runs a stats request covers and
-:func:`slow` is the duration-drift check ping ingest makes when a run succeeds.
-``GET /api/v1/monitors/<id>/stats/`` (:class:`monitors.api.MonitorStats`) is
-:func:`select_runs` then :func:`summarize`.
+(no ORM, no clock); :func:`select_runs` reads the runs a stats request covers.
+``GET /api/v1/monitors/<id>/stats/`` (:class:`insights.api.MonitorStats`) is
+:func:`select_runs` then :func:`summarize`. The duration-drift check ping ingest
+makes when a run succeeds (``slow``) is the monitor core's: :mod:`monitors.drift`.
 
 Units and definitions (the README's "Run statistics" says the same):
 
@@ -41,19 +41,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import NamedTuple
 
-from monitors.detections import Detection, Kind
+from django.db.models.functions import Coalesce
 
-SECOND = timedelta(seconds=1)
+from monitors.drift import percentile, seconds
+from monitors.models import Run
+
 MAX_RUNS = 10000  # the most runs one stats answer covers
 # Late-start histogram bucket edges, seconds: [None, 0), [0, 10), …, [3600, None).
 LATE_EDGES = (0, 10, 30, 60, 300, 900, 3600)
-# Duration drift (monitor.slow_factor): the baseline is the p95 duration of the
-# latest SLOW_BASELINE succeeded runs before the run judged; fewer than
-# SLOW_MIN_BASELINE of them and nothing is judged.
-SLOW_BASELINE, SLOW_MIN_BASELINE = 50, 20
 JUDGED = ("succeeded", "failed", "stuck", "missed")
 OUTCOMES = ("running", "succeeded", "failed", "stuck", "replaced", "missed", "unknown")
 
@@ -119,20 +116,6 @@ class RunStats:
     overlaps: int
     missed: int
     late_start: LateStart
-
-
-def seconds(td: timedelta) -> int:
-    """``td`` in whole seconds, rounded down (exact: no float)."""
-    return td // SECOND
-
-
-def percentile(ordered: Sequence, p: int):
-    """Nearest-rank ``p``-th percentile (1-100) of ``ordered`` (sorted ascending):
-    its ceil(p/100 * n)-th smallest value; None when it is empty."""
-    if not ordered:
-        return None
-    rank = max(1, (p * len(ordered) + 99) // 100)  # integer ceil, no float rounding
-    return ordered[rank - 1]
 
 
 def spread(values: Iterable[int]) -> Spread:
@@ -205,16 +188,7 @@ def summarize(runs: Sequence) -> RunStats:
     )
 
 
-def slow_threshold(baseline: Sequence[timedelta], factor: Decimal) -> timedelta | None:
-    """How long a succeeded run may take before it is slow: ``factor`` times the
-    nearest-rank p95 of ``baseline`` (the durations of the latest succeeded runs
-    before it); None (nothing is judged) with fewer than ``SLOW_MIN_BASELINE``."""
-    if len(baseline) < SLOW_MIN_BASELINE:
-        return None
-    return percentile(sorted(baseline), 95) * float(factor)
-
-
-# --- reading runs (the only queries of this module) ------------------------------------
+# --- reading runs (the only query of this module) -------------------------------------
 
 def select_runs(monitor, runs: int | None = None, since: datetime | None = None,
                 until: datetime | None = None) -> tuple[list[RunRow], bool]:
@@ -225,10 +199,6 @@ def select_runs(monitor, runs: int | None = None, since: datetime | None = None,
     ``since``/``until``) is in [``since``, ``until``); at most the newest
     :data:`MAX_RUNS` of them, ``limited`` when more were there.
     """
-    from django.db.models.functions import Coalesce
-
-    from monitors.models import Run
-
     qs = Run.objects.filter(monitor=monitor)
     n = runs
     if runs is None:
@@ -241,34 +211,3 @@ def select_runs(monitor, runs: int | None = None, since: datetime | None = None,
     rows = [RunRow(*values) for values in qs.order_by("-pk").values_list(
         "pk", "slot_at", "started_at", "ended_at", "outcome", "exit_status")[:n + 1]]
     return rows[:n], runs is None and len(rows) > n
-
-
-def slow(monitor, run, now: datetime) -> Detection | None:
-    """A ``slow`` detection for ``run``, which just succeeded at ``now``, when the
-    monitor has a ``slow_factor`` and the run took longer than
-    :func:`slow_threshold` of the latest ``SLOW_BASELINE`` succeeded runs that
-    ended before it (runs without a start have no duration and are left out);
-    else None (the caller then reports ``recovered``)."""
-    factor = monitor.slow_factor
-    if factor is None or run.started_at is None or run.ended_at is None:
-        return None
-    from monitors.models import Run
-
-    # the partial index run_succeeded_end (monitor, -ended_at, succeeded only)
-    baseline = [end - start for start, end in Run.objects.filter(
-        monitor=monitor, outcome=Run.Outcome.SUCCEEDED, ended_at__lte=run.ended_at,
-        started_at__isnull=False).exclude(pk=run.pk).order_by("-ended_at", "-pk")
-        .values_list("started_at", "ended_at")[:SLOW_BASELINE]]
-    limit = slow_threshold(baseline, factor)
-    duration = run.ended_at - run.started_at
-    if limit is None or duration <= limit:
-        return None
-    p95 = percentile(sorted(baseline), 95)
-    shown = format(factor.normalize(), "f") if isinstance(factor, Decimal) else str(factor)
-    return Detection(
-        Kind.SLOW, now,
-        f"run succeeded after {seconds(duration)}s, more than {shown}x the p95 duration "
-        f"of the last {len(baseline)} succeeded runs ({seconds(p95)}s)",
-        detail={"run": run.pk, "duration": duration.total_seconds(),
-                "p95": p95.total_seconds(), "slow_factor": shown,
-                "baseline_runs": len(baseline)})

@@ -1,11 +1,11 @@
 """``manage.py policymodel [--seed S] [--nights N] [--fail-prob P]``: print what the
 listing ``measure/jobs.mjs`` of "Jobs and Scheduled Jobs" prints for these
-parameters, character for character (the model is :mod:`monitors.policymodel`)."""
+parameters, character for character (the model is :mod:`insights.policymodel`)."""
 import math
 
 from django.core.management.base import BaseCommand, CommandError
 
-from monitors import policymodel
+from insights import policymodel
 
 MAX_NIGHTS = 100_000  # a few seconds; the model keeps every night in memory
 

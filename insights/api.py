@@ -1,8 +1,11 @@
-"""``GET /api/v1/monitors/<id>/advice/``: the overlap-policy advisor's answer.
+"""The insights side of the REST API: a monitor's run statistics
+(``GET /api/v1/monitors/<id>/stats/``) and the overlap-policy advisor's answer
+(``GET /api/v1/monitors/<id>/advice/``).
 
-Thin: it reads the monitor's observed runs and missed streak, calls
-:func:`monitors.advisor.advise` and serialises the result. The decisions and the
-model live in :mod:`monitors.advisor` and :mod:`monitors.policymodel`.
+Thin: they read the monitor's runs, call :func:`insights.stats.summarize` or
+:func:`insights.advisor.advise` and serialise the result. The decisions and the
+model live in :mod:`insights.stats`, :mod:`insights.advisor` and
+:mod:`insights.policymodel`.
 """
 from django.conf import settings
 from django.db.models import F
@@ -13,8 +16,8 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 
 from accounts import tenancy
-from core.api import flag, get_or_404
-from monitors import advisor
+from core.api import flag, get_or_404, moment
+from insights import advisor, stats
 from monitors.models import Monitor, Run
 
 POLICY_CHOICES = list(advisor.POLICIES)
@@ -183,7 +186,7 @@ class AdviceRecommendationSerializer(serializers.Serializer):
 
 
 class AdviceSerializer(serializers.Serializer):
-    """The advisor's answer (:class:`monitors.advisor.Advice`)."""
+    """The advisor's answer (:class:`insights.advisor.Advice`)."""
 
     monitor = serializers.SerializerMethodField()
     now = serializers.DateTimeField(help_text="the replay starts after this")
@@ -217,7 +220,7 @@ class MonitorAdvice(generics.GenericAPIView):
     failure rate replayed against its next fire times under skip, queue, run parallel
     and replace; the attempt-limit table; the startup-window table for its missed
     streak; a recommendation with its reason (``?can_skip=``, ``?parallel_safe=``),
-    compared with its ``concurrency`` and never applied. See :mod:`monitors.advisor`.
+    compared with its ``concurrency`` and never applied. See :mod:`insights.advisor`.
     Anyone who can read the monitor may read it."""
 
     serializer_class = AdviceSerializer
@@ -239,3 +242,105 @@ class MonitorAdvice(generics.GenericAPIView):
             can_skip=bool(can_skip), parallel_safe=bool(parallel_safe))
         return Response(AdviceSerializer(advice, context={"monitor": monitor,
                                                           "request": request}).data)
+
+
+# --- run statistics ----------------------------------------------------------------------
+
+class SpreadSerializer(serializers.Serializer):
+    """A spread of whole seconds: nearest-rank ``p50`` and ``p95`` and ``max`` of
+    ``count`` values (null when there are none)."""
+
+    count = serializers.IntegerField()
+    p50 = serializers.IntegerField(allow_null=True, help_text="seconds")
+    p95 = serializers.IntegerField(allow_null=True, help_text="seconds")
+    max = serializers.IntegerField(allow_null=True, help_text="seconds")
+
+
+class BucketSerializer(serializers.Serializer):
+    """``count`` late starts in [``from``, ``to``) seconds; null: unbounded."""
+
+    to = serializers.IntegerField(allow_null=True)
+    count = serializers.IntegerField()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = serializers.IntegerField(source="from_", allow_null=True)
+        return {"from": fields.pop("from"), **fields}
+
+
+class LateStartSerializer(SpreadSerializer):
+    """First ping minus slot (seconds, negative when early), with a histogram."""
+
+    histogram = BucketSerializer(many=True)
+
+
+class SelectionSerializer(serializers.Serializer):
+    """Which runs the figures cover: the newest ``runs``, or those whose time
+    (start, else end, else slot) is in [``since``, ``until``); ``limited``: the
+    range held more than 10000 runs and only the newest 10000 are covered."""
+
+    runs = serializers.IntegerField(allow_null=True)
+    since = serializers.DateTimeField(allow_null=True)
+    until = serializers.DateTimeField(allow_null=True)
+    limited = serializers.BooleanField()
+
+
+class StatsSerializer(serializers.Serializer):
+    """A monitor's run statistics (definitions: :mod:`insights.stats`)."""
+
+    monitor = serializers.IntegerField()
+    selection = SelectionSerializer()
+    runs = serializers.IntegerField(help_text="runs covered")
+    outcomes = serializers.DictField(child=serializers.IntegerField(),
+                                     help_text="runs per outcome (every outcome)")
+    duration = SpreadSerializer(help_text="end minus start of runs with both, seconds")
+    judged = serializers.IntegerField(help_text="succeeded + failed + stuck + missed")
+    succeeded = serializers.IntegerField()
+    success_rate = serializers.FloatField(allow_null=True,
+                                          help_text="succeeded / judged, 4 decimals")
+    failures_by_exit_status = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text='failed runs per exit status ("none": without one)')
+    overlaps = serializers.IntegerField(help_text="runs that started while an earlier run "
+                                                  "was open")
+    missed = serializers.IntegerField()
+    late_start = LateStartSerializer()
+
+
+class MonitorStats(generics.GenericAPIView):
+    """``GET /api/v1/monitors/<id>/stats/``: run statistics over the newest ``?runs=``
+    runs (default ``CRONRADAR_STATS_RUNS``), or over ``?since=``/``?until=``."""
+
+    serializer_class = StatsSerializer
+    pagination_class = None
+
+    @extend_schema(parameters=[
+        OpenApiParameter("runs", int, description=f"the newest this many runs, 1-"
+                         f"{stats.MAX_RUNS} (default 100, CRONRADAR_STATS_RUNS); not "
+                         "with since/until"),
+        OpenApiParameter("since", str, description="runs from this time on (ISO 8601 with "
+                         "an offset; a run's time is its start, else end, else slot)"),
+        OpenApiParameter("until", str, description="runs before this time (ISO 8601)")])
+    def get(self, request, pk):
+        monitor = get_or_404(tenancy.visible(request, Monitor.objects), pk,
+                             deleted_at__isnull=True)
+        since, until = moment(request, "since"), moment(request, "until")
+        raw = request.query_params.get("runs")
+        if raw is not None and (since or until):
+            raise serializers.ValidationError(
+                {"runs": ["give runs or since/until, not both"]})
+        if since and until and since >= until:
+            raise serializers.ValidationError({"since": ["must be before until"]})
+        runs = None
+        if not (since or until):
+            raw = raw if raw is not None else str(settings.CRONRADAR_STATS_RUNS)
+            if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= stats.MAX_RUNS):
+                raise serializers.ValidationError(
+                    {"runs": [f"must be an integer from 1 to {stats.MAX_RUNS}"]})
+            runs = int(raw)
+        rows, limited = stats.select_runs(monitor, runs, since, until)
+        figures = stats.summarize(rows)
+        data = {"monitor": monitor.pk, "selection": {"runs": runs, "since": since,
+                                                     "until": until, "limited": limited},
+                **vars(figures)}
+        return Response(self.get_serializer(data).data)

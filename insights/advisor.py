@@ -1,9 +1,9 @@
 """The overlap-policy advisor: a monitor's observed runs replayed through the model
-of "Jobs and Scheduled Jobs" (:mod:`monitors.policymodel`).
+of "Jobs and Scheduled Jobs" (:mod:`insights.policymodel`).
 
 Pure: plain data in (the monitor's schedule fields, its observed run durations in
 seconds, failure counts, missed streak, ``now``), plain dataclasses out; no ORM,
-no clock. ``GET /api/v1/monitors/<id>/advice/`` (:class:`monitors.advisor_api.MonitorAdvice`)
+no clock. ``GET /api/v1/monitors/<id>/advice/`` (:class:`insights.api.MonitorAdvice`)
 gathers the data and serialises :class:`Advice`.
 
 What is replayed
@@ -59,7 +59,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from monitors import policymodel as pm
+from insights import policymodel as pm
 from monitors import schedule as sched
 
 SKIP, QUEUE, RUN_PARALLEL, REPLACE = pm.SKIP, pm.QUEUE, pm.RUN_PARALLEL, pm.REPLACE
@@ -376,7 +376,7 @@ def recommend(outcomes: Sequence[PolicyOutcome], *, overruns: int, longest_run: 
 @dataclass(frozen=True)
 class Advice:
     """Everything ``GET /api/v1/monitors/<id>/advice/`` answers (see the serializer
-    :class:`monitors.advisor_api.AdviceSerializer` for the field list)."""
+    :class:`insights.api.AdviceSerializer` for the field list)."""
 
     now: datetime
     can_skip: bool
