@@ -1,7 +1,7 @@
 from django.urls import path
 
 from monitors import api
-from monitors.import_api import ImportCrontab, ImportK8s
+from monitors.imports.api import ImportCrontab, ImportK8s
 
 urlpatterns = [
     path("monitors/<int:pk>/runs/", api.RunList.as_view(), name="monitor-runs"),

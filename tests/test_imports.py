@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from accounts.models import ApiKey
-from monitors import imports
-from monitors.imports import Remark, Spec
+from monitors.imports import apply, crontab, k8s, spec
+from monitors.imports.spec import Remark, Spec
 from monitors.models import Monitor, Run
 from tests.conftest import T0, new_project
 from tests.test_tenancy import as_key, as_person, person
@@ -39,7 +39,7 @@ def job(slug, line, schedule, title, tz="UTC", tags=("crontab",), **fields):
 
 
 def parse(text, **kw):
-    return imports.parse_crontab(text, **kw)
+    return crontab.parse_crontab(text, **kw)
 
 
 def curl_wrap(url, command, comment=""):
@@ -111,7 +111,7 @@ def test_etc_crontab_has_a_user_field():
     ("/etc/crontab", True), ("/etc/cron.d/php", True), ("/etc/cron.d/../crontab", True),
     ("/var/spool/cron/crontabs/app", False), ("crontab.txt", False), ("/etc/cron.daily/x", False)])
 def test_system_crontabs_are_known_by_their_path(path, system):
-    assert imports.is_system_crontab(path) is system
+    assert crontab.is_system_crontab(path) is system
 
 
 @pytest.mark.parametrize("line,schedule", [
@@ -147,7 +147,7 @@ def test_macros_and_fields_are_normalized(line, schedule):
 def test_lines_that_are_reported_and_never_guessed(line, reason):
     parsed = parse(f"# header\n{line}\n")
     assert (parsed.specs, parsed.reported) == ([], [Remark("line 2", reason)])
-    assert imports.wrap_crontab(parsed, {}) == f"# header\n{line}\n"  # left as it was
+    assert crontab.wrap_crontab(parsed, {}) == f"# header\n{line}\n"  # left as it was
 
 
 def test_environment_lines_are_kept_and_zones_set_the_following_jobs():
@@ -166,7 +166,7 @@ def test_environment_lines_are_kept_and_zones_set_the_following_jobs():
                          "schedules by CRON_TZ and only passes TZ to the job: if the host's cron "
                          "runs them in its own zone, say so with CRON_TZ)")]
     assert parsed.reported == []
-    assert imports.wrap_crontab(parsed, {s.slug: "U" for s in parsed.specs}).count("\n") == 17
+    assert crontab.wrap_crontab(parsed, {s.slug: "U" for s in parsed.specs}).count("\n") == 17
 
 
 def test_slug_comments_duplicates_and_orphans():
@@ -194,10 +194,10 @@ def test_slug_comments_duplicates_and_orphans():
     ("cd /srv && ./run.py", "run"), ("cd /srv; exec ./worker.rb", "worker"),
     ("(cd /srv && make)", "make"), ("$HOME/bin/x.v2.sh", "x-v2"), ("'' arg", "job")])
 def test_derived_slugs_name_the_program(command, program):
-    slug = imports.derived_slug("0 * * * *", "", command)
+    slug = crontab.derived_slug("0 * * * *", "", command)
     assert re.fullmatch(rf"{program}-[0-9a-f]{{8}}", slug)
-    assert imports.derived_slug("0 * * * *", "", command) == slug  # stable
-    assert imports.derived_slug("1 * * * *", "", command) != slug  # another line, another slug
+    assert crontab.derived_slug("0 * * * *", "", command) == slug  # stable
+    assert crontab.derived_slug("1 * * * *", "", command) != slug  # another line, another slug
 
 
 @pytest.mark.parametrize("script,start", [
@@ -205,7 +205,7 @@ def test_derived_slugs_name_the_program(command, program):
     ("echo ${#PATH} $#", None), ("a;# b", 2), ("echo `date #x` y", None),
     ("echo $(echo ')' ) # z", 18), ("x 'it''s' #", 10)])
 def test_shell_comments_are_found_at_the_top_level(script, start):
-    assert imports.shell_comment(script) == start
+    assert crontab.shell_comment(script) == start
 
 
 @pytest.mark.parametrize("script,error", [
@@ -214,13 +214,13 @@ def test_shell_comments_are_found_at_the_top_level(script, start):
     ("a \\", "it ends with a backslash")])
 def test_commands_the_shell_cannot_read(script, error):
     with pytest.raises(ValueError, match=re.escape(error)):
-        imports.shell_comment(script)
+        crontab.shell_comment(script)
 
 
 def test_percent_splits_as_cron_does():
-    assert imports.split_percent(r"date +\%F%line one%two") == (r"date +\%F", "%line one%two")
-    assert imports.split_percent(r"a \\%b") == ("a \\\\", "%b")  # \\ then an unescaped %
-    assert imports.split_percent("plain") == ("plain", "")
+    assert crontab.split_percent(r"date +\%F%line one%two") == (r"date +\%F", "%line one%two")
+    assert crontab.split_percent(r"a \\%b") == ("a \\\\", "%b")  # \\ then an unescaped %
+    assert crontab.split_percent("plain") == ("plain", "")
 
 
 # ------------------------------------------------------------------ crontab: wrapping
@@ -228,7 +228,7 @@ def test_percent_splits_as_cron_does():
 def test_wrapped_lines_are_exact():
     parsed = parse((DATA / "crontab.txt").read_text())
     urls = {s.slug: f"https://cr.example.com/ping/{s.slug}" for s in parsed.specs}
-    out = imports.wrap_crontab(parsed, urls).splitlines()
+    out = crontab.wrap_crontab(parsed, urls).splitlines()
     u = "https://cr.example.com/ping/"
     assert out[7:9] == [
         "# cronradar: slug=pg-backup-8b2f4abd",
@@ -247,12 +247,12 @@ def test_wrapped_lines_are_exact():
         "@reboot /usr/local/bin/warm-cache.sh", "60 * * * * /usr/local/bin/bad-minute.sh",
         "this line is not cron", "CRON_TZ=Mars/Olympus", "0 8 * * * /usr/local/bin/never.sh"]
     # an URL with a % (escaped for cron) or a quote (escaped for the shell)
-    assert imports.wrap_curl("j", "", 'https://x/p%41"$') == curl_wrap(r'https://x/p\%41\"\$', "j")
+    assert crontab.wrap_curl("j", "", 'https://x/p%41"$') == curl_wrap(r'https://x/p\%41\"\$', "j")
 
 
 def test_exec_wrapping():
     parsed = parse((DATA / "etc-crontab.txt").read_text(), system=True, wrap="exec")
-    out = imports.wrap_crontab(parsed, {s.slug: f"https://cr.test/ping/{s.slug}"
+    out = crontab.wrap_crontab(parsed, {s.slug: f"https://cr.test/ping/{s.slug}"
                                         for s in parsed.specs}, "exec").splitlines()
     assert out[19] == ("17 *\t* * *\troot\tcronradar exec --url https://cr.test/ping/"
                        "run-parts-d6652387 -- /bin/sh -c 'cd / && run-parts --report "
@@ -262,7 +262,7 @@ def test_exec_wrapping():
     assert parsed.notes[-1] == Remark("", "cronradar exec must be on the jobs' PATH: cron's "
                                       "default PATH is /usr/bin:/bin (install it there or add a "
                                       "PATH= line)")
-    assert imports.wrap_exec("echo 'it''s' > /tmp/x # c", "https://h/p") == (
+    assert crontab.wrap_exec("echo 'it''s' > /tmp/x # c", "https://h/p") == (
         "cronradar exec --url https://h/p -- sh -c 'echo '\\''it'\\'''\\''s'\\'' > /tmp/x # c'")
 
 
@@ -271,13 +271,13 @@ def test_wrapped_crontab_reads_back_as_the_same_monitors(wrap):
     for name, system in (("crontab.txt", False), ("etc-crontab.txt", True)):
         first = parse((DATA / name).read_text(), system=system)
         urls = {s.slug: f"https://cr.test/ping/{s.slug}" for s in first.specs}
-        wrapped = imports.wrap_crontab(first, urls, wrap)
+        wrapped = crontab.wrap_crontab(first, urls, wrap)
         again = parse(wrapped, system=system)
         assert [(s.slug, s.fields, s.defaults) for s in again.specs] == [
             (s.slug, s.fields, s.defaults) for s in first.specs]
-        assert imports.wrap_crontab(again, urls, wrap) == wrapped
+        assert crontab.wrap_crontab(again, urls, wrap) == wrapped
         other = "exec" if wrap == "curl" else "curl"
-        assert imports.wrap_crontab(again, urls, other) == imports.wrap_crontab(first, urls, other)
+        assert crontab.wrap_crontab(again, urls, other) == crontab.wrap_crontab(first, urls, other)
         unpinned = "".join(line for line in wrapped.splitlines(keepends=True)
                            if not line.startswith("# cronradar: slug=") or "name=" in line)
         assert [s.slug for s in parse(unpinned, system=system).specs] == list(urls)
@@ -332,9 +332,9 @@ def test_a_wrapped_line_pings_start_and_exit_status_in_sh(get_server, settings, 
     line = ('0 7 * * * test "$(date +\\%Y)" -ge 2024 && read greeting && '
             '[ "$greeting" = hello ] && exit 3%hello%world')
     parsed = parse(f"# cronradar: slug=greeter\n{line}\n")
-    outcome = imports.apply(project, parsed.specs, False, T0)
+    outcome = apply.apply(project, parsed.specs, False, T0)
     monitor = outcome.monitors["greeter"]
-    wrapped = imports.wrap_crontab(parsed, {"greeter": monitor.ping_url}).splitlines()[1]
+    wrapped = crontab.wrap_crontab(parsed, {"greeter": monitor.ping_url}).splitlines()[1]
     script, stdin = as_cron_runs(wrapped.split(" ", 5)[5])
     assert stdin == "hello\nworld\n" and "date +%Y" in script
     done = subprocess.run(["/bin/sh", "-c", script], input=stdin, text=True, timeout=60,
@@ -366,7 +366,7 @@ def cronjob(slug, where, schedule, tz, concurrency, max_runtime, attempts, pause
 
 
 def test_cronjob_manifests_are_mapped():
-    parsed = imports.parse_k8s((DATA / "cronjobs.yaml").read_text())
+    parsed = k8s.parse_k8s((DATA / "cronjobs.yaml").read_text())
     assert parsed.specs == [
         cronjob("nightly-report", "document 1 (line 2)", "0 2 * * *", "Europe/Berlin", "forbid",
                 3600 * S, 3, False, "reporting/nightly-report", "reporting", grace=600 * S),
@@ -419,7 +419,7 @@ def manifest(spec: str, name="job", extra="") -> str:
     ("jobTemplate: {}", "no spec.schedule"),
 ])
 def test_cronjobs_that_cannot_be_mapped_are_reported(spec, reason):
-    parsed = imports.parse_k8s(manifest(spec))
+    parsed = k8s.parse_k8s(manifest(spec))
     assert (parsed.specs, parsed.reported) == ([], [Remark("document 1 (line 1)",
                                                            f"{reason}: not imported")])
 
@@ -431,7 +431,7 @@ def test_cronjob_details():
             "         jobTemplate: {spec: {backoffLimit: 150}}}\n"
             "- {apiVersion: batch/v1beta1, kind: CronJob, metadata: {name: b}, spec: {}}\n"
             "---\n- just a list\n---\n")
-    parsed = imports.parse_k8s(text)
+    parsed = k8s.parse_k8s(text)
     [spec] = parsed.specs
     assert (spec.slug, spec.where, spec.fields["schedule"], spec.fields["grace"],
             spec.fields["max_attempts"], spec.tags, spec.defaults) == (
@@ -455,8 +455,8 @@ def test_cronjob_details():
     ("\xad\x12X", "not YAML: unacceptable character #x0012: special characters are not "
                   "allowed")])
 def test_text_that_is_not_yaml_fails_the_whole_import(text, message):
-    with pytest.raises(imports.ImportFailed, match=re.escape(message)):
-        imports.parse_k8s(text)
+    with pytest.raises(spec.ImportFailed, match=re.escape(message)):
+        k8s.parse_k8s(text)
 
 
 # ------------------------------------------------------------------ applying: commands
@@ -536,7 +536,7 @@ def test_importcrontab_updates_existing_monitors_and_keeps_what_the_file_does_no
 
 
 def test_importcrontab_system_crontab_by_path_and_errors(project, tmp_path, monkeypatch):
-    monkeypatch.setattr(imports, "is_system_crontab", lambda path: path.endswith("etc-crontab.txt"))
+    monkeypatch.setattr(crontab, "is_system_crontab", lambda path: path.endswith("etc-crontab.txt"))
     out, err = command("importcrontab", str(DATA / "etc-crontab.txt"), "--project", "acme",
                        "--wrap", "exec")
     assert f"notes:\n  {DATA / 'etc-crontab.txt'} is a system crontab: the 6th field is the user" \

@@ -11,7 +11,7 @@ unchanged and reported) goes to stderr and the wrapped crontab to stdout, so
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from monitors import imports
+from monitors.imports import crontab, spec
 from monitors.management.commands.importk8s import add_import_arguments, run_import
 
 
@@ -31,12 +31,12 @@ class Command(BaseCommand):
     def handle(self, *args, file: str, project: str, organisation: str | None, dry_run: bool,
                wrap: str, system: bool, timezone: str, **options):
         self.stderr.style_func = None
-        by_path = not system and imports.is_system_crontab(file)
+        by_path = not system and crontab.is_system_crontab(file)
 
-        def parse(text: str) -> imports.Parsed:
-            parsed = imports.parse_crontab(text, system or by_path, timezone, wrap)
+        def parse(text: str) -> spec.Parsed:
+            parsed = crontab.parse_crontab(text, system or by_path, timezone, wrap)
             if by_path:
-                parsed.notes.insert(0, imports.Remark("", f"{file} is a system crontab: the 6th "
+                parsed.notes.insert(0, spec.Remark("", f"{file} is a system crontab: the 6th "
                                                       "field is the user"))
             return parsed
 
@@ -45,4 +45,4 @@ class Command(BaseCommand):
                           " (set it to the server's public URL)")
         if not dry_run:
             urls = {slug: m.ping_url for slug, m in outcome.monitors.items()}
-            self.stdout.write(imports.wrap_crontab(parsed, urls, wrap), ending="")
+            self.stdout.write(crontab.wrap_crontab(parsed, urls, wrap), ending="")

@@ -8,11 +8,12 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from accounts.management.common import database_line, find_project
-from monitors import imports, schedule
+from monitors import schedule
+from monitors.imports import apply, k8s, spec
 
 
 def run_import(out, file: str, project: str, organisation: str | None, dry_run: bool,
-               parse: Callable[[str], imports.Parsed]) -> tuple[imports.Parsed, imports.Outcome]:
+               parse: Callable[[str], spec.Parsed]) -> tuple[spec.Parsed, apply.Outcome]:
     """What both import commands do: print the database line to ``out``, find the
     project, read ``file`` ('-': stdin) with ``parse``, apply (or compare) and print
     the report. Returns (parsed, outcome); raises CommandError for an unknown
@@ -21,11 +22,11 @@ def run_import(out, file: str, project: str, organisation: str | None, dry_run: 
     proj, _ = find_project(project, organisation)
     out.write(f"project '{proj.name}' in organisation '{proj.organisation.name}'")
     try:
-        parsed = parse(imports.read_file(file))
-        outcome = imports.apply(proj, parsed.specs, dry_run, timezone.now())
-    except (imports.ImportFailed, schedule.ScheduleError) as e:
+        parsed = parse(spec.read_file(file))
+        outcome = apply.apply(proj, parsed.specs, dry_run, timezone.now())
+    except (spec.ImportFailed, schedule.ScheduleError) as e:
         raise CommandError(f"{file}: {e}") from None
-    for line in imports.report_lines(outcome.as_dict(parsed)):
+    for line in apply.report_lines(outcome.as_dict(parsed)):
         out.write(line)
     return parsed, outcome
 
@@ -49,4 +50,4 @@ class Command(BaseCommand):
 
     def handle(self, *args, file: str, project: str, organisation: str | None, dry_run: bool,
                **options):
-        run_import(self.stdout, file, project, organisation, dry_run, imports.parse_k8s)
+        run_import(self.stdout, file, project, organisation, dry_run, k8s.parse_k8s)

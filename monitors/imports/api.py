@@ -30,7 +30,8 @@ from accounts import tenancy
 from accounts.auth import JSONParser
 from accounts.models import Membership
 from core.api import RejectUnknown, flag
-from monitors import imports, schedule
+from monitors import schedule
+from monitors.imports import apply, crontab, k8s, spec
 
 HELP = {
     "project": "the project's id (default: the key's project, or a person's only project)",
@@ -149,10 +150,10 @@ class _Import(APIView):
         dry_run = bool(flag(request, "dry_run"))
         try:
             parsed = self.parse(options)
-            outcome = imports.apply(project, parsed.specs, dry_run, timezone.now())
-        except imports.Conflict as e:
+            outcome = apply.apply(project, parsed.specs, dry_run, timezone.now())
+        except spec.Conflict as e:
             return Response({"detail": str(e)}, status=409)
-        except imports.ImportFailed as e:
+        except spec.ImportFailed as e:
             raise serializers.ValidationError({"text": [str(e)]}) from None
         return Response({"project": project.pk, **outcome.as_dict(parsed),
                          **self.extra(parsed, outcome, options)})
@@ -173,11 +174,11 @@ class _Import(APIView):
         given.is_valid(raise_exception=True)
         return dict(given.validated_data)
 
-    def parse(self, options: dict) -> imports.Parsed:
+    def parse(self, options: dict) -> spec.Parsed:
         """The file of the validated ``options``, read; raises ImportFailed."""
         raise NotImplementedError
 
-    def extra(self, parsed: imports.Parsed, outcome: imports.Outcome, options: dict) -> dict:
+    def extra(self, parsed: spec.Parsed, outcome: apply.Outcome, options: dict) -> dict:
         """What the answer has besides the diff."""
         return {}
 
@@ -193,15 +194,15 @@ class ImportCrontab(_Import):
         unless ``dry_run``, the crontab with each job wrapped to ping its monitor."""
         return super().post(request)
 
-    def parse(self, options: dict) -> imports.Parsed:
-        return imports.parse_crontab(options["text"], options["system"], options["timezone"],
+    def parse(self, options: dict) -> spec.Parsed:
+        return crontab.parse_crontab(options["text"], options["system"], options["timezone"],
                                      options["wrap"])
 
     def extra(self, parsed, outcome, options) -> dict:
         if outcome.dry_run:
             return {}
         urls = {slug: m.ping_url for slug, m in outcome.monitors.items()}
-        return {"crontab": imports.wrap_crontab(parsed, urls, options["wrap"])}
+        return {"crontab": crontab.wrap_crontab(parsed, urls, options["wrap"])}
 
 
 class ImportK8s(_Import):
@@ -215,5 +216,5 @@ class ImportK8s(_Import):
         (multi-document YAML; slug ``metadata.name``); answer the diff."""
         return super().post(request)
 
-    def parse(self, options: dict) -> imports.Parsed:
-        return imports.parse_k8s(options["text"])
+    def parse(self, options: dict) -> spec.Parsed:
+        return k8s.parse_k8s(options["text"])

@@ -1,0 +1,129 @@
+"""Monitor specs applied to a project, or compared with it (a dry run).
+
+:func:`apply` creates or updates a project's monitors by slug in one transaction,
+as the API does, and returns an :class:`Outcome`: what was (or would be)
+created, updated with which changes, and left unchanged; :func:`report_lines`
+renders one for the management commands.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+
+from monitors import evaluator
+from monitors.imports.spec import Conflict, Parsed, Spec
+from monitors.models import Monitor
+from monitors.runs import rearm
+
+
+@dataclass
+class Outcome:
+    """What :func:`apply` did (or, dry, would do); ``monitors``: slug -> the
+    monitor (after the import; in a dry run the existing ones only)."""
+
+    dry_run: bool
+    created: list[dict] = field(default_factory=list)
+    updated: list[dict] = field(default_factory=list)
+    unchanged: list[dict] = field(default_factory=list)
+    monitors: dict = field(default_factory=dict)
+
+    def as_dict(self, parsed: Parsed) -> dict:
+        """The diff as the API answers it (durations in seconds)::
+
+            {"dry_run": bool,
+             "created": [{"slug", "where", "id" (not in a dry run), "monitor": {field: value}}],
+             "updated": [{"slug", "where", "id", "changes": {field: {"old", "new"}}}],
+             "unchanged": [{"slug", "where", "id"}],
+             "reported": [{"where", "message"}], "notes": [{"where", "message"}]}
+        """
+        return {"dry_run": self.dry_run, "created": self.created, "updated": self.updated,
+                "unchanged": self.unchanged,
+                "reported": [r.as_dict() for r in parsed.reported],
+                "notes": [r.as_dict() for r in parsed.notes]}
+
+
+def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
+    """Create or update ``project``'s monitors from ``specs`` at ``now`` (upsert by
+    slug), in one transaction, as the API does: a new monitor is armed by
+    :func:`monitors.runs.rearm`, changes go through
+    :func:`monitors.evaluator.edit` (only fields that differ; nothing is written
+    for a monitor that already matches, so a second import changes nothing).
+    ``dry_run``: only compare. Raises Conflict when a monitor is created or
+    deleted by someone else meanwhile (nothing is written then)."""
+    result = Outcome(dry_run)
+    existing = {m.slug: m for m in Monitor.objects.filter(
+        project=project, deleted_at__isnull=True, slug__in=[s.slug for s in specs])}
+    try:
+        with transaction.atomic():
+            for spec in specs:
+                monitor = existing.get(spec.slug)
+                if monitor is None:
+                    values = {**spec.defaults, **spec.fields, "tags": list(spec.tags)}
+                    entry = {"slug": spec.slug, "where": spec.where,
+                             "monitor": {k: _api(v) for k, v in values.items() if v is not None}}
+                    if not dry_run:
+                        monitor = Monitor(project=project, slug=spec.slug, **values)
+                        rearm(monitor, now)
+                        monitor.save()
+                        entry = {**entry, "id": monitor.pk}
+                    result.created.append(entry)
+                else:
+                    changes = {k: v for k, v in spec.fields.items() if getattr(monitor, k) != v}
+                    tags = monitor.tags + [t for t in spec.tags if t not in monitor.tags]
+                    if tags != monitor.tags:
+                        changes["tags"] = tags
+                    entry = {"slug": spec.slug, "where": spec.where, "id": monitor.pk}
+                    if not changes:
+                        result.unchanged.append(entry)
+                    else:
+                        result.updated.append({**entry, "changes": {
+                            k: {"old": _api(getattr(monitor, k)), "new": _api(v)}
+                            for k, v in changes.items()}})
+                        if not dry_run:
+                            monitor = evaluator.edit(monitor.pk, changes, now)
+                if monitor is not None:
+                    result.monitors[spec.slug] = monitor
+    except (IntegrityError, Monitor.DoesNotExist):
+        raise Conflict("a monitor of this import was created or deleted meanwhile: nothing was "
+                       "changed; run the import again") from None
+    return result
+
+
+def _api(value):
+    """A model value as the API shows it (durations in whole seconds)."""
+    return int(value.total_seconds()) if isinstance(value, timedelta) else value
+
+
+def report_lines(answer: dict) -> list[str]:
+    """Human-readable lines for an :meth:`Outcome.as_dict` answer (the commands
+    print them)."""
+    head = "dry run, nothing changed: " if answer["dry_run"] else ""
+    lines = [f"{head}{len(answer['created'])} created, {len(answer['updated'])} updated, "
+             f"{len(answer['unchanged'])} unchanged, {len(answer['reported'])} reported"]
+    verb = "would create" if answer["dry_run"] else "created"
+    for c in answer["created"]:
+        lines.append(f"  {verb} {c['slug']} ({c['where']}): "
+                     + ", ".join(f"{k} {_shown(v)}" for k, v in c["monitor"].items()))
+    verb = "would update" if answer["dry_run"] else "updated"
+    for u in answer["updated"]:
+        lines.append(f"  {verb} {u['slug']} ({u['where']}): " + ", ".join(
+            f"{k} {_shown(c['old'])} -> {_shown(c['new'])}" for k, c in u["changes"].items()))
+    lines += [f"  unchanged {u['slug']} ({u['where']})" for u in answer["unchanged"]]
+    if answer["reported"]:
+        lines.append("reported (not imported):")
+        lines += [f"  {r['where']}: {r['message']}" for r in answer["reported"]]
+    if answer["notes"]:
+        lines.append("notes:")
+        lines += [f"  {r['where'] + ': ' if r['where'] else ''}{r['message']}"
+                  for r in answer["notes"]]
+    return lines
+
+
+def _shown(value) -> str:
+    """A value in a report line: text in single quotes, the rest as JSON."""
+    return f"'{value}'" if isinstance(value, str) else json.dumps(value)
+
+
