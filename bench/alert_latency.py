@@ -13,24 +13,14 @@ Run: `.venv/bin/python bench/alert_latency.py [D]` (results in bench/README.md).
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from datetime import timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.pop("DATABASE_URL", None)
-os.environ.pop("REDIS_URL", None)
-os.environ["CRONRADAR_DATA_DIR"] = tempfile.mkdtemp()
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
+import _django
 
-import django  # noqa: E402
-
-django.setup()
+_django.setup(REDIS_URL=None, LOG_LEVEL=os.environ.get("LOG_LEVEL", "WARNING"))
 from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from accounts.models import Organisation  # noqa: E402
@@ -56,7 +46,6 @@ server.serve_forever()
 """
 
 D = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-call_command("migrate", verbosity=0)
 receiver = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE, text=True)
 arrivals: list[float] = []
 try:

@@ -32,14 +32,11 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
-os.environ["CRONRADAR_LIVENESS_INTERVAL"] = "0"  # no outage logic: measure the burst
+import _django
 
-import django  # noqa: E402
-
-django.setup()
+# no outage logic: measure the burst; setup() below migrates
+_django.setup("env", migrate=False, CRONRADAR_LIVENESS_INTERVAL="0")
+ROOT = _django.ROOT
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 

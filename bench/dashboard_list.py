@@ -9,24 +9,14 @@ median and worst times and the query count. `?fragment=rows` (the live refresh)
 is timed the same way.
 Run: `.venv/bin/python bench/dashboard_list.py` (results in bench/README.md).
 """
-import os
 import statistics
-import sys
-import tempfile
 import time
 from datetime import timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.pop("DATABASE_URL", None)
-os.environ["CRONRADAR_DATA_DIR"] = tempfile.mkdtemp()
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+import _django
 
-import django  # noqa: E402
-
-django.setup()
+_django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
@@ -37,7 +27,6 @@ from alerts.models import Incident  # noqa: E402
 from monitors.models import Monitor, Run  # noqa: E402
 
 N, RUNS = 1000, 25
-call_command("migrate", verbosity=0)
 org = Organisation.objects.create(name="bench")
 project = org.projects.create(name="bench")
 now, s = timezone.now(), timedelta(seconds=1)

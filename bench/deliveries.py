@@ -15,25 +15,16 @@ Run: `bench/deliveries.sh [N]` (default 3000; starts a scratch PostgreSQL), or
 against a scratch database. Results in bench/README.md ("The hour-start burst").
 """
 import logging
-import os
 import subprocess
 import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+import _django
+
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 sys.argv[1:] = [str(N)]  # burst.py reads its own arguments
-os.environ.pop("DATABASE_URL", None)
-os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
-os.environ["CRONRADAR_LIVENESS_INTERVAL"] = "0"
-
-import django  # noqa: E402
-
-django.setup()
+_django.setup("bench", migrate=False, CRONRADAR_LIVENESS_INTERVAL="0")  # burst.setup migrates
 import burst  # noqa: E402
 from django.conf import settings  # noqa: E402
 

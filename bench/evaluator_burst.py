@@ -23,24 +23,14 @@ against that scratch PostgreSQL database (flushed first!). Results: bench/README
 import argparse
 import json
 import os
-import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.pop("DATABASE_URL", None)
-if os.environ.get("BENCH_DATABASE_URL"):
-    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
-os.environ["CRONRADAR_DATA_DIR"] = tempfile.mkdtemp()
-os.environ["CRONRADAR_LIVENESS_INTERVAL"] = "0"  # no outage logic: measure the burst
-os.environ.pop("REDIS_URL", None)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+import _django
 
-import django  # noqa: E402
-
-django.setup()
+# no outage logic: measure the burst; setup() below migrates and flushes
+_django.setup("scratch", migrate=False, CRONRADAR_LIVENESS_INTERVAL="0", REDIS_URL=None)
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402

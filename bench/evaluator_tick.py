@@ -9,25 +9,14 @@ Run: `.venv/bin/python bench/evaluator_tick.py [N ...]` (default N: 1000 10000
 runs against that (scratch!) PostgreSQL database instead (bench/tick_pg.sh starts
 one and runs it with 1,000,000 monitors).
 """
-import os
 import statistics
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.pop("DATABASE_URL", None)
-if os.environ.get("BENCH_DATABASE_URL"):
-    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
-os.environ["CRONRADAR_DATA_DIR"] = tempfile.mkdtemp()
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+import _django
 
-import django  # noqa: E402
-
-django.setup()
-from django.core.management import call_command  # noqa: E402
+_django.setup("scratch")
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
@@ -35,7 +24,6 @@ from accounts.models import Organisation  # noqa: E402
 from monitors import evaluator  # noqa: E402
 from monitors.models import Monitor  # noqa: E402
 
-call_command("migrate", verbosity=0)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 project = Organisation.objects.create(name="bench").projects.create(name="bench")
 s = timedelta(seconds=1)

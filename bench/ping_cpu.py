@@ -20,18 +20,10 @@ import sys
 import time
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-if not os.environ.get("BENCH_DATABASE_URL"):
-    sys.exit("set BENCH_DATABASE_URL=postgres://... (a scratch database)")
-os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+import _django
 
-import django  # noqa: E402
-
-django.setup()
-from django.core.management import call_command  # noqa: E402
+_django.setup("bench")
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
@@ -40,7 +32,6 @@ from accounts.models import Organisation  # noqa: E402
 from monitors.models import Monitor  # noqa: E402
 from monitors.views import PingRoute  # noqa: E402
 
-call_command("migrate", verbosity=0)
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 M = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 R = int(sys.argv[3]) if len(sys.argv) > 3 else 3

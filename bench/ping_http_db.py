@@ -10,17 +10,13 @@ Uses the database of ``DATABASE_URL`` (else the embedded SQLite file under
 ``CRONRADAR_DATA_DIR``). Monitors are interval monitors (period 60 s, grace 1 h),
 so every ping is on time and none raises an incident.
 """
-import os
 import sys
 from datetime import timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+import _django
 
-import django  # noqa: E402
-
-django.setup()
+_django.setup("env", migrate=False)  # setup() below migrates
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count  # noqa: E402
 

@@ -10,26 +10,15 @@ Run: `.venv/bin/python bench/ping_ingest.py [N]` (default N=1000; results in
 bench/README.md). With ``BENCH_DATABASE_URL=postgres://...`` it runs against that
 (scratch!) PostgreSQL database instead: it migrates it and writes to it.
 """
-import os
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.pop("DATABASE_URL", None)
-if os.environ.get("BENCH_DATABASE_URL"):
-    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
-os.environ["CRONRADAR_DATA_DIR"] = tempfile.mkdtemp()
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+import _django
 
-import django  # noqa: E402
-
-django.setup()
-from django.core.management import call_command  # noqa: E402
+_django.setup("scratch")
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
@@ -37,7 +26,6 @@ from accounts.models import Organisation  # noqa: E402
 from monitors.models import Monitor, Run  # noqa: E402
 from monitors.pings import PingInput, ingest  # noqa: E402
 
-call_command("migrate", verbosity=0)
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

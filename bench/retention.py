@@ -14,29 +14,17 @@ Run: `.venv/bin/python bench/retention.py [SIMULATED_MINUTES] [RATE]` (defaults
 30 and 100). With ``BENCH_DATABASE_URL=postgres://...`` it runs against that
 (scratch!) PostgreSQL database. Results in bench/README.md.
 """
-import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.pop("DATABASE_URL", None)
-if os.environ.get("BENCH_DATABASE_URL"):
-    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
-os.environ["CRONRADAR_DATA_DIR"] = tempfile.mkdtemp()
-os.environ.update(CRONRADAR_RUN_RETENTION_DAYS=str(10 / 1440), CRONRADAR_PRUNE_BATCH="500",
-                  CRONRADAR_LIVENESS_INTERVAL="0")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
+import _django
 
-import django  # noqa: E402
-
-django.setup()
-from django.core.management import call_command  # noqa: E402
+_django.setup("scratch", CRONRADAR_RUN_RETENTION_DAYS=str(10 / 1440),
+              CRONRADAR_PRUNE_BATCH="500", CRONRADAR_LIVENESS_INTERVAL="0")
 from django.db import close_old_connections, connection  # noqa: E402
 
 from accounts.models import Organisation  # noqa: E402
@@ -44,7 +32,6 @@ from monitors import retention  # noqa: E402
 from monitors.models import Monitor, Ping, Run  # noqa: E402
 from monitors.pings import PingInput, ingest  # noqa: E402
 
-call_command("migrate", verbosity=0)
 MINUTES = float(sys.argv[1]) if len(sys.argv) > 1 else 30
 RATE = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 MONITORS = 100
