@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from accounts import tenancy
 from accounts.models import Membership
 from alerts import escalation, incidents, maintenance
+from alerts.channels import delete_channel, send_test, set_alerting, set_channels
 from alerts.integrations import KINDS
 from alerts.models import (
     Alerting,
@@ -29,6 +30,7 @@ from alerts.models import (
     IncidentEvent,
     MaintenanceWindow,
 )
+from alerts.timeline import alerting_of
 from core.api import MAX_PK, CursorList, RejectUnknown, flag, get_or_404, object_id
 from monitors import api as monitors_api
 from monitors.models import Monitor
@@ -87,7 +89,7 @@ class AlertingValue(serializers.Field):
         self.inner.bind(field_name, parent)
 
     def to_representation(self, monitor):
-        value = getattr(escalation.alerting_of(monitor), self.name)
+        value = getattr(alerting_of(monitor), self.name)
         return None if value in (None, "") else self.inner.to_representation(value)
 
     def to_internal_value(self, data):
@@ -162,8 +164,8 @@ class MonitorSerializer(monitors_api.MonitorSerializer):
         with transaction.atomic():
             monitor = super().create(validated)
             if channels != "all":
-                incidents.set_channels(monitor, channels, timezone.now())
-            incidents.set_alerting(monitor, settings)
+                set_channels(monitor, channels, timezone.now())
+            set_alerting(monitor, settings)
         return monitor
 
     def update(self, monitor, validated):
@@ -172,8 +174,8 @@ class MonitorSerializer(monitors_api.MonitorSerializer):
         with transaction.atomic():  # evaluator.edit's row lock lasts until this commits
             monitor = super().update(monitor, validated)
             if channels is not None:
-                incidents.set_channels(monitor, channels, timezone.now())
-            incidents.set_alerting(monitor, settings)
+                set_channels(monitor, channels, timezone.now())
+            set_alerting(monitor, settings)
         return monitor
 
 
@@ -285,7 +287,7 @@ class ChannelDetail(generics.RetrieveUpdateDestroyAPIView):
         if sole:
             raise serializers.ValidationError({"detail": f"the only channel of {sole[0]}: "
                                                "change the policy first"})
-        incidents.delete_channel(channel, timezone.now())
+        delete_channel(channel, timezone.now())
 
 
 class DeliverySerializer(serializers.ModelSerializer):
@@ -498,7 +500,7 @@ class ChannelTest(generics.GenericAPIView):
         channel = get_or_404(tenancy.visible(request, Channel.objects), pk,
                              deleted_at__isnull=True)
         self.check_object_permissions(request, channel)
-        status_code, error = incidents.send_test(channel, timezone.now())
+        status_code, error = send_test(channel, timezone.now())
         return Response({"ok": error == "", "status_code": status_code, "error": error})
 
 
@@ -542,9 +544,7 @@ class MaintenanceWindowSerializer(RejectUnknown, serializers.ModelSerializer):
         read_only_fields = ["id", "created_at"]
 
     def get_active_until(self, window) -> str | None:
-        from alerts.maintenance import _end_if_open
-
-        end = _end_if_open(window, timezone.now())
+        end = maintenance.end_if_open(window, timezone.now())
         return end.isoformat() if end else None
 
     def validate(self, attrs):

@@ -7,17 +7,21 @@ class AlertsConfig(AppConfig):
 
     def ready(self):
         """Subscribe to what the monitors side finds and announces (the only way
-        the two meet: monitors never imports alerts)."""
-        from alerts import incidents, retention
+        the two meet: monitors never imports alerts), and escalation to deliveries
+        that fail for good. Imported here, not at the top: an app's models and the
+        modules that use them load only once every app is registered."""
+        from alerts import channels, delivery, incidents, retention
         from monitors import detections, signals
 
         detections.subscribe(incidents.on_detections, many=incidents.on_detections_many,
                              state=incidents.MONITOR_STATE)
-        signals.outage_settled.connect(incidents.on_outage_settled,
+        signals.outage_settled.connect(channels.on_outage_settled,
                                        dispatch_uid="alerts-outage")
         signals.purge_requested.connect(incidents.on_purge_requested,
                                         dispatch_uid="alerts-purge")
         signals.tick.connect(incidents.on_tick, dispatch_uid="alerts-escalate")
-        signals.tick_done.connect(incidents.on_tick_done, dispatch_uid="alerts-tick")
+        signals.tick_done.connect(channels.on_tick_done, dispatch_uid="alerts-tick")
         signals.prune.connect(lambda sender, now, **kw: retention.prune(now),
                               dispatch_uid="alerts-prune", weak=False)
+        delivery.delivery_failed.connect(incidents.on_delivery_failed,
+                                         dispatch_uid="alerts-escalate-failed")

@@ -49,10 +49,10 @@ from django.conf import settings
 from django.core import mail
 from django.db import connection, transaction
 from django.db.models import prefetch_related_objects
+from django.dispatch import Signal
 from django.utils import timezone
 
 from accounts.models import Project
-from alerts import escalation
 from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
 from core import sql
@@ -67,6 +67,11 @@ BODY_SNIPPET = 200  # bytes of a failed response's body kept in the error
 DRAIN_MAX = 65_536  # bytes of an answer read so that its connection is kept for the next
 _CLAIM_LOCK = 7_311_001  # pg_advisory_xact_lock key: one claimer at a time
 CLAIM_WINDOW = 1000  # due rows a claim reads at most (see claim_due)
+
+# Sent inside the transaction that records it, for each delivery that failed for
+# good: ``delivery`` (the Delivery, its status written) and ``at`` (when its last
+# attempt ended). Escalation subscribes (alerts.incidents.on_delivery_failed).
+delivery_failed = Signal()
 
 
 @dataclass(frozen=True)
@@ -297,9 +302,10 @@ def attempt(a: Attempt, client: httpx.Client | None = None, clock=timezone.now) 
 def record(attempts: list[Attempt]) -> list[str]:
     """Write the outcomes of made attempts in one transaction: their attempt log
     rows, each delivery's new state (only where its claim still holds), the
-    channels' health and escalation on a delivery that failed for good. Returns,
-    in order, each delivery's status after it ("" where the claim was lost: the row
-    was re-claimed or deleted meanwhile; it is sent again or not at all)."""
+    channels' health, and :data:`delivery_failed` for each delivery that failed for
+    good. Returns, in order, each delivery's status after it ("" where the claim
+    was lost: the row was re-claimed or deleted meanwhile; it is sent again or not
+    at all)."""
     if not attempts:
         return []
     with transaction.atomic():
@@ -332,7 +338,7 @@ def record(attempts: list[Attempt]) -> list[str]:
         _record_health([(d.channel_id, d.status, a.error, a.finished_at) for d, a in written])
         for d, a in written:
             if d.status == Delivery.Status.FAILED:
-                escalation.on_delivery_failed(d, a.finished_at)
+                delivery_failed.send(sender=Delivery, delivery=d, at=a.finished_at)
     for d, a in written:
         say = logger.warning if d.status == Delivery.Status.FAILED else logger.info
         say("delivery %s attempt %s to channel %s: %s %s", d.pk, d.attempts, d.channel_id,

@@ -14,39 +14,28 @@ A tier is escalated past early, and the reason recorded on the timeline, when
 every one of its notifications failed for good (a non-retryable answer, or the
 delivery engine gave up); at a tier's time the reason says whether anything was
 delivered at all ("no channel of tier 1 took the notification within 300s").
+Reasons are coded (:class:`alerts.reasons.Reason`).
 
-State is on the incident (``tier``, ``round``, ``renotified``, and the indexed
-``next_escalation_at``); :func:`advance`, run by every evaluator tick, takes the
-due steps, O(due). Each step is an :class:`~alerts.models.IncidentEvent` with a
-unique ``step`` name per incident, taken under the monitor's row lock: two
-evaluators, a restarted worker or a retried tick never take a step twice (the
-second insert fails and its transaction rolls back), and a step is never lost
-(it is only marked taken in the transaction that makes its deliveries).
+This module decides and writes nothing: :func:`first_step` is the first tier of
+an opening incident, :func:`next_step` the step due for an open one,
+:func:`tier_failed` whether a failed delivery ends its tier early. The incident
+state machine (:mod:`alerts.incidents`) takes the steps: state is on the incident
+(``tier``, ``round``, ``renotified``, and the indexed ``next_escalation_at``), each
+step an :class:`~alerts.models.IncidentEvent` with a unique ``step`` name per
+incident, taken under the monitor's row lock, so two evaluators, a restarted
+worker or a retried tick never take a step twice and a step is never lost.
 """
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
-
-from alerts import batch, flapping, maintenance
+from alerts import batch, maintenance
 from alerts.models import Alerting, Delivery, EscalationTier, Incident, IncidentEvent
+from alerts.reasons import Reason, sentence
+from alerts.timeline import alerting_of, notified_channels, targets
 
-log = logging.getLogger(__name__)
-BATCH = 500
-
-
-def alerting_of(monitor) -> Alerting:
-    """The monitor's :class:`Alerting` (an unsaved default one when it has none),
-    cached on the monitor object."""
-    try:
-        return monitor.alerting
-    except Alerting.DoesNotExist:
-        default = Alerting(monitor=monitor)
-        monitor.alerting = default
-        return default
+BATCH = 500  # incidents whose step is due, read per tick at most
 
 
 def tiers_of(alerting: Alerting) -> list[EscalationTier]:
@@ -63,6 +52,7 @@ def tiers_of(alerting: Alerting) -> list[EscalationTier]:
 
 
 def live_channels(channels) -> list[int]:
+    """Ids of the undeleted ones of ``channels``, ascending."""
     return sorted(c.pk for c in channels if c.deleted_at is None)
 
 
@@ -78,36 +68,11 @@ class Opening:
     next_escalation_at: datetime | None
 
 
-def plan_opening(monitor, at: datetime, default_channels) -> Opening:
-    """The :class:`Opening` of an incident of ``monitor`` opening at ``at``.
+def first_step(monitor, at: datetime, default_channels) -> Opening:
+    """The first tier's part of an incident of ``monitor`` opening at ``at`` (nothing
+    holds it back): the first tier's channels now, or none until its ``delay``.
     ``default_channels()`` gives the monitor's channels (for a monitor without a
-    policy; called only then). Inside a maintenance window nothing is notified
-    and the first step is due when it ends; while the monitor flaps nothing is
-    notified (:mod:`alerts.flapping` decides when)."""
-    held = maintenance.covering(monitor, at)
-    if held is not None:
-        window, end = held
-        return Opening([], {"suppressed": f"maintenance window {window.name!r} until "
-                                          f"{end.isoformat()}"}, -1, end)
-    state, recent = flapping.on_opening(monitor, at)
-    if state == "flapping":
-        return Opening([], {"suppressed": "the monitor is flapping"}, -1, None)
-    opening = _plan(monitor, at, default_channels)
-    if state == "starts":
-        note = (f"flapping: {recent} incidents in the last hour; until it is quiet for "
-                f"{int(flapping.quiet().total_seconds())}s, more are recorded but not notified")
-        return Opening(opening.channels, {**opening.detail, "flapping": note}, opening.tier,
-                       opening.next_escalation_at)
-    return opening
-
-
-def first_channels(monitor, default_channels) -> list[int]:
-    """The channels the first step notifies: the first tier's, else the monitor's."""
-    tiers = tiers_of(alerting_of(monitor))
-    return live_channels(tiers[0].channels.all()) if tiers else default_channels()
-
-
-def _plan(monitor, at: datetime, default_channels) -> Opening:
+    policy; called only then)."""
     alerting = alerting_of(monitor)
     tiers = tiers_of(alerting)
     if tiers and tiers[0].delay > timedelta(0):
@@ -117,80 +82,77 @@ def _plan(monitor, at: datetime, default_channels) -> Opening:
                    _next_step_at(0, 0, alerting, tiers, at))
 
 
-def advance(now: datetime, notify) -> int:
-    """Take every escalation step due at ``now`` (the evaluator's tick); returns how
-    many were taken. ``notify(event, channel_ids)`` makes the deliveries."""
-    due = list(Incident.objects.filter(next_escalation_at__lte=now)
-               .order_by("next_escalation_at").values_list("pk", "monitor_id")[:BATCH])
-    taken = 0
-    for incident_id, monitor_id in due:
-        try:
-            with transaction.atomic():
-                if _step(incident_id, monitor_id, now, notify):
-                    taken += 1
-        except IntegrityError:  # another evaluator took this step first
-            log.info("escalation step of incident %s already taken", incident_id)
-        except Exception:
-            log.exception("escalating incident %s failed", incident_id)
-    return taken
+def first_channels(monitor, default_channels) -> list[int]:
+    """The channels the first step notifies: the first tier's, else the monitor's."""
+    tiers = tiers_of(alerting_of(monitor))
+    return live_channels(tiers[0].channels.all()) if tiers else default_channels()
 
 
-def _step(incident_id: int, monitor_id: int, now: datetime, notify) -> bool:
-    from monitors.models import Monitor
+def due(now: datetime) -> list[tuple[int, int]]:
+    """(incident id, monitor id) of the incidents whose next step is due at ``now``,
+    earliest first, at most ``BATCH`` (the partial index incident_escalation_due)."""
+    return list(Incident.objects.filter(next_escalation_at__lte=now)
+                .order_by("next_escalation_at").values_list("pk", "monitor_id")[:BATCH])
 
-    lock = Monitor.objects.filter(pk=monitor_id)
-    if connection.features.has_select_for_update_skip_locked:
-        lock = lock.select_for_update(skip_locked=True)
-    else:
-        lock = lock.select_for_update()
-    if lock.first() is None:
-        return False  # another evaluator holds it; it takes the step
-    incident = Incident.objects.select_related("monitor").filter(
-        pk=incident_id, resolved_at__isnull=True, acknowledged_at__isnull=True,
-        next_escalation_at__lte=now).first()
-    if incident is None:
-        return False
-    from alerts import incidents
 
+@dataclass(frozen=True)
+class Step:
+    """The escalation step an open incident takes: nothing is notified while
+    ``wait_until`` is set (a maintenance window covers the monitor: the step is
+    due again when it ends); otherwise an event of ``kind`` (``escalated`` or
+    ``renotified``) named ``step``, with ``message`` and ``detail``, notifies
+    ``channels``, and the incident's ``tier``, ``round``, ``renotified`` and
+    ``next_escalation_at`` become these."""
+
+    wait_until: datetime | None = None
+    kind: str = ""
+    step: str = ""
+    message: str = ""
+    detail: dict = field(default_factory=dict)
+    channels: list[int] = field(default_factory=list)
+    tier: int = -1
+    round: int = 0
+    renotified: int = 0
+    next_escalation_at: datetime | None = None
+
+
+def next_step(incident: Incident, now: datetime) -> Step:
+    """The step ``incident`` (open, not acknowledged, its step due) takes at
+    ``now``; its events are timed ``at``, ``now`` or the incident's latest event
+    if later (:func:`alerts.timeline.stamp`)."""
     held = maintenance.covering(incident.monitor, now)
     if held is not None:  # wait for the end of the maintenance
-        incident.next_escalation_at = held[1]
-        incident.save(update_fields=["next_escalation_at"])
-        return False
+        return Step(wait_until=held[1])
+    at = max(now, incident.last_event_at or now)
     alerting = alerting_of(incident.monitor)
     tiers = tiers_of(alerting)
-    at = incidents.stamp(incident, now)
-    nxt = _next_tier(incident.tier, incident.round, alerting, tiers)
-    if nxt is None and incident.tier < 0:  # held back until now, without a policy
-        event = IncidentEvent.objects.create(
-            incident=incident, kind=IncidentEvent.Kind.ESCALATED, at=at, step="tier:0:0",
-            message=f"notified: {_why(incident, tiers)}", detail={"tier": 1, "round": 1})
-        incident.tier = 0
-        notify(event, incidents.targets(incident.monitor))
+    tier, rnd, renotified = incident.tier, incident.round, incident.renotified
+    nxt = _next_tier(tier, rnd, alerting, tiers)
+    if nxt is None and tier < 0:  # held back until now, without a policy
+        code, facts = _why(incident, tiers)
+        why = sentence(code, **facts)
+        kind, step, tier = IncidentEvent.Kind.ESCALATED, "tier:0:0", 0
+        message = f"notified: {why}"
+        detail = {"tier": 1, "round": 1, "code": code.value, "reason": why}
+        channels = targets(incident.monitor)
     elif nxt is not None:
+        code, facts = _why(incident, tiers)
+        why = sentence(code, **facts)
         tier, rnd = nxt
-        why = _why(incident, tiers)
-        event = IncidentEvent.objects.create(
-            incident=incident, kind=IncidentEvent.Kind.ESCALATED, at=at,
-            step=f"tier:{tier}:{rnd}", message=f"tier {tier + 1} notified: {why}"[:500],
-            detail={"tier": tier + 1, "round": rnd + 1, "reason": why})
-        incident.tier, incident.round = tier, rnd
-        notify(event, live_channels(tiers[tier].channels.all()))
+        kind, step = IncidentEvent.Kind.ESCALATED, f"tier:{tier}:{rnd}"
+        message = f"tier {tier + 1} notified: {why}"
+        detail = {"tier": tier + 1, "round": rnd + 1, "code": code.value, "reason": why}
+        channels = live_channels(tiers[tier].channels.all())
     else:  # nothing left to escalate to: send again to the last tier reached
-        incident.renotified += 1
-        channels = (live_channels(tiers[incident.tier].channels.all()) if tiers
-                    else incidents.notified_channels(incident))
-        event = IncidentEvent.objects.create(
-            incident=incident, kind=IncidentEvent.Kind.RENOTIFIED, at=at,
-            step=f"renotify:{incident.renotified}",
-            message=f"still open and not acknowledged: sent again ({incident.renotified})",
-            detail={"tier": incident.tier + 1 if tiers else None, "count": incident.renotified})
-        notify(event, channels)
-    incident.next_escalation_at = _next_step_at(incident.tier, incident.round, alerting,
-                                                tiers, at)
-    incident.save(update_fields=["tier", "round", "renotified", "next_escalation_at",
-                                 "last_event_at"])
-    return True
+        renotified += 1
+        kind, step = IncidentEvent.Kind.RENOTIFIED, f"renotify:{renotified}"
+        message = f"still open and not acknowledged: sent again ({renotified})"
+        detail = {"tier": tier + 1 if tiers else None, "count": renotified}
+        channels = (live_channels(tiers[tier].channels.all()) if tiers
+                    else notified_channels(incident))
+    return Step(kind=kind, step=step, message=message[:500], detail=detail,
+                channels=channels, tier=tier, round=rnd, renotified=renotified,
+                next_escalation_at=_next_step_at(tier, rnd, alerting, tiers, at))
 
 
 def _next_tier(tier: int, rnd: int, alerting: Alerting, tiers) -> tuple[int, int] | None:
@@ -215,27 +177,28 @@ def _next_step_at(tier: int, rnd: int, alerting: Alerting, tiers, at: datetime
     return at + alerting.renotify if alerting.renotify else None
 
 
-def _why(incident: Incident, tiers) -> str:
-    """Why the step after ``incident.tier`` is taken now."""
+def _why(incident: Incident, tiers) -> tuple[Reason, dict]:
+    """Why the step after ``incident.tier`` is taken now: (code, its facts)."""
     if incident.tier < 0:
         opened = incident.events.filter(kind="opened").first()
-        held = (opened.detail.get("suppressed", "") if opened else "")
-        if held.startswith("the monitor is flapping"):
-            return "still open after the monitor stopped flapping"
-        if held:
-            return "its maintenance window ended"
-        return f"{int(tiers[0].delay.total_seconds())}s after the incident opened"
+        held = opened.detail.get("code") if opened else None
+        if held == Reason.FLAPPING:
+            return Reason.FLAPPING_ENDED, {}
+        if held == Reason.MAINTENANCE:
+            return Reason.MAINTENANCE_ENDED, {}
+        return Reason.TIER_DELAY, {"delay": int(tiers[0].delay.total_seconds())}
+    tier = {"tier": incident.tier + 1}
     sent = Delivery.objects.filter(incident=incident, event__step__isnull=False,
                                    event__detail__tier=incident.tier + 1,
                                    event__kind__in=IncidentEvent.PAGING)
     if not sent.exists():
-        return f"tier {incident.tier + 1} had no channel left to notify"
+        return Reason.NO_CHANNEL, tier
     delivered = sent.filter(status=Delivery.Status.DELIVERED).exists()
-    if not delivered and sent.exists() and not sent.filter(status__in=Delivery.ACTIVE).exists():
-        return f"every notification of tier {incident.tier + 1} failed"
+    if not delivered and not sent.filter(status__in=Delivery.ACTIVE).exists():
+        return Reason.ALL_FAILED, tier
     if not delivered:
-        return f"no channel of tier {incident.tier + 1} took the notification in time"
-    return f"not acknowledged after tier {incident.tier + 1}"
+        return Reason.NOT_TAKEN, tier
+    return Reason.NOT_ACKNOWLEDGED, tier
 
 
 def tiers_only_on(channel) -> list[str]:
@@ -248,17 +211,15 @@ def tiers_only_on(channel) -> list[str]:
     return found
 
 
-def on_delivery_failed(delivery: Delivery, now: datetime) -> None:
-    """A notification failed for good: if every notification of that tier step
-    failed, escalate now instead of waiting for the tier's delay."""
+def tier_failed(delivery: Delivery) -> int | None:
+    """``delivery`` failed for good: the tier (0-based) of its incident whose every
+    notification has now failed, so the next step is due at once; None when it
+    was not a tier's notification or another one of that step may still arrive."""
     if delivery.incident_id is None or delivery.event_id is None:
-        return
+        return None
     event = delivery.event
     if event.kind not in ("opened", "escalated") or "tier" not in event.detail:
-        return
+        return None
     if event.deliveries.exclude(status=Delivery.Status.FAILED).exists():
-        return
-    Incident.objects.filter(pk=delivery.incident_id, resolved_at__isnull=True,
-                            acknowledged_at__isnull=True, tier=event.detail["tier"] - 1,
-                            next_escalation_at__gt=now).update(next_escalation_at=now)
-
+        return None
+    return event.detail["tier"] - 1

@@ -1,11 +1,14 @@
-"""Turn detections into incidents, timeline events and notifications.
+"""The incident state machine: the one place incidents are opened, counted,
+raised, escalated, acknowledged and resolved.
 
 A *detection* (:mod:`monitors.detections`) is what ping ingest or the evaluator
 found about one monitor; this module subscribes to them (``AlertsConfig.ready``).
 :func:`apply` folds detections into the monitor's single open incident:
 
-- a problem with no open incident opens one (event ``opened``), which notifies
-  the monitor's channels (:func:`targets`);
+- a problem with no open incident opens one (event ``opened``); who is told is
+  the whole opening decision (:func:`_opening`): nobody inside a maintenance
+  window or while the monitor flaps, else the first tier, or the monitor's
+  channels (:func:`alerts.timeline.targets`) without a policy;
 - a problem while an incident is open is counted on the incident's timeline
   event of that kind (not re-notified): a timeline has one event per kind, so it
   stays bounded however long the incident lasts; any other problem while a
@@ -14,30 +17,39 @@ found about one monitor; this module subscribes to them (``AlertsConfig.ready``)
 - ``recovered`` (a good run), ``paused`` and ``deleted`` resolve the open
   incident (event ``resolved``, resolution "a run succeeded", "monitor paused",
   "monitor deleted"), which notifies every channel that was notified of it
-  (:func:`notified_channels`), whether or not it still belongs to the monitor.
+  (:func:`alerts.timeline.notified_channels`), whether or not it still belongs to
+  the monitor.
 
-:func:`set_channels` changes which channels follow a monitor and
-:func:`channels_removed` sends a resolve to a notified channel that stops
-following it, so no page is ever left open.
+The evaluator's tick takes the escalation steps due (:func:`escalate_due`) and
+ends quiet flapping (:func:`end_flapping`); a tier whose every notification failed
+escalates at once (:func:`on_delivery_failed`). :mod:`alerts.escalation` and
+:mod:`alerts.flapping` decide those steps; this module writes them, so only it
+creates or changes incidents. People acknowledge and resolve by hand
+(:func:`acknowledge`, :func:`resolve_by_hand`); a channel that stops following a
+monitor is sent a resolve (:func:`channel_removed`, from :mod:`alerts.channels`).
 
-Event times never go backwards within an incident: an event's time is the later
-of its detection's time and the incident's previous event (pings processed out
-of arrival order under the monitor's lock keep their own arrival times, but the
-timeline stays ordered). Callers hold the monitor's row lock inside a
-transaction; deliveries are dispatched only after that transaction commits.
+Event times never go backwards within an incident (:func:`alerts.timeline.stamp`):
+pings processed out of arrival order under the monitor's lock keep their own
+arrival times, but the timeline stays ordered. Callers hold the monitor's row
+lock inside a transaction; deliveries are dispatched only after that transaction
+commits.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
 from datetime import datetime
 
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 
-from alerts import batch, escalation, flapping, maintenance
+from alerts import batch, escalation, flapping, maintenance, reasons
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
-from alerts.tasks import dispatch
+from alerts.reasons import Reason
+from alerts.timeline import alerting_of, deliver, notified_channels, notify, stamp, targets
 from core import sql
 from monitors.detections import CLOSING, PROBLEMS, Detection, Kind
+from monitors.models import Monitor, Run
+
+log = logging.getLogger(__name__)
 
 
 def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
@@ -73,7 +85,7 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
             monitor.has_open_incident = True  # what the ping path read is out of date
             ev = IncidentEvent(incident=incident, **_opened_event(d, opening))
             ev.save(force_insert=True)
-            _notify(ev, opening.channels)
+            notify(ev, opening.channels)
         else:
             ev = _repeat(incident, d)
             if incident.cause == Kind.SLOW and d.kind != Kind.SLOW and _streak(
@@ -87,8 +99,12 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
 def _opening(monitor, d: Detection) -> tuple[dict, escalation.Opening]:
     """The fields (attnames, all but ``monitor``) of the incident problem ``d``
     opens for ``monitor`` (none open), and its :class:`escalation.Opening` (who is
-    notified now, the next step)."""
-    opening = escalation.plan_opening(monitor, d.at, lambda: targets(monitor))
+    notified now, the next step): the whole opening decision. Inside a maintenance
+    window nothing is notified and the first step is due when it ends; while the
+    monitor flaps nothing is notified (:mod:`alerts.flapping` decides when); else
+    the first tier (:func:`escalation.first_step`). Writes the monitor's flapping
+    state."""
+    opening = _open_how(monitor, d.at)
     note = f" ({opening.detail['flapping']})" if "flapping" in opening.detail else ""
     return {
         "cause": d.kind,
@@ -101,6 +117,30 @@ def _opening(monitor, d: Detection) -> tuple[dict, escalation.Opening]:
         "tier": opening.tier,
         "next_escalation_at": opening.next_escalation_at,
     }, opening
+
+
+def _open_how(monitor, at: datetime) -> escalation.Opening:
+    """Who an incident of ``monitor`` opening at ``at`` notifies (see :func:`_opening`)."""
+    held = maintenance.covering(monitor, at)
+    if held is not None:
+        window, end = held
+        return escalation.Opening([], reasons.held(Reason.MAINTENANCE, window=window.name,
+                                                   until=end.isoformat()), -1, end)
+    flap = flapping.on_opening(monitor, at)
+    if flap.changes:
+        alerting = alerting_of(monitor)
+        for name, value in flap.changes.items():
+            setattr(alerting, name, value)
+        alerting.save()
+    if flap.state == "flapping":
+        return escalation.Opening([], reasons.held(Reason.FLAPPING), -1, None)
+    opening = escalation.first_step(monitor, at, lambda: targets(monitor))
+    if flap.state == "starts":
+        note = (f"flapping: {flap.recent} incidents in the last hour; until it is quiet for "
+                f"{int(flapping.quiet().total_seconds())}s, more are recorded but not notified")
+        return escalation.Opening(opening.channels, {**opening.detail, "flapping": note},
+                                  opening.tier, opening.next_escalation_at)
+    return opening
 
 
 def _opened_event(d: Detection, opening) -> dict:
@@ -118,7 +158,7 @@ def open_many(found: list) -> list:
     simple, rest = [], []
     for monitor, ds in found:
         if (len(ds) == 1 and ds[0].kind in PROBLEMS and open_incident(monitor) is None
-                and escalation.alerting_of(monitor).failure_threshold <= 1):
+                and alerting_of(monitor).failure_threshold <= 1):
             simple.append((monitor, ds[0]))
         else:
             rest.append((monitor, ds))
@@ -134,7 +174,7 @@ def open_many(found: list) -> list:
     event_ids = sql.insert_many(IncidentEvent, names, [
         [incident_id, *fields.values()] for incident_id, fields in zip(incident_ids, events,
                                                                        strict=True)])
-    _deliver([(event_id, incident_id, None, ch, d.at, d.at)
+    deliver([(event_id, incident_id, None, ch, d.at, d.at)
               for event_id, incident_id, (monitor, d, _, opening)
               in zip(event_ids, incident_ids, planned, strict=True)
               for ch in opening.channels])
@@ -150,9 +190,7 @@ def _streak(monitor, good: bool) -> bool:
     """Whether ``monitor``'s latest runs reach its recovery (``good``) or failure
     threshold: that many finished runs in a row, newest first, all succeeded (all
     failed, missed or stuck). A threshold of 1 needs no look at the history."""
-    from monitors.models import Run
-
-    alerting = escalation.alerting_of(monitor)
+    alerting = alerting_of(monitor)
     n = alerting.recovery_threshold if good else alerting.failure_threshold
     if n <= 1:
         return True
@@ -188,7 +226,7 @@ WARNING_CAUSES = frozenset({Kind.OVERLAP, Kind.TOO_FAST, Kind.SLOW})
 def severity(monitor, cause: str) -> str:
     """The severity an incident of ``monitor`` opens with: the monitor's, or from
     its cause (``warning`` for overlap, too_fast and slow, else ``critical``)."""
-    chosen = escalation.alerting_of(monitor).severity
+    chosen = alerting_of(monitor).severity
     return chosen or (Alerting.Severity.WARNING if cause in WARNING_CAUSES
                       else Alerting.Severity.CRITICAL)
 
@@ -217,7 +255,7 @@ def acknowledge(incident_id: int, by: str, note: str, at: datetime) -> Incident:
         ev = IncidentEvent.objects.create(incident=incident, at=at, step="acknowledged",
                                           kind=IncidentEvent.Kind.ACKNOWLEDGED,
                                           message=message[:500], detail={"by": by, "note": note})
-        _notify(ev, notified_channels(incident))
+        notify(ev, notified_channels(incident))
         return incident
 
 
@@ -236,147 +274,9 @@ def resolve_by_hand(incident_id: int, by: str, note: str, at: datetime) -> Incid
 def _locked(incident_id: int) -> Incident:
     """Incident ``incident_id`` with its monitor's row lock held (the caller's
     transaction), as every writer of an incident takes it."""
-    from monitors.models import Monitor
-
     monitor_id = Incident.objects.values_list("monitor_id", flat=True).get(pk=incident_id)
     Monitor.objects.select_for_update().filter(pk=monitor_id).first()
     return Incident.objects.select_related("monitor").get(pk=incident_id)
-
-
-def channels_removed(monitor, channel_ids: Iterable[int], at: datetime) -> list[IncidentEvent]:
-    """Channels ``channel_ids`` stopped following ``monitor`` at ``at``: each one that
-    was notified of its open incident gets a resolve now (event ``channel_removed``),
-    as the incident's own resolve will no longer reach it."""
-    incident = open_incident(monitor)
-    if incident is None:
-        return []
-    gone = set(channel_ids) & set(notified_channels(incident))
-    events = []
-    for channel in Channel.objects.filter(pk__in=gone).order_by("pk"):
-        at = stamp(incident, at)
-        ev = IncidentEvent.objects.create(
-            incident=incident, kind=IncidentEvent.Kind.CHANNEL_REMOVED, at=at,
-            message=f"channel {channel} no longer follows this monitor and was sent a resolve",
-            detail={"channel": channel.pk})
-        incident.save(update_fields=["last_event_at"])
-        _notify(ev, [channel.pk])
-        events.append(ev)
-    return events
-
-
-def delete_channel(channel: Channel, at: datetime) -> None:
-    """Delete ``channel`` at ``at``: each open incident that notified it sends it a
-    resolve first (:func:`channels_removed`). The row stays, invisible to the API,
-    until those deliveries are delivered or abandoned; the evaluator then removes it
-    (:func:`monitors.evaluator.purge_channels`)."""
-    from monitors.models import Monitor
-
-    with transaction.atomic():
-        Channel.objects.filter(pk=channel.pk).update(deleted_at=at)
-        affected = (Incident.objects.filter(resolved_at__isnull=True,
-                                            events__deliveries__channel=channel)
-                    .values_list("monitor_id", flat=True))
-        # monitor row locks in id order, as everywhere a transaction takes several
-        for monitor in Monitor.objects.select_for_update().filter(pk__in=affected).order_by("pk"):
-            channels_removed(monitor, [channel.pk], at)
-
-
-def targets(monitor) -> list[int]:
-    """Ids of the channels an incident of ``monitor`` opens on: every live channel of
-    its project (the default, ``Alerting.all_channels``), else the live channels
-    its :class:`Alerting` lists."""
-    alerting = escalation.alerting_of(monitor)
-    if alerting.all_channels:
-        known = batch.project_channels(monitor.project_id)
-        if known is not None:
-            return list(known)
-        qs = Channel.objects.filter(project_id=monitor.project_id)
-    else:
-        known = batch.chosen_channels(monitor)
-        if known is not None:
-            return list(known)
-        qs = alerting.channels.all()
-    return list(qs.filter(deleted_at__isnull=True).values_list("pk", flat=True))
-
-
-def set_channels(monitor, channels, at: datetime) -> None:
-    """Make ``channels`` (``"all"`` or a list of channel ids of the monitor's project)
-    the ones ``monitor`` notifies; a channel that was notified of its open incident
-    and no longer follows it gets a resolve (:func:`channels_removed`). The caller
-    holds the monitor's row lock."""
-    following = set(targets(monitor))
-    alerting = escalation.alerting_of(monitor)
-    alerting.all_channels = channels == "all"
-    alerting.save()
-    alerting.channels.set([] if alerting.all_channels else channels)
-    channels_removed(monitor, following - set(targets(monitor)), at)
-
-
-def set_alerting(monitor, changes: dict) -> None:
-    """Change ``monitor``'s :class:`Alerting` settings (``escalation_policy``,
-    ``urgency``, ``severity``, ``renotify``, ``failure_threshold``,
-    ``recovery_threshold``): they apply from the next incident, escalation step
-    or run on. Nothing to change: nothing written."""
-    if not changes:
-        return
-    alerting = escalation.alerting_of(monitor)
-    for name, value in changes.items():
-        setattr(alerting, name, value)
-    alerting.save()
-
-
-def notified_channels(incident: Incident) -> list[int]:
-    """Ids of the channels holding ``incident`` open: sent its ``opened``,
-    ``escalated`` or ``renotified`` events (not all abandoned), not yet sent a
-    ``channel_removed`` resolve."""
-    sent = Delivery.objects.filter(incident=incident)
-    opened = set(sent.filter(event__kind__in=IncidentEvent.PAGING)
-                 .exclude(status=Delivery.Status.FAILED).values_list("channel_id", flat=True))
-    closed = set(sent.filter(event__kind=IncidentEvent.Kind.CHANNEL_REMOVED)
-                 .values_list("channel_id", flat=True))
-    return sorted(opened - closed)
-
-
-CLOSES_ITS_TEST = ("pagerduty", "opsgenie")  # tools that keep an alert open until resolved
-
-
-def send_test(channel: Channel, at: datetime) -> tuple[int | None, str]:
-    """Send ``channel`` a test notification now, synchronously, through the same
-    builder and transport as real ones (the SSRF guard included), storing
-    nothing: an ``opened`` event of a made-up monitor and incident (PagerDuty and
-    Opsgenie then get its resolve too, so no test alert stays open). Returns
-    (status_code, error) of the first request; error is "" when it was delivered."""
-    from alerts.delivery import transmit
-    from alerts.integrations import KINDS
-    from monitors.models import Monitor
-
-    monitor = Monitor(project=channel.project, name="CronRadar test notification",
-                      slug="test", tags=["test"], timezone="UTC", kind=Monitor.Kind.INTERVAL)
-    incident = Incident(monitor=monitor, cause=Kind.FAILED, severity=Alerting.Severity.INFO,
-                        summary="This is a test notification from CronRadar: all is well.",
-                        dedup_key=f"cronradar-test-{channel.pk}", opened_at=at)
-    event = IncidentEvent(incident=incident, kind=IncidentEvent.Kind.OPENED, at=at,
-                          message="test notification")
-    try:
-        request = KINDS[channel.kind].build_request(channel, event)
-    except Exception as exc:  # a channel whose config cannot make a request
-        return None, f"build error: {type(exc).__name__}: {exc}"
-    status_code, error, _, _ = transmit(request)
-    if error == "" and channel.kind in CLOSES_ITS_TEST:  # leave no test alert open there
-        resolved = IncidentEvent(incident=incident, kind=IncidentEvent.Kind.RESOLVED, at=at,
-                                 message="test notification")
-        transmit(KINDS[channel.kind].build_request(channel, resolved))
-    return status_code, error
-
-
-def notify_outage(impact) -> None:
-    """Send ``impact`` (a :class:`monitors.models.OutageImpact`: slots of one project
-    recorded ``unknown`` during an outage of CronRadar) to every live channel of its
-    project, as one ``outage.summary`` notification each."""
-    channels = Channel.objects.filter(project_id=impact.project_id, deleted_at__isnull=True)
-    at = impact.outage.summarized_at
-    _deliver([(None, None, impact.pk, ch, at, at)
-              for ch in channels.order_by("pk").values_list("pk", flat=True)])
 
 
 def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> IncidentEvent:
@@ -389,7 +289,7 @@ def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> In
     ev = IncidentEvent.objects.create(incident=incident, kind=IncidentEvent.Kind.RESOLVED,
                                       at=at, message=message[:500], detail=detail,
                                       step="resolved")
-    _notify(ev, notified_channels(incident))
+    notify(ev, notified_channels(incident))
     return ev
 
 
@@ -408,13 +308,14 @@ def _raise(monitor, incident: Incident, d: Detection) -> IncidentEvent:
     detail = {"from": old, "cause": d.kind, "severity": incident.severity}
     held = maintenance.covering(monitor, at)
     if held is not None:
-        detail["suppressed"] = f"maintenance window {held[0].name!r} until {held[1].isoformat()}"
+        detail.update(reasons.held(Reason.MAINTENANCE, window=held[0].name,
+                                   until=held[1].isoformat()))
     ev = IncidentEvent.objects.create(
         incident=incident, kind=IncidentEvent.Kind.ESCALATED, at=at, step="raised",
         message=f"cause raised from {old} to {d.kind}, severity {incident.severity}: "
                 f"{d.message}"[:500], detail=detail)
     if held is None:
-        _notify(ev, notified_channels(incident))
+        notify(ev, notified_channels(incident))
     return ev
 
 
@@ -438,13 +339,101 @@ def _repeat(incident: Incident, d: Detection) -> IncidentEvent:
     return ev
 
 
-def stamp(incident: Incident, at: datetime) -> datetime:
-    """The time for a new event of ``incident``: ``at``, or its latest event's time
-    if that is later (times never go backwards in a timeline); records it."""
-    if incident.last_event_at is not None and incident.last_event_at > at:
-        at = incident.last_event_at
-    incident.last_event_at = at
-    return at
+def channel_removed(incident: Incident, channel: Channel, at: datetime) -> IncidentEvent:
+    """``channel``, notified of open ``incident``, stopped following its monitor at
+    ``at``: it gets a resolve now (event ``channel_removed``), as the incident's own
+    resolve will no longer reach it."""
+    at = stamp(incident, at)
+    ev = IncidentEvent.objects.create(
+        incident=incident, kind=IncidentEvent.Kind.CHANNEL_REMOVED, at=at,
+        message=f"channel {channel} no longer follows this monitor and was sent a resolve",
+        detail={"channel": channel.pk})
+    incident.save(update_fields=["last_event_at"])
+    notify(ev, [channel.pk])
+    return ev
+
+
+def escalate_due(now: datetime) -> int:
+    """Take every escalation step due at ``now`` (the evaluator's tick), each in a
+    transaction of its own under the monitor's row lock; returns how many were
+    taken."""
+    taken = 0
+    for incident_id, monitor_id in escalation.due(now):
+        try:
+            with transaction.atomic():
+                if _escalate(incident_id, monitor_id, now):
+                    taken += 1
+        except IntegrityError:  # another evaluator took this step first
+            log.info("escalation step of incident %s already taken", incident_id)
+        except Exception:
+            log.exception("escalating incident %s failed", incident_id)
+    return taken
+
+
+def _escalate(incident_id: int, monitor_id: int, now: datetime) -> bool:
+    """Take incident ``incident_id``'s step due at ``now`` (:func:`escalation.next_step`);
+    False when another evaluator holds the monitor, the step is no longer due, or
+    it waits for a maintenance window's end. The step's unique name makes a second
+    taker's insert fail (IntegrityError: its transaction rolls back)."""
+    lock = Monitor.objects.filter(pk=monitor_id)
+    if connection.features.has_select_for_update_skip_locked:
+        lock = lock.select_for_update(skip_locked=True)
+    else:
+        lock = lock.select_for_update()
+    if lock.first() is None:
+        return False  # another evaluator holds it; it takes the step
+    incident = Incident.objects.select_related("monitor").filter(
+        pk=incident_id, resolved_at__isnull=True, acknowledged_at__isnull=True,
+        next_escalation_at__lte=now).first()
+    if incident is None:
+        return False
+    step = escalation.next_step(incident, now)
+    if step.wait_until is not None:
+        incident.next_escalation_at = step.wait_until
+        incident.save(update_fields=["next_escalation_at"])
+        return False
+    at = stamp(incident, now)
+    event = IncidentEvent.objects.create(incident=incident, kind=step.kind, at=at,
+                                         step=step.step, message=step.message,
+                                         detail=step.detail)
+    notify(event, step.channels)
+    incident.tier, incident.round, incident.renotified = step.tier, step.round, step.renotified
+    incident.next_escalation_at = step.next_escalation_at
+    incident.save(update_fields=["tier", "round", "renotified", "next_escalation_at",
+                                 "last_event_at"])
+    return True
+
+
+def end_flapping(now: datetime) -> int:
+    """End the flapping of monitors quiet long enough at ``now`` (the evaluator's
+    tick), each in a transaction of its own; returns how many monitors it looked at."""
+    due = flapping.due(now)
+    for monitor_id in due:
+        with transaction.atomic():
+            _end_flapping(monitor_id, now)
+    return len(due)
+
+
+def _end_flapping(monitor_id: int, now: datetime) -> None:
+    """Write :func:`flapping.ending` for monitor ``monitor_id`` (its row lock taken)."""
+    monitor = Monitor.objects.select_for_update().filter(pk=monitor_id).first()
+    alerting = Alerting.objects.filter(monitor_id=monitor_id, stable_check_at__lte=now).first()
+    if monitor is None or alerting is None:
+        return
+    alerting.flapping_since = alerting.stable_check_at = None
+    alerting.save()
+    monitor.alerting = alerting
+    end = flapping.ending(monitor)
+    if end.notify_now is not None:  # held back and down now: notify it at once
+        Incident.objects.filter(pk=end.notify_now).update(next_escalation_at=now)
+    if end.stable is not None:
+        at = stamp(end.stable, now)
+        event = IncidentEvent.objects.create(
+            incident=end.stable, kind=IncidentEvent.Kind.STABLE, at=at,
+            step=f"stable:{int(at.timestamp())}",
+            message=f"stable again: no new incident for {int(flapping.quiet().total_seconds())}s")
+        end.stable.save(update_fields=["last_event_at"])
+        notify(event, escalation.first_channels(monitor, lambda: targets(monitor)))
 
 
 def _detail(d: Detection, **extra) -> dict:
@@ -469,25 +458,6 @@ def _event_fields(kind: str, at: datetime, d: Detection, step: str | None = None
             "detail": _detail(d, **extra), "count": d.count if kind == d.kind else 1}
 
 
-def _notify(event: IncidentEvent, channel_ids: Iterable[int]) -> None:
-    """One delivery of ``event`` per channel, due at the event's time."""
-    _deliver([(event.pk, event.incident_id, None, ch, event.at, event.at)
-              for ch in channel_ids])
-
-
-DELIVERY_FIELDS = ("event_id", "incident_id", "outage_id", "channel_id", "created_at",
-                   "next_attempt_at")
-
-
-def _deliver(rows: list[tuple]) -> None:
-    """Insert deliveries, given as ``DELIVERY_FIELDS`` rows (the others take their
-    defaults: pending, no attempt yet; rows are the schedule), and have them
-    claimed as soon as the transaction commits."""
-    if rows:
-        sql.insert_many(Delivery, DELIVERY_FIELDS, rows)
-        dispatch()
-
-
 # --- subscribers (connected in AlertsConfig.ready) ----------------------------------------
 
 def on_detections(monitor, detections: list[Detection]) -> None:
@@ -507,11 +477,6 @@ def on_detections_many(found: list) -> None:
             apply(monitor, detections)
 
 
-def on_outage_settled(sender, impact, **kwargs) -> None:
-    """monitors.signals.outage_settled receiver: :func:`notify_outage`."""
-    notify_outage(impact)
-
-
 def on_purge_requested(sender, monitor, **kwargs) -> bool:
     """monitors.signals.purge_requested receiver: a deleted monitor may go once no
     notification of its incidents is still to be sent."""
@@ -521,13 +486,15 @@ def on_purge_requested(sender, monitor, **kwargs) -> bool:
 
 def on_tick(sender, now, **kwargs) -> None:
     """monitors.signals.tick receiver: end quiet flapping, take the escalation steps due."""
-    flapping.check(now, _notify)
-    escalation.advance(now, _notify)
+    end_flapping(now)
+    escalate_due(now)
 
 
-def on_tick_done(sender, now, **kwargs) -> None:
-    """monitors.signals.tick_done receiver: remove deleted channels whose last
-    notifications are done."""
-    for channel in Channel.objects.filter(deleted_at__isnull=False):
-        if not channel.deliveries.filter(status__in=Delivery.ACTIVE).exists():
-            channel.delete()
+def on_delivery_failed(sender, delivery, at, **kwargs) -> None:
+    """alerts.delivery.delivery_failed receiver: if every notification of that tier
+    step failed, escalate now instead of waiting for the tier's delay."""
+    tier = escalation.tier_failed(delivery)
+    if tier is not None:
+        Incident.objects.filter(pk=delivery.incident_id, resolved_at__isnull=True,
+                                acknowledged_at__isnull=True, tier=tier,
+                                next_escalation_at__gt=at).update(next_escalation_at=at)

@@ -25,7 +25,7 @@ def covering(monitor, at: datetime) -> tuple[MaintenanceWindow, datetime] | None
     mine = [w for w in windows if w.monitor_id == monitor.pk or (w.tag and w.tag in monitor.tags)]
     found, end = None, at
     while True:
-        hits = [(w, e) for w in mine if (e := _end_if_open(w, end)) is not None and e > end]
+        hits = [(w, e) for w in mine if (e := end_if_open(w, end)) is not None and e > end]
         if not hits:
             break
         window, end = max(hits, key=lambda hit: hit[1])
@@ -33,7 +33,7 @@ def covering(monitor, at: datetime) -> tuple[MaintenanceWindow, datetime] | None
     return (found, end) if found else None
 
 
-def _end_if_open(window: MaintenanceWindow, at: datetime) -> datetime | None:
+def end_if_open(window: MaintenanceWindow, at: datetime) -> datetime | None:
     """When ``window`` ends if it is open at ``at``, else None."""
     if window.schedule:
         start = schedule.previous_fire(window.schedule, window.timezone, at)

@@ -25,7 +25,7 @@ from django.utils import timezone  # noqa: E402
 
 from accounts.models import Organisation  # noqa: E402
 from alerts.models import Channel, Delivery  # noqa: E402
-from alerts.tasks import delivery_loop  # noqa: E402
+from alerts.senders import delivery_loop  # noqa: E402
 from cronradar.management.commands.serve import evaluator_loop  # noqa: E402
 from monitors.models import Monitor  # noqa: E402
 

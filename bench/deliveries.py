@@ -28,7 +28,7 @@ _django.setup("bench", migrate=False, CRONRADAR_LIVENESS_INTERVAL="0")  # burst.
 import burst  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from alerts import delivery, tasks  # noqa: E402
+from alerts import delivery, senders  # noqa: E402
 from alerts.models import Delivery  # noqa: E402
 from monitors import evaluator  # noqa: E402
 
@@ -84,10 +84,10 @@ def main() -> None:
         Delivery.objects.update(status="pending", next_attempt_at=now, attempts=0)
         t, c = time.monotonic(), time.process_time()
         while Delivery.objects.exclude(status="delivered").exists():
-            tasks.deliver_due(when)
-            tasks._wake.wait(tasks.LOOP_SECONDS)
-            tasks._wake.clear()
-        tasks.drain(30)
+            senders.deliver_due(when)
+            senders._wake.wait(senders.LOOP_SECONDS)
+            senders._wake.clear()
+        senders.drain(30)
         wall, total = time.monotonic() - t, time.process_time() - c
         print(f"engine ({settings.CRONRADAR_DELIVERY_THREADS} sender threads): "
               f"{N / wall:.0f} deliveries/s, CPU {1000 * total / N:.2f} ms per delivery")

@@ -1,9 +1,14 @@
 """The site's own endpoints: the 404 handler, the job wrapper's download and the
 OpenAPI schema views. The plumbing the apps' endpoints share is :mod:`core.api`.
 """
+from pathlib import Path
+
 from django.http import HttpResponse, JsonResponse
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import permissions
+
+from cronradar import cronradar_exec
+from cronradar.dashboard.common import not_found as dashboard_not_found
 
 MACHINE_PATHS = ("/ping/", "/badge/", "/cli/", "/incident-link/")
 
@@ -17,18 +22,12 @@ def not_found(request, exception=None):
     if request.path.startswith(MACHINE_PATHS):
         return HttpResponse("not found\n", status=404,
                             content_type="text/plain; charset=utf-8")
-    from cronradar.dashboard.common import not_found as dashboard_not_found
-
     return dashboard_not_found(request)
 
 
 def exec_script(request):
     """``GET /cli/cronradar_exec.py``: the job wrapper (:mod:`cronradar.cronradar_exec`,
     standard library only) as one file, for hosts without CronRadar installed."""
-    from pathlib import Path
-
-    from cronradar import cronradar_exec
-
     return HttpResponse(Path(cronradar_exec.__file__).read_bytes(),
                         content_type="text/x-python; charset=utf-8")
 

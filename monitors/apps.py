@@ -3,14 +3,14 @@ import contextlib
 from django.apps import AppConfig
 from django.conf import settings
 
+from core import checks  # noqa: F401  (registers the production checks)
+
 
 class MonitorsConfig(AppConfig):
     name = "monitors"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from core import checks  # noqa: F401  (registers the production checks)
-
         # The embedded default keeps its SQLite file in the data directory, and
         # whitenoise looks for collected static files: make sure both exist.
         with contextlib.suppress(OSError):

@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Q
 
 from accounts.models import Project
+from monitors import schedule
 
 
 class Monitor(models.Model):
@@ -100,8 +101,6 @@ class Monitor(models.Model):
         """Validate the schedule as the API does (the admin saves through here), so
         no form can store a monitor the evaluator cannot compute. Raises
         ``ValidationError`` naming the field."""
-        from monitors import schedule
-
         errors = {}
         try:
             schedule.validate_timezone(self.timezone)

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from django.db import connections
 
-from alerts import delivery, tasks
+from alerts import delivery, senders
 from alerts.delivery import claim_due, claim_timeout, retry_delay, send
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
 from core.destinations import GuardedTransport
@@ -513,7 +513,7 @@ def test_hanging_channels_do_not_hold_up_a_healthy_one(project, monitor, live, s
     for _ in range(4):
         new_delivery(new_incident(monitor), good, at=datetime.now(UTC))
     stop = threading.Event()
-    loop = threading.Thread(target=tasks.delivery_loop, args=(stop,))
+    loop = threading.Thread(target=senders.delivery_loop, args=(stop,))
     loop.start()
     try:
         healthy.wait_for(lambda r: len(healthy.requests) == 4, timeout=10)
@@ -532,7 +532,7 @@ def test_hanging_channels_do_not_hold_up_a_healthy_one(project, monitor, live, s
             threading.Event().wait(0.05)
         stop.set()
         loop.join(10)
-        assert tasks.drain(30)
+        assert senders.drain(30)
     assert Delivery.objects.exclude(status="delivered").count() == 0
 
 

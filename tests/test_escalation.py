@@ -9,8 +9,7 @@ import pytest
 import respx
 from django.utils import timezone
 
-from alerts import escalation
-from alerts.incidents import _notify
+from alerts import incidents
 from alerts.models import Alerting, Channel, EscalationPolicy, EscalationTier, Incident
 from monitors import evaluator
 from monitors.pings import PingInput, ingest
@@ -192,7 +191,7 @@ def test_a_step_is_taken_once_even_if_two_evaluators_race(project, channels, mak
     incident = Incident.objects.get()
     # the other evaluator took the step and committed, this one still sees it due
     incident.events.create(kind="escalated", at=T0 + s(300), step="tier:1:0")
-    assert escalation.advance(T0 + s(300), _notify) == 0
+    assert incidents.escalate_due(T0 + s(300)) == 0
     assert incident.deliveries.filter(channel=two).count() == 0  # nothing sent twice
 
 

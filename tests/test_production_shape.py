@@ -324,9 +324,9 @@ KILLED_MID_TICK = """
 import os, signal, sys, django
 django.setup()
 from datetime import datetime
-from alerts import escalation
+from alerts import incidents
 from monitors.evaluator import tick
-real, calls = escalation._step, []
+real, calls = incidents._escalate, []
 
 def step_then_die(*args):
     taken = real(*args)
@@ -335,7 +335,7 @@ def step_then_die(*args):
         os.kill(os.getpid(), signal.SIGKILL)
     return taken
 
-escalation._step = step_then_die
+incidents._escalate = step_then_die
 tick(datetime.fromisoformat(sys.argv[1]))
 """
 

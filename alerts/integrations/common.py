@@ -9,8 +9,13 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
+
+from alerts import links
 from alerts.models import IncidentEvent
+from core import sql
 from core.destinations import check_url
+from monitors.models import Ping, Run
 
 USER_AGENT = "CronRadar/0.1"
 # Event kinds that produce notifications; the other kinds only extend a timeline.
@@ -185,9 +190,6 @@ def prefetch_latest(monitors) -> None:
     (distinct instances; those :func:`context` reads) in two queries for all of
     them, and keep them on the instances, so building a batch of notifications
     does not cost two queries each (the delivery engine's batches)."""
-    from core import sql
-    from monitors.models import Ping, Run
-
     monitors = [m for m in monitors if m.pk is not None]
     if not monitors:
         return
@@ -217,10 +219,6 @@ def context(incident) -> dict:
     ``CRONRADAR_LINK_MAX_AGE``; the monitor's API URL). Reads the monitor's
     latest run and ping (two small queries), unless :func:`prefetch_latest` read
     them for a batch already."""
-    from django.conf import settings
-
-    from alerts import links
-
     monitor = incident.monitor
     if monitor.pk is None or incident.pk is None:  # a test notification
         return {"scheduled_at": None, "timezone": monitor.timezone, "last_ping_at": None,

@@ -15,10 +15,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts.api import ApiKeySerializer, MemberSerializer
-from accounts.models import ApiKey, Membership
-from alerts import escalation, incidents
+from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet
+from accounts.models import ApiKey, Membership, _badge_key
+from alerts import escalation
 from alerts.api import ChannelSerializer, EscalationPolicySerializer, MaintenanceWindowSerializer
+from alerts.channels import delete_channel, send_test
 from alerts.integrations import KINDS
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
 from cronradar.dashboard.common import (
@@ -120,7 +121,7 @@ def channel_test(request, pk: int):
     answer."""
     require(request, ROLE.MEMBER)
     channel = _channel(request, pk)
-    status, error = incidents.send_test(channel, timezone.now())
+    status, error = send_test(channel, timezone.now())
     request.session["channel_test"] = {"channel": channel.name or f"#{channel.pk}",
                                        "ok": error == "", "status": status, "error": error}
     return redirect("dashboard:channels")
@@ -132,7 +133,7 @@ def channel_delete(request, pk: int):
     channel = _channel(request, pk)
     sole = escalation.tiers_only_on(channel)
     if request.method == "POST" and not sole:
-        incidents.delete_channel(channel, timezone.now())
+        delete_channel(channel, timezone.now())
         return redirect("dashboard:channels")
     text = (f"It is the only channel of {sole[0]}: change the policy first." if sole else
             "Open incidents it was notified of get a resolve first.")
@@ -319,8 +320,6 @@ def key_revoke(request, pk: int):
 @require_POST
 def badge_key_renew(request):
     """POST ``/keys/badge/``: a new badge key; every badge URL with the old one 404s."""
-    from accounts.models import _badge_key
-
     require(request, ROLE.ADMIN)
     request.project.badge_key = _badge_key()
     request.project.save(update_fields=["badge_key"])
@@ -366,8 +365,6 @@ def members(request):
 @page
 def member_remove(request, pk: int):
     from rest_framework import exceptions, serializers
-
-    from accounts.api import MemberViewSet
 
     require(request, ROLE.ADMIN)
     membership = get_object_or_404(Membership.objects.select_related("user"), pk=pk,

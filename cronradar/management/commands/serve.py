@@ -30,8 +30,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 from django.utils import timezone
 
-from alerts.tasks import delivery_loop
+from alerts.senders import delivery_loop
 from monitors import evaluator, liveness, tasks
+from monitors.views import PingRoute
 
 CONNECTIONS = 4000  # at most, and never more than the open-file limit allows
 IDLE_TIMEOUT = 10  # seconds without a byte from a client with no request pending
@@ -159,8 +160,6 @@ class Command(BaseCommand):
     def handle(self, *args, host, port, threads, no_evaluator, **options):
         from django.core.wsgi import get_wsgi_application
         from waitress import create_server
-
-        from monitors.views import PingRoute
 
         try:  # call_command(port=...) skips argparse's type check
             port = port_number(str(port))
