@@ -8,8 +8,8 @@ class AlertsConfig(AppConfig):
     def ready(self):
         """Subscribe to what the monitors side finds and announces (the only way
         the two meet: monitors never imports alerts), and escalation to deliveries
-        that fail for good. Imported here, not at the top: an app's models and the
-        modules that use them load only once every app is registered."""
+        that fail for good."""
+        # here, not at the top: these import models, which load after the registry
         from alerts import channels, delivery, incidents, retention
         from monitors import detections, signals
 
