@@ -5,7 +5,7 @@
 # 100 monitors), against, interleaved, ROUNDS times (default 3, SECS default 10):
 #
 #   cronradar  the production shape: the documented web server (granian, 2 workers
-#              of 2 request threads: README "Production") on a PostgreSQL this
+#              of 2 request threads: docs/production.md) on a PostgreSQL this
 #              script starts (default durability: fsync on, like the anchor's) and a
 #              Redis
 #   gunicorn   the same on gunicorn with 4 sync workers (as the anchor and the

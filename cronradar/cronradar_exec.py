@@ -21,7 +21,7 @@ backoff (0.5 s, 1 s, 2 s, ...) on network errors, 429 and 5xx for at most
 Only the Python standard library is used, so this file also runs on its own on
 hosts without CronRadar installed (the service serves it at
 ``/cli/cronradar_exec.py``): ``python3 cronradar_exec.py exec --url ... -- cmd``.
-Ping URL forms: CronRadar's README, section "Pinging".
+Ping URL forms: CronRadar's docs/pinging.md.
 """
 from __future__ import annotations
 

@@ -221,7 +221,7 @@ CELERY_TIMEZONE = "UTC"
 # Two queues: "celery" (evaluator ticks, retention) and "deliveries" (the delivery
 # engine's task). A worker started without -Q takes both; at scale, run one worker
 # per queue (`-Q celery` and `-Q deliveries`) so a burst of notifications never
-# delays evaluator ticks (README "Production").
+# delays evaluator ticks (docs/production.md).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = {"celery": {}, "deliveries": {}}
 CELERY_TASK_ROUTES = {"alerts.tasks.deliver": {"queue": "deliveries"}}

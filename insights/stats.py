@@ -6,7 +6,7 @@
 :func:`select_runs` then :func:`summarize`. The duration-drift check ping ingest
 makes when a run succeeds (``slow``) is the monitor core's: :mod:`monitors.drift`.
 
-Units and definitions (the README's "Run statistics" says the same):
+Units and definitions (docs/analytics.md, "Run statistics", says the same):
 
 - Every figure in seconds is a whole number of seconds, rounded down (floor), as
   the runs list's ``duration``: a 59.9 s run is 59, a ping 0.5 s early is -1.

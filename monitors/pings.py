@@ -5,7 +5,7 @@ monitor's row lock, it stores the ping, opens/closes the run it belongs to,
 advances the monitor's expected slot, and emits detections (failed, overlap,
 too_fast, recovered; see :mod:`monitors.detections`).
 
-Run pairing (documented in the README):
+Run pairing (documented in docs/pinging.md):
 
 - ``start`` with ``rid`` opens a run with that id; the same ``start`` + ``rid``
   again is a duplicate (curl ``--retry``): stored, flagged, no state change.

@@ -1,7 +1,7 @@
 """Bounded storage for pings and runs: old rows deleted in small batches, off the
 ping path and off the evaluator's tick.
 
-What is kept (settings; README "Retention"):
+What is kept (settings; docs/configuration.md, "Retention"):
 
 - pings: each monitor's newest ``CRONRADAR_KEEP_PINGS`` (default 100, as
   Healthchecks), by arrival time;

@@ -23,7 +23,7 @@ HEADER_MAX = 150  # Slack's limit for a header block's text
 SECTION_MAX = 3000  # a section's text (docs.slack.dev, section block)
 FIELD_MAX = 2000  # each of a section's fields
 FENCE = "`" * 3
-# The incident's severity, as Slack readers see it (README: severity table).
+# The incident's severity, as Slack readers see it (docs/channels.md, "Severity").
 SEVERITY_EMOJI = {"critical": ":rotating_light:", "error": ":red_circle:",
                   "warning": ":warning:", "info": ":information_source:"}
 

@@ -1,6 +1,6 @@
 """Ready-to-paste ways to ping a monitor, shown on its page: a crontab line, a
 ``cronradar exec`` line, a Kubernetes CronJob and a systemd service. Each mirrors
-the README's section "Pinging" (the same curl flags, the same exit-status
+docs/pinging.md (the same curl flags, the same exit-status
 handling), filled in with the monitor's own schedule, zone and limits.
 
 Pure functions of the monitor's fields, so each snippet is tested on its text.
@@ -126,7 +126,7 @@ def cronjob(m, url: str) -> str:
 
 
 def systemd(m, url: str) -> str:
-    """A oneshot service as in the README: ``-`` so a failed ping never fails the
+    """A oneshot service as in docs/pinging.md: ``-`` so a failed ping never fails the
     unit, and ``/fail`` when the job was killed (EXIT_STATUS is then a signal name,
     which the ping URL refuses)."""
     return "\n".join([

@@ -13,7 +13,7 @@ cannot block everyone else's pings (in production nginx buffers requests in
 front of the web server, see docker/compose.yaml). Unless the CRONRADAR_BASE_URL
 environment variable is set, ping URLs point at the address served (see
 :func:`base_url`).
-In production use granian + ``celery worker`` + ``celery beat`` instead (README).
+In production use granian + ``celery worker`` + ``celery beat`` instead (docs/production.md).
 """
 import argparse
 import contextlib
