@@ -7,7 +7,7 @@ deliveries go to a local keep-alive receiver (a separate process), twice:
 1. one batch at a time on this thread (``claim_due`` → ``prepare`` → ``attempt``
    → ``record``), printing the CPU each phase costs per delivery;
 2. the same deliveries again (reset to due) through this process's engine
-   (``alerts.tasks``: sender threads and the recorder), printing deliveries per
+   (``alerts.senders``: sender threads and the recorder), printing deliveries per
    second and CPU per delivery.
 
 Run: `bench/deliveries.sh [N]` (default 3000; starts a scratch PostgreSQL), or

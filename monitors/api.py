@@ -340,7 +340,7 @@ class _MonitorChildList(CursorList, generics.ListAPIView):
 class RunList(_MonitorChildList):
     """``GET /api/v1/monitors/<id>/runs/``: newest first, ``?limit=`` (default 100),
     ``?since=``/``?until=`` (on when the run started, else ended, else its slot),
-    ``cursor`` paging (see :class:`cronradar.api.CursorList`)."""
+    ``cursor`` paging (see :class:`core.api.CursorList`)."""
 
     serializer_class = RunSerializer
     time_field = "at"
