@@ -15,8 +15,8 @@ from accounts.models import Membership
 from cronradar.dashboard import docs
 from monitors.models import Monitor
 from tests.conftest import new_project
+from tests.live import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 UNUSUAL = "https://radar-7f3.corp.test:8443/cron&co"  # a port, a path, a character to escape
 

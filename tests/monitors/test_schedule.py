@@ -38,8 +38,8 @@ from tests.conftest import hang_guard
 # The cases file lives in ../shared/cases/ beside the repository; a copy is kept
 # in tests/data/ so a plain clone can run the suite. test_cases_copy_is_current
 # fails when the two differ.
-CASES_PATH = Path(__file__).resolve().parent / "data" / "cron_cases.json"
-SHARED_CASES_PATH = Path(__file__).resolve().parents[2] / "shared" / "cases" / "cron_cases.json"
+CASES_PATH = Path(__file__).resolve().parents[1] / "data" / "cron_cases.json"
+SHARED_CASES_PATH = Path(__file__).resolve().parents[3] / "shared" / "cases" / "cron_cases.json"
 CASES = json.loads(CASES_PATH.read_text())["cases"]
 
 
