@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from accounts.models import ApiKey
 from insights import advisor
 from monitors.models import Monitor, Run
-from tests.test_tenancy import as_key, as_person, person
+from tests.helpers import as_key, as_person, person
 
 pytestmark = pytest.mark.django_db
 S, H = timedelta(seconds=1), timedelta(hours=1)
