@@ -1,9 +1,12 @@
 """Shared fixtures: a project with an API key, a monitor factory, a clock; the
-Hypothesis profile; a guard that turns a hang into a failure."""
+Hypothesis profile; a guard that turns a hang into a failure. More helpers that
+test modules of several folders share are in tests/helpers.py; what one folder's
+tests share is in its own conftest.py."""
 import contextlib
 import os
 import signal
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import settings as hypothesis_settings
@@ -12,6 +15,13 @@ from accounts.models import ApiKey, Organisation
 from monitors.models import Monitor
 
 T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
+S = timedelta(seconds=1)
+DATA = Path(__file__).parent / "data"
+
+
+def s(n):
+    return timedelta(seconds=n)
+
 
 # In CI (CI or HYPOTHESIS_PROFILE=ci) property tests draw the same examples every
 # run, so a red build can be reproduced; locally they explore.

@@ -1,0 +1,104 @@
+"""The account commands: createapikey, listapikeys, revokeapikey and createuser."""
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from rest_framework.test import APIClient
+
+from accounts.models import ApiKey, Membership, Organisation, Project
+
+pytestmark = pytest.mark.django_db
+
+
+def test_createapikey_prints_key_last(db):
+    out = io.StringIO()
+    call_command("createapikey", "--project", "ops", stdout=out)
+    key = out.getvalue().strip().splitlines()[-1]
+    assert ApiKey.find(key).project.name == "ops"
+    call_command("createapikey", "--project", "ops", stdout=io.StringIO())
+    assert Project.objects.filter(name="ops").count() == 1
+    assert ApiKey.objects.filter(project__name="ops").count() == 2
+
+
+def run(*args) -> list[str]:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().splitlines()
+
+
+def test_the_key_commands(db, settings):
+    lines = run("createapikey", "--project", "ops", "--read-only", "--name", "grafana")
+    assert lines[0].startswith("using database: sqlite ") or lines[0].startswith(
+        "using database: postgresql ")
+    key = lines[-1]
+    row = ApiKey.find(key)
+    assert (row.project.name, row.project.organisation.name, row.read_only, row.name) == (
+        "ops", "ops", True, "grafana")
+    listed = run("listapikeys", "--project", "ops")
+    assert listed[1] == f"project 'ops' in organisation 'ops': ping key {row.project.ping_key}"
+    assert listed[2].startswith(f"{row.pk}\t{key[:12]}…\tgrafana\tread-only\tcreated ")
+    assert listed[2].endswith("\tlast used never\tactive")
+    assert run("revokeapikey", key[:12])[1].startswith(f"revoked API key {row.pk} (")
+    assert ApiKey.find(key) is None
+    Organisation.objects.create(name="other").projects.create(name="ops")
+    with pytest.raises(CommandError, match="several projects are called 'ops'"):
+        run("createapikey", "--project", "ops")
+    assert ApiKey.find(run("createapikey", "--project", "ops", "--organisation",
+                           "other")[-1]).project.organisation.name == "other"
+
+
+def test_createuser_makes_a_person_who_can_sign_in(db, monkeypatch):
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
+    assert run("createuser", "erin", "--organisation", "acme", "--email", "e@x.test")[-1] == (
+        "erin is owner of organisation 'acme' (new)")
+    assert run("createuser", "fred", "--organisation", "acme")[-1] == (
+        "fred is member of organisation 'acme'")
+    assert run("createuser", "fred", "--organisation", "acme", "--role", "viewer")[-1] == (
+        "fred is viewer of organisation 'acme'")
+    assert APIClient().login(username="erin", password="a long passphrase 42")
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "short")
+    with pytest.raises(CommandError, match="password refused"):
+        run("createuser", "gina", "--organisation", "acme")
+
+
+def test_the_first_person_of_an_organisation_without_owner_is_its_owner(db, monkeypatch):
+    """createapikey --project makes an organisation with no members (the README's
+    first path): the person createuser adds next must be able to run it."""
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
+    lines = run("createapikey", "--project", "myteam")
+    assert "organisation 'myteam' has no owner yet" in lines[1]
+    with pytest.raises(CommandError, match="'myteam' is an organisation without an owner"):
+        run("createuser", "ana", "--organisation", "myteam", "--role", "admin")
+    assert run("createuser", "ana", "--organisation", "myteam")[-1] == (
+        "ana is owner of organisation 'myteam' (it had no owner: its first person is its owner)")
+    assert run("createuser", "bo", "--organisation", "myteam")[-1] == (
+        "bo is member of organisation 'myteam'")
+    assert Membership.objects.get(user__username="ana").role == "owner"
+    lines = run("createuser", "cy", "--organisation", "newco")
+    assert lines[-2] == ("'newco' has no project yet: sign in to the dashboard and create "
+                         "one, or run manage.py createapikey --project NAME --organisation "
+                         "'newco'")
+    assert lines[-1] == "cy is owner of organisation 'newco' (new)"
+
+
+def test_createuser_keeps_an_owner_and_checks_names(db, monkeypatch):
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
+    with pytest.raises(CommandError, match="'acme' is a new organisation: its first person is "
+                                           "its owner"):
+        run("createuser", "ana", "--organisation", "acme", "--role", "admin")
+    assert not Organisation.objects.filter(name="acme").exists()  # nothing half made
+    run("createuser", "ana", "--organisation", "acme")
+    with pytest.raises(CommandError, match="ana is the only owner of 'acme'"):
+        run("createuser", "ana", "--organisation", "acme", "--role", "admin")
+    run("createuser", "bo", "--organisation", "acme", "--role", "owner")
+    assert run("createuser", "ana", "--organisation", "acme", "--role", "admin")[-1] == (
+        "ana is admin of organisation 'acme'")
+    for args, message in [(("bad user!", "--organisation", "acme"), "username refused"),
+                          (("u" * 151, "--organisation", "acme"), "username refused"),
+                          (("cy", "--organisation", "o" * 101), "organisation name must be")]:
+        with pytest.raises(CommandError, match=message):
+            run("createuser", *args)
+    for project in ("", "   ", "p" * 101):
+        with pytest.raises(CommandError, match="project name must be 1 to 100"):
+            run("createapikey", "--project", project)

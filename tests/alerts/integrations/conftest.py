@@ -1,0 +1,137 @@
+"""What the integration tests share: a monitor in Berlin with a failed run, its
+incident and events, an outage impact, and links signed at a fixed time."""
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+
+from alerts import links
+from alerts.models import Channel, Incident, IncidentEvent
+from monitors.models import Monitor, Ping, Run
+
+SLOT = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+LAST_PING = datetime(2025, 1, 1, 12, 0, 4, tzinfo=UTC)
+OPENED = datetime(2025, 1, 1, 12, 0, 5, tzinfo=UTC)
+RESOLVED = datetime(2025, 1, 1, 12, 3, 0, tzinfo=UTC)
+MONITOR_UUID = uuid.UUID("5a6b7c8d-1111-4222-8333-444455556666")
+DEDUP = "1d1f4c1e-aaaa-4bbb-8ccc-dddddddddddd"
+SECRET = "s3cret-hook-key"
+JSON_HEADERS = {"Content-Type": "application/json", "User-Agent": "CronRadar/0.1"}
+
+
+SIGNED_AT = 1735732900.0  # the time the links in notifications are signed at
+
+
+@pytest.fixture(autouse=True)
+def _links_signed_at_a_fixed_time(monkeypatch):
+    from django.core import signing
+
+    monkeypatch.setattr(signing, "time", SimpleNamespace(time=lambda: SIGNED_AT))
+
+
+@pytest.fixture
+def monitor(project):
+    """A monitor in Berlin whose last run (slot 12:00 UTC) failed after 3 s."""
+    m = Monitor.objects.create(
+        project=project, name="Nightly backup", slug="nightly-backup", uuid=MONITOR_UUID,
+        tags=["db", "prod"], kind="interval", period=timedelta(seconds=60),
+        grace=timedelta(seconds=5), timezone="Europe/Berlin", last_ping_at=LAST_PING,
+    )
+    run = Run.objects.create(monitor=m, slot_at=SLOT, started_at=SLOT + timedelta(seconds=1),
+                             ended_at=LAST_PING, outcome="failed", exit_status=2)
+    Ping.objects.create(monitor=m, run=run, received_at=LAST_PING, kind="fail", method="POST",
+                        body=b"x" * 600 + b"backup failed: disk full")
+    return m
+
+
+def context(incident):
+    """The facts every incident notification of ``monitor`` carries."""
+    return {
+        "scheduled_at": "2025-01-01T13:00:00+01:00",
+        "timezone": "Europe/Berlin",
+        "last_ping_at": "2025-01-01T12:00:04Z",
+        "run_duration": 3,
+        "last_ping_body": ("x" * 600 + "backup failed: disk full")[-500:],
+        "links": {"acknowledge": links.make(incident.pk, "ack"),
+                  "resolve": links.make(incident.pk, "resolve"),
+                  "monitor": f"http://127.0.0.1:8000/api/v1/monitors/{incident.monitor_id}/"},
+    }
+
+
+@pytest.fixture
+def incident(monitor):
+    return Incident.objects.create(
+        monitor=monitor, cause="missed", summary="Nightly backup: no ping within 60s + 5s grace",
+        dedup_key=DEDUP, opened_at=OPENED, missed_count=1,
+    )
+
+
+@pytest.fixture
+def opened(incident):
+    return IncidentEvent.objects.create(incident=incident, kind="opened", at=OPENED,
+                                        message="no ping within 60s + 5s grace")
+
+
+@pytest.fixture
+def resolved(incident, opened):
+    incident.resolved_at = RESOLVED
+    incident.resolution = "ping received"
+    incident.save()
+    return IncidentEvent.objects.create(incident=incident, kind="resolved", at=RESOLVED,
+                                        message="ping received")
+
+
+def channel(project, kind, **config):
+    return Channel.objects.create(project=project, kind=kind, config=config)
+
+
+def canonical(document) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@pytest.fixture
+def removed(incident, opened):
+    return IncidentEvent.objects.create(incident=incident, kind="channel_removed", at=RESOLVED,
+                                        detail={"channel": 1})
+
+
+@pytest.fixture
+def impact(project):
+    from monitors.models import Outage, OutageImpact
+
+    outage = Outage.objects.create(started_at=OPENED, ended_at=OPENED + timedelta(seconds=15),
+                                   summarized_at=RESOLVED)
+    return OutageImpact.objects.create(outage=outage, project=project, unknown_slots=6)
+
+
+OUTAGE_TEXT = ("CronRadar could not receive pings from 2025-01-01T12:00:05Z to "
+               "2025-01-01T12:00:20Z: 6 expected runs of project acme fell in that time and "
+               "are recorded as unknown, not missed.")
+
+
+@pytest.fixture
+def event(project):
+    m = Monitor.objects.create(project=project, name="Nightly backup", slug="nightly-backup",
+                               tags=["db"], period=timedelta(60), grace=timedelta(seconds=5),
+                               timezone="Europe/Berlin",
+                               last_ping_at=SLOT + timedelta(seconds=4))
+    Run.objects.create(monitor=m, slot_at=SLOT, started_at=SLOT + timedelta(seconds=1),
+                       ended_at=SLOT + timedelta(seconds=4), outcome="failed")
+    Ping.objects.create(monitor=m, received_at=SLOT + timedelta(seconds=4), kind="fail",
+                        method="POST", body=b"disk full")
+    incident = Incident.objects.create(monitor=m, cause="failed", summary="Nightly backup: run "
+                                       "failed (exit status 2)", dedup_key=DEDUP,
+                                       opened_at=OPENED, severity="error")
+    return IncidentEvent.objects.create(incident=incident, kind="opened", at=OPENED)
+
+
+def ack_link(event):
+    return links.make(event.incident_id, "ack")
+
+
+FACTS = [("Monitor", "Nightly backup (acme/nightly-backup)"), ("Cause", "failed"),
+         ("Severity", "error"), ("Opened", "2025-01-01T12:00:05Z"),
+         ("Scheduled", "2025-01-01T13:00:00+01:00"), ("Last ping", "2025-01-01T12:00:04Z"),
+         ("Run took", "3s")]

@@ -1,0 +1,264 @@
+"""alerts.api: a monitor's channels and alerting settings, channels, incidents with
+their timelines, acknowledge and resolve, deliveries, escalation policies and
+maintenance windows."""
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import ApiKey
+from alerts.models import Channel, Delivery, Incident
+from monitors.pings import PingInput, ingest
+from tests.alerts.conftest import ONE, seen
+from tests.conftest import T0, S, new_project, s
+
+pytestmark = pytest.mark.django_db
+
+
+def test_channels_default_and_explicit(api):
+    # The README's order: the monitor first, its channels later.
+    m1 = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1}, format="json")
+    assert m1.json()["channels"] == "all"  # omitted: follows the project's channels
+    hook = api.post("/api/v1/channels/", {"kind": "webhook", "name": "hook",
+                                          "config": {"url": "http://127.0.0.1:9/hook"}},
+                    format="json")
+    assert hook.status_code == 201, hook.json()
+    assert len(hook.json()["config"]["secret"]) >= 32
+    bad = api.post("/api/v1/channels/", {"kind": "webhook", "config": {}}, format="json")
+    assert bad.status_code == 400 and "config" in bad.json()
+    # a channel added after the monitor is one of its channels: it gets the alert
+    ingest(m1.json()["id"], PingInput("fail"), T0)
+    assert list(Delivery.objects.values_list("channel_id", flat=True)) == [hook.json()["id"]]
+    m2 = api.post("/api/v1/monitors/", {"name": "b", "period": 60, "grace": 1, "channels": []},
+                  format="json")
+    assert m2.json()["channels"] == []
+    url = f"/api/v1/monitors/{m2.json()['id']}/"
+    assert api.patch(url, {"channels": [hook.json()["id"]]},
+                     format="json").json()["channels"] == [hook.json()["id"]]
+    assert api.patch(url, {"channels": "all"}, format="json").json()["channels"] == "all"
+    for wrong, message in (("some", 'must be "all" or a list of channel ids'),
+                           ([True], 'must be "all" or a list of channel ids'),
+                           ([999], "no channel with id 999 in this project")):
+        resp = api.patch(url, {"channels": wrong}, format="json")
+        assert resp.json() == {"channels": [message]}
+    assert [c["name"] for c in api.get("/api/v1/channels/").json()] == ["hook"]
+
+
+def test_channel_config_not_shared_across_projects(api):
+    other = new_project("other")
+    ch = Channel.objects.create(project=other, kind="webhook", config={"url": "http://x"})
+    resp = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1,
+                                          "channels": [ch.pk]}, format="json")
+    assert resp.status_code == 400 and "channels" in resp.json()
+
+
+def test_channel_detail_get_patch_delete(api, project):
+    ch = api.post("/api/v1/channels/", {"kind": "slack", "config": {"url": "https://x.test/h"}},
+                  format="json").json()
+    url = f"/api/v1/channels/{ch['id']}/"
+    assert api.get(url).json()["config"] == {"url": "https://x.test/h"}
+    renamed = api.patch(url, {"name": "ops", "config": {"url": "https://y.test/h"}},
+                        format="json").json()
+    assert (renamed["name"], renamed["config"]) == ("ops", {"url": "https://y.test/h"})
+    assert api.patch(url, {"kind": "webhook"}, format="json").json() == {
+        "kind": ["cannot be changed"]}
+    assert api.patch(url, {"config": {}}, format="json").status_code == 400
+    assert api.delete(url).status_code == 204
+    assert api.get(url).status_code == 404
+    other = Channel.objects.create(project=new_project("o"), kind="slack",
+                                   config={"url": "https://z.test"})
+    assert api.get(f"/api/v1/channels/{other.pk}/").status_code == 404
+
+
+def test_deliveries_are_visible_per_incident_and_in_a_list(api, make_monitor, project):
+    hook = Channel.objects.create(project=project, kind="webhook", name="h",
+                                  config={"url": "https://h.test/x", "secret": "k"})
+    m = make_monitor(channels=[hook])
+    ingest(m.pk, PingInput("fail"), T0)
+    d = Delivery.objects.get()
+    Delivery.objects.filter(pk=d.pk).update(status="pending", attempts=2, last_error="HTTP 503",
+                                            next_attempt_at=T0 + timedelta(seconds=8))
+    expected = {"id": d.pk, "event": "incident.opened", "incident": d.incident_id,
+                "channel": hook.pk, "status": "pending", "attempts": 2, "last_error": "HTTP 503",
+                "created_at": "2026-01-05T12:00:00Z", "next_attempt_at": "2026-01-05T12:00:08Z",
+                "delivered_at": None}
+    [incident] = api.get("/api/v1/incidents/").json()
+    assert incident["events"][0]["deliveries"] == [expected]
+    assert api.get("/api/v1/deliveries/").json() == [expected]
+    assert api.get(f"/api/v1/deliveries/?incident={d.incident_id}&status=pending").json() == [
+        expected]
+    assert api.get("/api/v1/deliveries/?status=delivered").json() == []
+    assert api.get("/api/v1/deliveries/?status=lost").json() == {
+        "status": ["must be one of pending, sending, delivered, failed"]}
+    assert api.get("/api/v1/deliveries/?channel=x").json() == {"channel": ["must be a channel id"]}
+    other = new_project("other")
+    foreign = Channel.objects.create(project=other, kind="webhook", config={"url": "http://x"})
+    assert api.get(f"/api/v1/deliveries/?channel={foreign.pk}").json() == []
+
+
+@pytest.mark.parametrize("kind,config", [
+    ("webhook", {"url": "https://hooks.example.com/x", "secret": "a\u0000b"}),
+    ("pagerduty", {"routing_key": "R\u0000"}),
+])
+def test_a_nul_in_a_channel_config_is_refused(api, kind, config):
+    """PostgreSQL cannot store NUL in text (it was a 500 there): 400 on both."""
+    resp = api.post("/api/v1/channels/", {"kind": kind, "name": "x", "config": config},
+                    format="json")
+    assert resp.status_code == 400, resp.content
+    assert "NUL characters are not allowed" in str(resp.json())
+
+
+def test_channel_credentials_are_hidden_from_readers(api, project):
+    from tests.helpers import as_key
+
+    made = api.post("/api/v1/channels/", {"kind": "opsgenie", "config": {
+        "api_key": "genie-secret", "region": "eu"}}, format="json").json()
+    assert made["config"] == {"api_key": "genie-secret", "region": "eu"}  # its admin sees it
+    reader = as_key(ApiKey.issue(project, read_only=True)[1])
+    assert reader.get(f"/api/v1/channels/{made['id']}/").json()["config"] == {
+        "api_key": "***", "region": "eu"}
+
+
+def test_one_incident_with_its_timeline(api, make_monitor, hook):
+    m = make_monitor(period=3600 * S, grace=60 * S, channels=[hook])
+    ingest(m.pk, PingInput("fail"), T0)
+    ingest(m.pk, PingInput("success"), T0 + 5 * S)
+    [listed] = api.get("/api/v1/incidents/").json()
+    one = api.get(f"/api/v1/incidents/{listed['id']}/").json()
+    assert one == listed
+    assert [e["kind"] for e in one["events"]] == ["opened", "resolved"]
+    assert one["resolved_at"] == "2026-01-05T12:00:05Z"
+    assert api.get("/api/v1/incidents/999/").status_code == 404
+
+
+def test_changing_a_webhook_url_keeps_its_secret(api, project):
+    hook = api.post("/api/v1/channels/", {"kind": "webhook", "config": {
+        "url": "https://a.test/h"}}, format="json").json()
+    changed = api.patch(f"/api/v1/channels/{hook['id']}/", {"config": {"url": "https://b.test/h"}},
+                        format="json").json()
+    assert changed["config"] == {"url": "https://b.test/h", "secret": hook["config"]["secret"]}
+    assert Channel.objects.get().config["secret"] == hook["config"]["secret"]
+    rotated = api.patch(f"/api/v1/channels/{hook['id']}/", {"config": {
+        "url": "https://b.test/h", "secret": "new"}}, format="json").json()
+    assert rotated["config"]["secret"] == "new"
+
+
+def test_policies_through_the_api(api, channels, project):
+    one, two, pd = channels
+    created = api.post("/api/v1/escalation-policies/", {
+        "name": "on-call", "repeat": 2,
+        "tiers": [{"delay": 0, "channels": [one.pk]},
+                  {"delay": 600, "channels": [two.pk, pd.pk]}]}, format="json")
+    assert created.status_code == 201, created.json()
+    body = created.json()
+    assert (body["name"], body["repeat"], body["monitors"]) == ("on-call", 2, [])
+    assert body["tiers"] == [{"delay": 0, "channels": [one.pk]},
+                             {"delay": 600, "channels": sorted([two.pk, pd.pk])}]
+    url = f"/api/v1/escalation-policies/{body['id']}/"
+    changed = api.patch(url, {"tiers": [{"delay": 30, "channels": [two.pk]}]}, format="json")
+    assert changed.json()["tiers"] == [{"delay": 30, "channels": [two.pk]}]
+    assert api.delete(f"/api/v1/channels/{two.pk}/").json() == {
+        "detail": "the only channel of tier 1 of escalation policy 'on-call': change the "
+                  "policy first"}
+    api.patch(url, {"tiers": [{"delay": 30, "channels": [two.pk, pd.pk]}]}, format="json")
+    assert api.delete(f"/api/v1/channels/{two.pk}/").status_code == 204  # pd is left
+    assert api.get(url).json()["tiers"] == [{"delay": 30, "channels": [pd.pk]}]
+    for bad, field, message in [
+        ({"name": "x", "tiers": []}, "tiers", "Ensure this field has at least 1 elements."),
+        ({"name": "x", "tiers": [{"delay": 0, "channels": [999]}]}, "tiers", "no channel"),
+        ({"name": "x", "repeat": 10, "tiers": [{"delay": 0, "channels": [one.pk]}]}, "repeat",
+         "less than or equal to 9"),
+        ({"name": "on-call", "tiers": [{"delay": 0, "channels": [one.pk]}]}, "name", "exists"),
+        ({"name": "x", "tiers": [{"delay": -1, "channels": [one.pk]}]}, "tiers", "at least 0"),
+    ]:
+        resp = api.post("/api/v1/escalation-policies/", bad, format="json")
+        assert resp.status_code == 400 and message in json.dumps(resp.json()[field]), resp.json()
+
+
+def test_a_monitors_alerting_settings(api, channels, project):
+    one = channels[0]
+    p = api.post("/api/v1/escalation-policies/", {
+        "name": "p", "tiers": [{"delay": 0, "channels": [one.pk]}]}, format="json").json()
+    m = api.post("/api/v1/monitors/", {"name": "m", "period": 60, "grace": 5}, format="json")
+    assert {k: m.json()[k] for k in ("escalation_policy", "urgency", "severity", "renotify")} == {
+        "escalation_policy": None, "urgency": "high", "severity": None, "renotify": None}
+    url = f"/api/v1/monitors/{m.json()['id']}/"
+    resp = api.patch(url, {"escalation_policy": p["id"], "urgency": "low", "severity": "error",
+                           "renotify": 3600}, format="json").json()
+    assert (resp["escalation_policy"], resp["urgency"], resp["severity"], resp["renotify"]) == (
+        p["id"], "low", "error", 3600)
+    assert api.get(f"/api/v1/escalation-policies/{p['id']}/").json()["monitors"] == [
+        m.json()["id"]]
+    delete = api.delete(f"/api/v1/escalation-policies/{p['id']}/")
+    assert delete.status_code == 400 and "in use by monitors" in delete.json()["detail"]
+    for field, value, message in [("escalation_policy", 999, "no escalation policy"),
+                                  ("urgency", "medium", "not a valid choice"),
+                                  ("renotify", 10, "at least 60")]:
+        resp = api.patch(url, {field: value}, format="json")
+        assert resp.status_code == 400 and message in resp.json()[field][0]
+    assert api.patch(url, {"escalation_policy": None, "severity": None},
+                     format="json").json()["severity"] is None
+    assert api.delete(f"/api/v1/escalation-policies/{p['id']}/").status_code == 204
+
+
+def test_ack_and_resolve_through_the_api(api, channels, make_monitor, http, project):
+    from accounts.models import ApiKey
+
+    ApiKey.objects.update(name="deploy bot")
+    one = channels[0]
+    m = make_monitor(period=s(3600), grace=s(60), channels=[one])
+    ingest(m.pk, PingInput("fail"), T0)
+    incident = Incident.objects.get()
+    acked = api.post(f"/api/v1/incidents/{incident.pk}/ack/", {"note": "looking"},
+                     format="json").json()
+    assert (acked["acknowledged_by"], acked["tier"]) == ("deploy bot", 1)
+    assert [e["kind"] for e in acked["events"]] == ["opened", "acknowledged"]
+    resolved = api.post(f"/api/v1/incidents/{incident.pk}/resolve/", {"by": "ana"},
+                        format="json").json()
+    assert resolved["resolution"] == "resolved by ana"
+    assert api.post(f"/api/v1/incidents/{incident.pk}/ack/").status_code == 409
+    assert api.post("/api/v1/incidents/999/ack/").status_code == 404
+    assert api.post(f"/api/v1/incidents/{incident.pk}/ack/", {"by": "x" * 201},
+                    format="json").status_code == 400
+    assert seen(http, timezone.now() + s(1)) == [
+        (ONE, "incident.opened"), (ONE, "incident.acknowledged"), (ONE, "incident.resolved")]
+
+
+def test_windows_through_the_api(api, make_monitor):
+    m = make_monitor()
+    one_off = api.post("/api/v1/maintenance-windows/", {
+        "name": "upgrade", "monitor": m.pk, "starts_at": "2026-01-05T12:00:00Z",
+        "ends_at": "2026-01-05T13:00:00Z"}, format="json")
+    assert one_off.status_code == 201, one_off.json()
+    recurring = api.post("/api/v1/maintenance-windows/", {
+        "name": "nightly", "tag": "db", "schedule": "0 2 * * *", "timezone": "Europe/Berlin",
+        "duration": 3600}, format="json").json()
+    assert (recurring["duration"], recurring["schedule"]) == (3600, "0 2 * * *")
+    for bad, field in [
+        ({"name": "x", "tag": "db", "monitor": m.pk, "starts_at": "2026-01-05T12:00:00Z",
+          "ends_at": "2026-01-05T13:00:00Z"}, "monitor"),
+        ({"name": "x", "tag": "db"}, "starts_at"),
+        ({"name": "x", "tag": "db", "starts_at": "2026-01-05T13:00:00Z",
+          "ends_at": "2026-01-05T12:00:00Z"}, "ends_at"),
+        ({"name": "x", "tag": "db", "schedule": "61 * * * *", "duration": 60}, "schedule"),
+        ({"name": "x", "tag": "db", "schedule": "0 2 * * *"}, "duration"),
+        ({"name": "x", "tag": "db", "schedule": "0 2 * * *", "duration": 60,
+          "timezone": "Mars/Olympus"}, "timezone"),
+        ({"name": "x", "tag": "db", "schedule": "0 2 * * *", "duration": 60,
+          "starts_at": "2030-01-01T00:00:00Z", "ends_at": "2030-01-01T01:00:00Z"}, "starts_at"),
+        ({"name": "x", "monitor": 999, "starts_at": "2026-01-05T12:00:00Z",
+          "ends_at": "2026-01-05T13:00:00Z"}, "monitor"),
+    ]:
+        resp = api.post("/api/v1/maintenance-windows/", bad, format="json")
+        assert resp.status_code == 400 and field in resp.json(), (bad, resp.json())
+
+
+def test_rules_through_the_api(api):
+    m = api.post("/api/v1/monitors/", {"name": "r", "period": 60, "grace": 5, "max_attempts": 3,
+                                       "failure_threshold": 2, "recovery_threshold": 4},
+                 format="json").json()
+    assert (m["max_attempts"], m["failure_threshold"], m["recovery_threshold"]) == (3, 2, 4)
+    for field in ("max_attempts", "failure_threshold", "recovery_threshold"):
+        resp = api.patch(f"/api/v1/monitors/{m['id']}/", {field: 0}, format="json")
+        assert resp.status_code == 400 and field in resp.json()

@@ -1,0 +1,93 @@
+"""Helpers test modules of more than one folder share (what one folder's tests
+share is in its conftest.py): API clients acting as a key or a person, runs for
+duration drift, settings read in a child process, and retention's small limits
+(``small``, an autouse fixture: a module that wants it imports it)."""
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from accounts.models import Membership, Organisation
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0, s
+
+# --- callers ---------------------------------------------------------------------------
+
+def person(name: str, org: Organisation, role: str):
+    user = get_user_model().objects.create_user(name, f"{name}@example.com", "pw-" + name)
+    Membership.objects.create(organisation=org, user=user, role=role)
+    return user
+
+
+def as_key(key: str) -> APIClient:
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return c
+
+
+def as_person(user) -> APIClient:
+    c = APIClient()
+    c.force_authenticate(user=user)
+    return c
+
+
+# --- runs for duration drift (slot i is T0 + i hours) ---------------------------------
+
+H = timedelta(hours=1)
+
+
+def slot(i):
+    return T0 + i * H
+
+
+def runs_of(monitor, seconds_each, start_at=0):
+    """A run per hour from hour ``start_at``: started on the hour, ended after each of
+    ``seconds_each`` (a negative one fails with exit status 1 after its magnitude)."""
+    for i, secs in enumerate(seconds_each, start=start_at):
+        ingest(monitor.pk, PingInput("start"), slot(i))
+        end = PingInput("fail", exit_status=1) if secs < 0 else PingInput("success")
+        ingest(monitor.pk, end, slot(i) + s(abs(secs)))
+
+
+def slow_monitor(make_monitor, **fields):
+    return make_monitor(name="backup", period=H, grace=s(600), slow_factor=Decimal("2.0"),
+                        **fields)
+
+
+# --- settings in a child process ---------------------------------------------------------
+
+def _settings_env(**env):
+    """Import cronradar.settings in a child process with ``env``; (exit code, output)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.live import ROOT
+
+    code = "import django; django.setup(); from django.core.management import call_command; " \
+           "call_command('check')"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CRONRADAR_", "DATABASE"))}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**clean, "DJANGO_SETTINGS_MODULE": "cronradar.settings", **env})
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+# --- retention ---------------------------------------------------------------------------
+
+DAY = timedelta(days=1)
+
+
+@pytest.fixture(autouse=True)
+def small(settings):
+    settings.CRONRADAR_KEEP_PINGS = 5
+    settings.CRONRADAR_KEEP_RUNS = 4
+    settings.CRONRADAR_RUN_RETENTION_DAYS = 10
+    settings.CRONRADAR_INCIDENT_RETENTION_DAYS = 30
+    settings.CRONRADAR_PRUNE_BATCH = 3  # several batches per monitor
+
+
+def heartbeats(monitor, n, start=T0, step=timedelta(seconds=3)):
+    for i in range(n):
+        ingest(monitor.pk, PingInput("success"), start + i * step)

@@ -1,0 +1,211 @@
+"""monitors.api: monitor validation and fields, filters, pause/resume, upsert by slug,
+runs and pings."""
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from monitors import evaluator
+from monitors.models import Monitor, Ping
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0, S, new_project
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_cron_monitor_returns_contract_fields(api, project, settings, monkeypatch):
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 7, 1, 9, 30, tzinfo=UTC))
+    resp = api.post("/api/v1/monitors/", {
+        "name": "Nightly backup", "kind": "cron", "schedule": "@daily",
+        "timezone": "Europe/Berlin", "grace": 300, "max_runtime": 3600, "deadline": 7200,
+        "concurrency": "forbid", "tags": ["db", "prod"]}, format="json")
+    assert resp.status_code == 201, resp.json()
+    body = resp.json()
+    m = Monitor.objects.get()
+    assert body["id"] == m.pk and body["uuid"] == str(m.uuid)
+    assert body["slug"] == "nightly-backup"
+    assert body["schedule"] == "0 0 * * *"
+    assert (body["grace"], body["max_runtime"], body["deadline"], body["min_runtime"]) == (
+        300, 3600, 7200, None)
+    assert body["ping_url"] == f"{settings.CRONRADAR_BASE_URL}/ping/{m.uuid}"
+    assert body["status"] == "new" and body["last_ping_at"] is None
+    assert body["next_expected_at"] == "2026-07-01T22:00:00Z"  # midnight in Berlin (CEST)
+    assert m.grace == timedelta(seconds=300)
+
+
+@pytest.mark.parametrize("payload,field,message", [
+    ({"kind": "cron", "schedule": "0 0 31 2 *"}, "schedule", "never fires: no date matches"),
+    ({"kind": "cron", "schedule": "61 * * * *"}, "schedule",
+     "bad minute field '61': 61 is out of range 0-59"),
+    ({"kind": "cron", "schedule": "* * * *"}, "schedule", "expected 5 fields"),
+    ({"kind": "cron", "schedule": "0 7 * * *", "timezone": "Mars/Olympus"}, "timezone",
+     "Mars/Olympus"),
+    ({"kind": "interval", "period": 60, "grace": -5}, "grace", "at least 1 second"),
+    ({"kind": "interval", "period": 60, "grace": 0}, "grace", "at least 1 second"),
+    ({"kind": "interval", "period": 0}, "period", "at least 1"),
+    ({"kind": "interval", "period": 60, "max_runtime": -1}, "max_runtime", "at least 1"),
+    ({"kind": "interval"}, "period", "required"),
+    ({"kind": "interval", "period": "abc"}, "period", "whole number"),
+    ({"kind": "weekly", "period": 60}, "kind", '"weekly" is not a valid choice.'),
+    ({"kind": "interval", "period": 60, "concurrency": "sometimes"}, "concurrency",
+     '"sometimes" is not a valid choice.'),
+])
+def test_invalid_monitor_rejected_with_field(api, payload, field, message):
+    data = {"name": "x", "grace": 10, **payload}
+    resp = api.post("/api/v1/monitors/", data, format="json")
+    assert resp.status_code == 400
+    assert field in resp.json(), resp.json()
+    assert message in " ".join(resp.json()[field])
+
+
+def test_duplicate_slug_rejected(api):
+    assert api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1},
+                    format="json").status_code == 201
+    resp = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1}, format="json")
+    assert resp.status_code == 400 and "slug" in resp.json()
+
+
+def test_patch_pause_delete_and_isolation(api, project):
+    mid = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1},
+                   format="json").json()["id"]
+    resp = api.patch(f"/api/v1/monitors/{mid}/", {"paused": True, "grace": 20}, format="json")
+    assert resp.json()["status"] == "paused" and resp.json()["grace"] == 20
+    assert Monitor.objects.get(pk=mid).next_evaluation_at is None
+    other = new_project("other")
+    foreign = Monitor.objects.create(project=other, name="f", slug="f",
+                                     period=timedelta(seconds=5), grace=timedelta(seconds=1))
+    assert api.get(f"/api/v1/monitors/{foreign.pk}/").status_code == 404
+    assert api.get(f"/api/v1/monitors/{foreign.pk}/runs/").status_code == 404
+    assert api.delete(f"/api/v1/monitors/{mid}/").status_code == 204
+    assert api.get(f"/api/v1/monitors/{mid}/").status_code == 404
+    assert api.delete(f"/api/v1/monitors/{mid}/").status_code == 404
+    evaluator.tick(timezone.now())  # nothing left to notify: the rows go
+    assert not Monitor.objects.filter(pk=mid).exists()
+
+
+def test_runs_pings_incidents_endpoints(api, make_monitor):
+    m = make_monitor(name="etl")
+    ingest(m.pk, PingInput("start", user_agent="curl"), T0 + timedelta(seconds=1))
+    ingest(m.pk, PingInput("fail", exit_status=2, body=b"boom", body_size=4),
+           T0 + timedelta(seconds=4))
+    runs = api.get(f"/api/v1/monitors/{m.pk}/runs/").json()
+    assert [(r["outcome"], r["duration"], r["exit_status"]) for r in runs] == [("failed", 3, 2)]
+    pings = api.get(f"/api/v1/monitors/{m.pk}/pings/?limit=1").json()
+    assert [(p["kind"], p["body"], p["exit_status"]) for p in pings] == [("fail", "boom", 2)]
+    incidents = api.get("/api/v1/incidents/?open=true").json()
+    assert [(i["monitor"], i["cause"]) for i in incidents] == [(m.pk, "failed")]
+    assert [e["kind"] for e in incidents[0]["events"]] == ["opened"]
+    assert api.get("/api/v1/incidents/?monitor=abc").status_code == 400
+    assert api.get(f"/api/v1/monitors/{m.pk}/").json()["status"] == "down"
+
+
+def test_monitor_field_rules(api):
+    resp = api.post("/api/v1/monitors/", {"name": "Disk Check", "slug": "", "period": 60,
+                                          "grace": 5, "schedule": "ignored"}, format="json")
+    assert (resp.json()["slug"], resp.json()["schedule"]) == ("disk-check", "")
+    mid = resp.json()["id"]
+    cron = api.patch(f"/api/v1/monitors/{mid}/", {"kind": "cron", "schedule": "*/5 * * * *"},
+                     format="json").json()
+    assert (cron["kind"], cron["schedule"], cron["period"]) == ("cron", "*/5 * * * *", None)
+    bad = api.patch(f"/api/v1/monitors/{mid}/", {"max_runtime": 10, "min_runtime": 100},
+                    format="json")
+    assert bad.json() == {"min_runtime": ["must be less than max_runtime"]}
+    many = api.patch(f"/api/v1/monitors/{mid}/", {"tags": ["t"] * 51}, format="json")
+    assert many.status_code == 400 and "tags" in many.json()
+
+
+def test_monitor_filters(api, make_monitor):
+    now = timezone.now()  # statuses are of the present
+    hourly = {"period": 3600 * S, "grace": 60 * S, "created": now}
+    a = make_monitor(name="db-backup", tags=["db", "nightly"], **hourly)
+    b = make_monitor(name="db-vacuum", tags=["db"], **hourly)
+    c = make_monitor(name="report", tags=["nightly"], paused=True, **hourly)
+    ingest(a.pk, PingInput("success"), now)
+    ingest(b.pk, PingInput("fail"), now)
+
+    def names(**query):
+        resp = api.get("/api/v1/monitors/", query)
+        assert resp.status_code == 200, resp.json()
+        return [m["name"] for m in resp.json()]
+
+    assert names(tag="db") == ["db-backup", "db-vacuum"]
+    assert names(tag=["db", "nightly"]) == ["db-backup"]
+    assert names(q="VAC") == ["db-vacuum"]
+    assert names(status="down") == ["db-vacuum"]
+    assert names(status="paused,down") == ["db-vacuum", "report"]
+    assert names(status="up", tag="db") == ["db-backup"]
+    assert api.get("/api/v1/monitors/", {"status": "sleeping"}).json() == {
+        "status": ["unknown status 'sleeping': use new, up, running, late, down, paused"]}
+    assert c.paused
+
+
+def test_pause_and_resume(api, make_monitor):
+    m = make_monitor(period=3600 * S, grace=60 * S)
+    paused = api.post(f"/api/v1/monitors/{m.pk}/pause/")
+    assert (paused.status_code, paused.json()["status"], paused.json()["paused"]) == (
+        200, "paused", True)
+    assert Monitor.objects.get(pk=m.pk).next_evaluation_at is None
+    resumed = api.post(f"/api/v1/monitors/{m.pk}/resume/").json()
+    assert (resumed["paused"], resumed["status"]) == (False, "new")
+    assert api.post("/api/v1/monitors/999/pause/").status_code == 404
+
+
+def test_upsert_by_slug(api, project):
+    url = "/api/v1/monitors/by-slug/nightly-backup/"
+    assert api.get(url).status_code == 404
+    body = {"name": "Nightly backup", "kind": "cron", "schedule": "0 3 * * *", "grace": 600}
+    created = api.put(url, body, format="json")
+    assert created.status_code == 201, created.json()
+    assert (created.json()["slug"], created.json()["schedule"]) == ("nightly-backup",
+                                                                   "0 3 * * *")
+    again = api.put(url, body, format="json")  # the deploy script runs again
+    assert (again.status_code, again.json()["id"]) == (200, created.json()["id"])
+    changed = api.put(url, {**body, "grace": 900}, format="json").json()
+    assert (changed["grace"], changed["schedule"]) == (900, "0 3 * * *")
+    assert Monitor.objects.filter(slug="nightly-backup").count() == 1
+    assert api.get(url).json()["grace"] == 900
+    assert api.put(url, {**body, "slug": "other"}, format="json").json() == {
+        "slug": ["must be the slug in the URL"]}
+    assert api.put(url, {**body, "project": new_project("b").pk}, format="json").status_code \
+        == 400
+    assert api.put("/api/v1/monitors/by-slug/new-one/", {"name": "x"},
+                   format="json").json()["grace"] == [
+        "required: seconds a run may start after its scheduled time"]
+    assert api.put(f"/api/v1/monitors/{created.json()['id']}/", body,
+                   format="json").status_code == 405
+    assert Ping.objects.count() == 0
+
+
+def test_ping_bodies_as_text_and_as_exact_bytes(api, make_monitor):
+    m = make_monitor()
+    cut = "éé".encode() + "é".encode()[:1]  # truncation split the third character
+    ingest(m.pk, PingInput("success", body=cut, body_size=6), T0)
+    ingest(m.pk, PingInput("success", body=b"\xff\x00ok\xc3", body_size=5), T0 + timedelta(1))
+    binary, truncated = api.get(f"/api/v1/monitors/{m.pk}/pings/").json()
+    assert (truncated["body"], truncated["body_base64"], truncated["body_truncated"]) == (
+        "éé", "w6nDqcM=", True)
+    # not truncated: a trailing partial character is invalid, and replaced
+    assert (binary["body"], binary["body_base64"]) == ("\ufffd\x00ok\ufffd", "/wBva8M=")
+
+
+@pytest.mark.parametrize(("value", "ok"), [
+    (2.5, True), ("3", True), (100, True), (None, True), (1.01, True),
+    (1, False), (1.0, False), (0.5, False), (-2, False), (100.01, False), (1000, False),
+    (1.001, False), ("fast", False),
+])
+def test_slow_factor_through_the_api(api, value, ok):
+    made = api.post("/api/v1/monitors/", {"name": "j", "period": 60, "grace": 5},
+                    format="json").json()
+    assert made["slow_factor"] is None
+    resp = api.patch(f"/api/v1/monitors/{made['id']}/", {"slow_factor": value}, format="json")
+    assert resp.status_code == (200 if ok else 400), resp.json()
+    if ok:
+        expected = None if value is None else float(value)
+        assert resp.json()["slow_factor"] == expected
+        assert Monitor.objects.get(pk=made["id"]).slow_factor == (
+            None if value is None else Decimal(str(value)))
+    else:
+        expected = {1.001: "at most 2 decimal places", "fast": "A valid number is required."}
+        assert resp.json()["slow_factor"] == [
+            expected.get(value, "must be more than 1 and at most 100 (or null: off)")]

@@ -1,0 +1,142 @@
+"""The importcrontab and importk8s commands (fixtures: tests/data/crontab.txt,
+etc-crontab.txt and cronjobs.yaml)."""
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from monitors.imports import crontab
+from monitors.models import Monitor
+from tests.conftest import DATA, S
+from tests.monitors.conftest import GRACE, curl_wrap
+
+
+def command(name, *args) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command(name, *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def monitor_fields(m: Monitor) -> dict:
+    return {f: getattr(m, f) for f in (
+        "name", "kind", "schedule", "timezone", "cron_semantics", "period", "grace",
+        "max_runtime", "concurrency", "max_attempts", "paused", "tags")}
+
+
+def test_importcrontab_creates_prints_the_wrapped_crontab_and_is_idempotent(project):
+    path = str(DATA / "crontab.txt")
+    out, err = command("importcrontab", path, "--project", "acme", "--dry-run")
+    assert out == "" and not Monitor.objects.exists()
+    assert err.splitlines()[1:3] == [
+        "project 'acme' in organisation 'acme'",
+        "dry run, nothing changed: 7 created, 0 updated, 0 unchanged, 5 reported"]
+    assert err.startswith("using database: ")
+
+    out, err = command("importcrontab", path, "--project", "acme")
+    monitors = {m.slug: m for m in Monitor.objects.all()}
+    assert len(monitors) == 7
+    assert monitor_fields(monitors["invoice-run"]) == {
+        "name": "Monthly invoices", "kind": "cron", "schedule": "0 6 1 * *",
+        "timezone": "Europe/Berlin", "cron_semantics": "debian", "period": None, "grace": GRACE,
+        "max_runtime": None, "concurrency": "allow", "max_attempts": 1, "paused": False,
+        "tags": ["crontab"]}
+    assert monitors["invoice-run"].next_expected_at is not None  # armed as the API does
+    assert err.splitlines()[3] == (
+        "  created pg-backup-8b2f4abd (line 8): name '/usr/local/bin/pg-backup.sh --full >> "
+        "/var/log/pg-backup.log 2>&1', grace 300, kind 'cron', schedule '0 3 * * *', timezone "
+        "'UTC', cron_semantics 'debian', tags [\"crontab\"]")
+    assert "  line 11: @reboot runs once at boot: no schedule to monitor; left as it is" in err
+    m = monitors["mail-ba23c378"]
+    assert out.splitlines()[22:24] == [
+        "# cronradar: slug=mail-ba23c378",
+        "0 7 * * mon-fri " + curl_wrap(f"http://127.0.0.1:8000/ping/{m.uuid}",
+                                       'mail -s "daily report" ops@example.com')
+        + "%Report attached.%Bye"]
+
+    before = {m.slug: (m.next_expected_at, m.next_evaluation_at) for m in Monitor.objects.all()}
+    again, err = command("importcrontab", path, "--project", "acme")
+    assert again == out
+    assert "0 created, 0 updated, 7 unchanged, 5 reported" in err
+    assert {m.slug: (m.next_expected_at, m.next_evaluation_at)
+            for m in Monitor.objects.all()} == before
+
+
+def test_importcrontab_reads_the_installed_wrapped_crontab_and_stdin(project, monkeypatch,
+                                                                     tmp_path):
+    first, _ = command("importcrontab", str(DATA / "crontab.txt"), "--project", "acme")
+    monkeypatch.setattr("sys.stdin", io.StringIO(first))
+    again, err = command("importcrontab", "-", "--project", "acme")
+    assert again == first and "0 created, 0 updated, 7 unchanged" in err
+    assert "already wrapped by an import, read as the command inside: lines 9, 11, 13, 16, 18, " \
+           "22, 24" in err
+
+
+def test_importcrontab_updates_existing_monitors_and_keeps_what_the_file_does_not_say(
+        project, make_monitor):
+    make_monitor(name="billing", slug="invoice-run", kind="cron", schedule="0 5 1 * *",
+                 grace=900 * S, tags=["billing"])
+    _, err = command("importcrontab", str(DATA / "crontab.txt"), "--project", "acme",
+                     "--timezone", "Europe/Madrid")
+    assert ("  updated invoice-run (line 17): schedule '0 5 1 * *' -> '0 6 1 * *', timezone "
+            "'UTC' -> 'Europe/Berlin', name 'billing' -> 'Monthly invoices', tags [\"billing\"] "
+            "-> [\"billing\", \"crontab\"]") in err.splitlines()
+    m = Monitor.objects.get(slug="invoice-run")
+    assert (m.grace, m.tags, m.schedule) == (900 * S, ["billing", "crontab"], "0 6 1 * *")
+    assert Monitor.objects.get(slug="php-0ebd2ac8").timezone == "Europe/Madrid"
+
+
+def test_importcrontab_system_crontab_by_path_and_errors(project, tmp_path, monkeypatch):
+    monkeypatch.setattr(crontab, "is_system_crontab", lambda path: path.endswith("etc-crontab.txt"))
+    out, err = command("importcrontab", str(DATA / "etc-crontab.txt"), "--project", "acme",
+                       "--wrap", "exec")
+    assert f"notes:\n  {DATA / 'etc-crontab.txt'} is a system crontab: the 6th field is the user" \
+        in err
+    vacuum = Monitor.objects.get(slug="vacuumdb-a6124607")
+    assert (vacuum.tags, vacuum.schedule) == (["crontab", "user:postgres"], "0 0 * * *")
+    assert f"@daily\tpostgres\tcronradar exec --url {vacuum.ping_url} -- /usr/bin/vacuumdb" in out
+    with pytest.raises(CommandError, match="no project 'nope'"):
+        command("importcrontab", str(DATA / "crontab.txt"), "--project", "nope")
+    with pytest.raises(CommandError, match="missing.txt: No such file or directory"):
+        command("importcrontab", str(tmp_path / "missing.txt"), "--project", "acme")
+    (tmp_path / "latin1").write_bytes(b"0 0 * * * caf\xe9\n")
+    with pytest.raises(CommandError, match="latin1: not UTF-8 text"):
+        command("importcrontab", str(tmp_path / "latin1"), "--project", "acme")
+    with pytest.raises(CommandError, match="unknown time zone 'Nowhere/City'"):
+        command("importcrontab", str(DATA / "crontab.txt"), "--project", "acme", "--timezone",
+                "Nowhere/City")
+
+
+def test_importk8s_creates_updates_and_is_idempotent(project, tmp_path):
+    path = str(DATA / "cronjobs.yaml")
+    out, _ = command("importk8s", path, "--project", "acme", "--dry-run")
+    assert "dry run, nothing changed: 3 created, 0 updated, 0 unchanged, 2 reported" in out
+    assert not Monitor.objects.exists()
+    out, _ = command("importk8s", path, "--project", "acme")
+    assert out.splitlines()[0].startswith("using database: ")
+    assert "  document 2 (line 28): kind ConfigMap (v1) is not a CronJob: skipped" in out
+    assert monitor_fields(Monitor.objects.get(slug="nightly-report")) == {
+        "name": "reporting/nightly-report", "kind": "cron", "schedule": "0 2 * * *",
+        "timezone": "Europe/Berlin", "cron_semantics": "kubernetes", "period": None,
+        "grace": 600 * S, "max_runtime": 3600 * S, "concurrency": "forbid", "max_attempts": 3,
+        "paused": False, "tags": ["kubernetes", "ns:reporting"]}
+    assert monitor_fields(Monitor.objects.get(slug="cache-warmer")) == {
+        "name": "web/cache.warmer", "kind": "cron", "schedule": "*/10 * * * *",
+        "timezone": "UTC", "cron_semantics": "kubernetes", "period": None, "grace": GRACE,
+        "max_runtime": None, "concurrency": "replace", "max_attempts": 7, "paused": True,
+        "tags": ["kubernetes", "ns:web"]}
+    out, _ = command("importk8s", path, "--project", "acme")
+    assert "0 created, 0 updated, 3 unchanged, 2 reported" in out
+    # the manifest changes: the warmer is resumed and gets a deadline; its grace stays
+    Monitor.objects.filter(slug="cache-warmer").update(grace=120 * S)
+    changed = (DATA / "cronjobs.yaml").read_text().replace("  suspend: true\n", "").replace(
+        "  concurrencyPolicy: Replace\n", "  concurrencyPolicy: Replace\n  timeZone: Asia/Tokyo\n")
+    (tmp_path / "cronjobs.yaml").write_text(changed)
+    out, _ = command("importk8s", str(tmp_path / "cronjobs.yaml"), "--project", "acme")
+    assert ("  updated cache-warmer (document 3 (line 36)): timezone 'UTC' -> 'Asia/Tokyo', "
+            "paused true -> false") in out.splitlines()
+    warmer = Monitor.objects.get(slug="cache-warmer")
+    assert (warmer.paused, warmer.timezone, warmer.grace) == (False, "Asia/Tokyo", 120 * S)
+    (tmp_path / "bad.yaml").write_text("kind: [\n")
+    with pytest.raises(CommandError, match=r"bad.yaml: not YAML at line 2"):
+        command("importk8s", str(tmp_path / "bad.yaml"), "--project", "acme")

@@ -1,0 +1,290 @@
+"""Evaluator: missed / stuck / deadline / recovered, downtime, back-off, and the
+batched path."""
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from alerts.models import Incident
+from monitors import evaluator, slots
+from monitors.models import Monitor, Run
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0, s
+
+pytestmark = pytest.mark.django_db
+
+
+def events(m):
+    inc = Incident.objects.get(monitor=m)
+    return inc, [(e.kind, e.at) for e in inc.events.all()]
+
+
+def test_missed_after_slot_plus_grace(make_monitor):
+    m = make_monitor(period=s(3), grace=s(1))
+    ingest(m.pk, PingInput("success"), T0)
+    m.refresh_from_db()
+    assert (m.next_expected_at, m.next_evaluation_at) == (T0 + s(3), T0 + s(4))
+    assert evaluator.tick(T0 + s(3.9)) == 0  # not due yet: O(due) query returns nothing
+    assert not Incident.objects.exists()
+    assert evaluator.tick(T0 + s(4)) == 1
+    inc, evs = events(m)
+    assert (inc.cause, inc.missed_count, inc.opened_at) == ("missed", 1, T0 + s(4))
+    assert evs == [("opened", T0 + s(4))]
+    assert list(Run.objects.filter(outcome="missed").values_list("slot_at", flat=True)) == [
+        T0 + s(3)]
+    m.refresh_from_db()
+    assert (m.next_expected_at, m.next_evaluation_at) == (T0 + s(6), T0 + s(7))
+    # the next missed slot is counted on the same incident, not a new alert
+    evaluator.tick(T0 + s(7))
+    inc, evs = events(m)
+    assert inc.missed_count == 2 and evs == [("opened", T0 + s(4)), ("missed", T0 + s(7))]
+    # a success resolves it
+    ingest(m.pk, PingInput("success"), T0 + s(8))
+    inc.refresh_from_db()
+    assert (inc.resolved_at, inc.resolution) == (T0 + s(8), "a run succeeded")
+    assert sorted(Run.objects.filter(outcome="missed").values_list("slot_at", flat=True)) == [
+        T0 + s(3), T0 + s(6)]
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + s(11)  # interval: counted from the late ping
+
+
+def test_evaluator_downtime_gives_one_incident_counting_slots(make_monitor):
+    m = make_monitor(period=s(10), grace=s(2))
+    ingest(m.pk, PingInput("success"), T0)
+    evaluator.tick(T0 + s(1000))  # slots T0+10 .. T0+990 are overdue: 99 of them
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.missed_count, inc.events.count()) == (99, 1)
+    assert Run.objects.filter(outcome="missed").count() == 99
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + s(1000)
+
+
+def test_cron_missed_counts_slots_in_zone(make_monitor):
+    m = make_monitor(kind="cron", schedule="0 7 * * *", timezone="America/New_York",
+                     grace=s(300), created=datetime(2024, 3, 8, 12, tzinfo=UTC))
+    assert m.next_expected_at == datetime(2024, 3, 9, 12, tzinfo=UTC)  # 07:00 EST
+    ingest(m.pk, PingInput("success"), datetime(2024, 3, 9, 12, 0, 5, tzinfo=UTC))
+    m.refresh_from_db()
+    assert m.next_expected_at == datetime(2024, 3, 10, 11, tzinfo=UTC)  # 07:00 EDT after DST
+    evaluator.tick(datetime(2024, 3, 12, 11, 5, tzinfo=UTC))
+    inc = Incident.objects.get(monitor=m)
+    assert inc.missed_count == 3  # Mar 10, 11, 12 at 07:00 EDT
+    assert sorted(Run.objects.filter(outcome="missed").values_list("slot_at", flat=True)) == [
+        datetime(2024, 3, d, 11, tzinfo=UTC) for d in (10, 11, 12)]
+
+
+def test_new_monitor_never_pinged_does_not_alert(make_monitor):
+    m = make_monitor()
+    assert m.next_evaluation_at is None
+    assert evaluator.tick(T0 + s(3600)) == 0
+    assert not Incident.objects.exists()
+
+
+def test_stuck_run_past_max_runtime(make_monitor):
+    m = make_monitor(period=s(60), grace=s(5), max_runtime=s(10))
+    ingest(m.pk, PingInput("start"), T0 + s(60))
+    evaluator.tick(T0 + s(69))
+    assert not Incident.objects.exists()
+    evaluator.tick(T0 + s(70))
+    inc, evs = events(m)
+    assert inc.cause == "stuck" and evs == [("opened", T0 + s(70))]
+    assert Run.objects.get(monitor=m).outcome == "stuck"
+    ingest(m.pk, PingInput("success"), T0 + s(80))  # it finally ends
+    inc.refresh_from_db()
+    assert inc.resolved_at == T0 + s(80)
+
+
+def test_deadline_checked_even_if_run_never_ends(make_monitor):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(60), deadline=s(120),
+                     created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(30))
+    run = Run.objects.get(monitor=m)
+    assert (run.slot_at, run.deadline_at) == (T0, T0 + s(120))
+    evaluator.tick(T0 + s(120))
+    inc, evs = events(m)
+    assert inc.cause == "deadline" and evs == [("opened", T0 + s(120))]
+    evaluator.tick(T0 + s(200))  # checked once only
+    assert Incident.objects.get().events.count() == 1
+
+
+def test_deadline_met_by_success(make_monitor):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(60), deadline=s(120),
+                     created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(30))
+    ingest(m.pk, PingInput("success"), T0 + s(90))
+    evaluator.tick(T0 + s(120))
+    assert not Incident.objects.exists()
+    assert Run.objects.get().deadline_checked
+
+
+def test_decide_is_pure():
+    """decide() reads its arguments only: the monitor, the runs and the set of
+    succeeded slots are the same afterwards, and calling it twice gives the same."""
+    m = Monitor(kind="interval", period=s(3), grace=s(1), last_ping_at=T0,
+                next_expected_at=T0 + s(3), max_runtime=s(5), deadline=s(4))
+    runs = [Run(pk=1, slot_at=T0, started_at=T0, outcome="running", timeout_at=T0 + s(5),
+                deadline_at=T0 + s(4)),
+            Run(pk=2, slot_at=T0, started_at=T0 + s(1), outcome="running",
+                timeout_at=T0 + s(6), deadline_at=T0 + s(4))]
+    succeeded = set()
+    before = (vars(m).copy(), [vars(r).copy() for r in runs], set(succeeded))
+    first = evaluator.decide(m, runs, succeeded, T0 + s(10))
+    assert (vars(m), [vars(r) for r in runs], succeeded) == before
+    assert evaluator.decide(m, runs, succeeded, T0 + s(10)) == first
+    assert [(x.kind, x.count) for x in first.detections] == [
+        ("missed", 3), ("stuck", 1), ("deadline", 1), ("stuck", 1)]  # one deadline per slot
+    assert first.missed_slots == [T0 + s(3), T0 + s(6), T0 + s(9)]
+    assert (first.next_expected_at, first.stuck_runs, first.deadline_runs) == (
+        T0 + s(12), [1, 2], [1, 2])
+    assert evaluator.apply_to_runs(first, runs) == runs
+    assert [(r.outcome, r.deadline_checked) for r in runs] == [("stuck", True)] * 2
+
+
+def test_missed_count_is_exact_however_many_slots(make_monitor):
+    m = make_monitor(kind="cron", schedule="* * * * *", grace=s(30), created=T0 - s(1))
+    ingest(m.pk, PingInput("success"), T0)
+    evaluator.tick(T0 + timedelta(days=20))  # the evaluator was away for 20 days
+    inc = Incident.objects.get(monitor=m)
+    # slots T0+1min .. T0+20d-1min (T0+20d is still within its grace)
+    assert inc.missed_count == 20 * 1440 - 1
+    assert Run.objects.filter(outcome="missed").count() == slots.MAX_RUN_ROWS
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + timedelta(days=20)
+
+
+def test_a_monitor_that_cannot_be_evaluated_backs_off_and_says_why(make_monitor, api):
+    healthy = make_monitor(period=s(3), grace=s(1))
+    ingest(healthy.pk, PingInput("success"), T0)
+    broken = [make_monitor(period=s(3), grace=s(1)) for _ in range(3)]
+    for m in broken:  # saved around validation, as the admin could before
+        ingest(m.pk, PingInput("success"), T0)
+    Monitor.objects.filter(pk__in=[m.pk for m in broken]).update(
+        kind="cron", schedule="61 * * * *")
+    assert evaluator.tick(T0 + s(4)) == 1  # the healthy one
+    assert Incident.objects.get().monitor_id == healthy.pk
+    m = Monitor.objects.get(pk=broken[0].pk)
+    assert m.evaluation_error.startswith("ScheduleError: bad minute field '61'")
+    assert (m.evaluation_failures, m.next_evaluation_at) == (1, T0 + s(64))
+    evaluator.tick(T0 + s(64))  # fails again: twice as long
+    m.refresh_from_db()
+    assert (m.evaluation_failures, m.next_evaluation_at) == (2, T0 + s(184))
+    assert api.get(f"/api/v1/monitors/{m.pk}/").json()["evaluation_error"] == m.evaluation_error
+    Monitor.objects.filter(pk=m.pk).update(kind="interval", schedule="")
+    evaluator.tick(T0 + s(184))
+    m.refresh_from_db()
+    assert (m.evaluation_error, m.evaluation_failures) == ("", 0)
+
+
+# --- the batched path (evaluate_many) writes what evaluating one by one writes ---------
+
+def _burst(project, now):
+    """Monitors of ``project`` all due at ``now`` (slot T0, grace 30 s), one of each
+    kind of opening: alone, with a policy (two tiers; one delayed tier at low
+    urgency), in a maintenance window (its own; a tag's), under a failure
+    threshold (reached; not), with an incident open, following every channel,
+    renotify, a severity, a stuck run, flapping, interval, another time zone, no
+    Alerting row. Returns their ids."""
+    from alerts.models import Alerting, Channel, EscalationPolicy, EscalationTier, MaintenanceWindow
+
+    hooks = [Channel.objects.create(project=project, kind="webhook", name=f"hook-{i}",
+                                    config={"url": "https://hook.test/h", "secret": "k"})
+             for i in range(4)]
+    policy = EscalationPolicy.objects.create(project=project, name="on-call", repeat=1)
+    EscalationTier.objects.create(policy=policy, position=0, delay=s(0)).channels.set(hooks[:2])
+    EscalationTier.objects.create(policy=policy, position=1, delay=s(300)).channels.set(
+        hooks[2:3])
+    later = EscalationPolicy.objects.create(project=project, name="later")
+    EscalationTier.objects.create(policy=later, position=0, delay=s(120)).channels.set(
+        hooks[3:4])
+    MaintenanceWindow.objects.create(project=project, name="db nights", tag="db",
+                                     schedule="0 12 * * *", duration=s(600))
+    variants = ["plain", "policy", "later", "window", "threshold met", "threshold not met",
+                "open", "all channels", "renotify", "severity", "stuck", "flapping",
+                "interval", "berlin", "tag window", "no alerting"]
+    ids = []
+    for i, v in enumerate(variants):
+        m = Monitor.objects.create(
+            project=project, name=v, slug=f"m{i}", kind="cron", schedule="0 * * * *",
+            grace=s(30), last_ping_at=T0 - s(3595), next_expected_at=T0,
+            next_evaluation_at=now, tags=["db"] if v == "tag window" else [])
+        ids.append(m.pk)
+        if v == "interval":
+            m.kind, m.schedule, m.period = "interval", "", s(1800)
+        if v == "berlin":
+            m.timezone, m.schedule = "Europe/Berlin", "0 13 * * *"
+        m.save()
+        if v == "no alerting":
+            continue
+        a = Alerting.objects.create(
+            monitor=m, all_channels=v == "all channels",
+            escalation_policy={"policy": policy, "later": later}.get(v),
+            urgency="low" if v == "later" else "high",
+            failure_threshold=2 if v.startswith("threshold") else 1,
+            renotify=s(600) if v == "renotify" else None,
+            severity="warning" if v == "severity" else "")
+        a.channels.set(hooks[i % 4:i % 4 + 1])
+        if v == "window":
+            MaintenanceWindow.objects.create(project=project, name="mw", monitor=m,
+                                             starts_at=T0, ends_at=T0 + s(3600))
+        if v == "threshold met":
+            Run.objects.create(monitor=m, slot_at=T0 - s(3600), outcome="failed")
+        if v == "open":
+            Incident.objects.create(monitor=m, cause="failed", summary="down", opened_at=T0,
+                                    last_event_at=T0 + s(40), tier=0)
+        if v == "stuck":
+            Run.objects.create(monitor=m, slot_at=T0 - s(3600), started_at=T0 - s(3600),
+                               outcome="running", timeout_at=T0 + s(10))
+        if v == "flapping":
+            for k in range(5):
+                Incident.objects.create(monitor=m, cause="failed", summary="flap",
+                                        opened_at=T0 - s(3000 - 60 * k),
+                                        resolved_at=T0 - s(2990 - 60 * k))
+    return ids
+
+
+def _written(project) -> dict:
+    """What the evaluation wrote for ``project``'s monitors, keyed by names."""
+    from alerts.models import Alerting, Delivery, IncidentEvent
+
+    mine = {"monitor__project": project}
+    return {
+        "monitors": sorted(Monitor.objects.filter(project=project).values_list(
+            "name", "next_expected_at", "next_evaluation_at", "evaluation_error",
+            "evaluation_failures")),
+        "alerting": sorted(Alerting.objects.filter(**mine).values_list(
+            "monitor__name", "flapping_since", "stable_check_at")),
+        "runs": sorted(Run.objects.filter(**mine).values_list(
+            "monitor__name", "slot_at", "started_at", "outcome", "timeout_at",
+            "deadline_checked")),
+        "incidents": sorted(Incident.objects.filter(**mine).values_list(
+            "monitor__name", "cause", "summary", "severity", "opened_at", "resolved_at",
+            "last_event_at", "missed_count", "failure_count", "tier", "round", "renotified",
+            "next_escalation_at")),
+        "events": sorted(
+            (name, kind, at, count, message, step,
+             sorted((k, str(v)) for k, v in detail.items() if k != "run"))
+            for name, kind, at, count, message, step, detail in IncidentEvent.objects.filter(
+                incident__monitor__project=project).values_list(
+                "incident__monitor__name", "kind", "at", "count", "message", "step",
+                "detail")),
+        "deliveries": sorted(Delivery.objects.filter(incident__monitor__project=project)
+                             .values_list("incident__monitor__name", "event__kind",
+                                          "channel__name", "status", "attempts",
+                                          "created_at", "next_attempt_at")),
+    }
+
+
+def test_a_batch_writes_what_evaluating_one_by_one_writes():
+    from monitors.liveness import Liveness
+    from tests.conftest import new_project
+
+    now = T0 + s(30)
+    batched, alone = new_project("batched"), new_project("alone")
+    ids = _burst(batched, now)
+    assert evaluator.evaluate_many(ids, now, Liveness()) == len(ids)
+    for pk in _burst(alone, now):
+        assert evaluator.evaluate_monitor(pk, now, Liveness()) is not None
+    got, want = _written(batched), _written(alone)
+    assert got == want
+    opened = {e[0] for e in got["events"] if e[1] == "opened"}
+    assert opened == {m[0] for m in got["monitors"]} - {"open", "threshold not met"}
+    assert len(got["deliveries"]) == 18  # the others held back (a window, a delayed tier)

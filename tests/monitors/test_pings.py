@@ -1,0 +1,359 @@
+"""Ping ingest (monitors.pings): stored fields, run pairing, idempotency, detections
+(failed, overlap, too_fast), attempts per slot, create on ping."""
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from alerts.models import Incident
+from monitors.models import Monitor, Ping, Run
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0, S, s
+
+pytestmark = pytest.mark.django_db
+
+
+def test_start_then_success_pairs_by_rid_and_records_run(make_monitor):
+    m = make_monitor(max_runtime=s(60))
+    a, b = uuid.uuid4(), uuid.uuid4()
+    ingest(m.pk, PingInput("start", rid=a), T0 + s(3))
+    ingest(m.pk, PingInput("start", rid=b), T0 + s(4))
+    ingest(m.pk, PingInput("success", exit_status=0, rid=a), T0 + s(10))
+    ra, rb = Run.objects.get(rid=a), Run.objects.get(rid=b)
+    assert (ra.outcome, ra.started_at, ra.ended_at, ra.duration, ra.exit_status) == (
+        "succeeded", T0 + s(3), T0 + s(10), s(7), 0)
+    assert ra.slot_at == T0 + s(3)  # interval: the expected slot T0+3s
+    assert ra.timeout_at == T0 + s(63)
+    assert (rb.outcome, rb.ended_at) == ("running", None)
+
+
+def test_end_without_rid_closes_most_recent_open_run(make_monitor):
+    m = make_monitor()
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    ingest(m.pk, PingInput("success"), T0 + s(5))
+    runs = list(Run.objects.filter(monitor=m).order_by("started_at"))
+    assert [(r.started_at, r.outcome) for r in runs] == [
+        (T0 + s(1), "running"), (T0 + s(2), "succeeded")]
+    # with nothing else open the next end ping closes the first run ...
+    ingest(m.pk, PingInput("fail", exit_status=3), T0 + s(6))
+    runs[0].refresh_from_db()
+    assert (runs[0].outcome, runs[0].exit_status) == ("failed", 3)
+    # ... and once nothing is open, an end ping records a run without a start
+    ingest(m.pk, PingInput("success"), T0 + s(7))
+    last = Run.objects.filter(monitor=m).latest("pk")
+    assert (last.started_at, last.ended_at, last.outcome) == (None, T0 + s(7), "succeeded")
+
+
+def test_duplicate_pings_with_same_rid_are_idempotent(make_monitor):
+    m = make_monitor()
+    rid = uuid.uuid4()
+    for _ in range(3):
+        ingest(m.pk, PingInput("start", rid=rid), T0 + s(1))
+    for _ in range(3):
+        ingest(m.pk, PingInput("fail", exit_status=2, rid=rid), T0 + s(2))
+    assert Run.objects.filter(monitor=m).count() == 1
+    assert Ping.objects.filter(monitor=m).count() == 6  # all stored ...
+    assert Ping.objects.filter(monitor=m, duplicate=True).count() == 4  # ... 4 flagged
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.failure_count) == ("failed", 1)
+
+
+def test_log_ping_changes_no_state(make_monitor):
+    m = make_monitor()
+    ingest(m.pk, PingInput("log", body=b"progress 50%", body_size=12), T0 + s(1))
+    m.refresh_from_db()
+    assert m.last_ping_at is None and Run.objects.count() == 0
+    assert bytes(Ping.objects.get().body) == b"progress 50%"
+
+
+def test_concurrency_replace_closes_open_run(make_monitor):
+    m = make_monitor(concurrency="replace", max_runtime=s(5))
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(4))
+    first, second = Run.objects.order_by("pk")
+    assert (first.outcome, first.ended_at) == ("replaced", T0 + s(4))
+    assert second.outcome == "running"
+    assert not Incident.objects.exists()
+
+
+def test_paused_monitor_stores_pings_without_alerts(make_monitor):
+    m = make_monitor(paused=True)
+    ingest(m.pk, PingInput("fail"), T0 + s(1))
+    assert Ping.objects.filter(monitor=m).count() == 1
+    assert Run.objects.get(monitor=m).outcome == "failed"
+    assert not Incident.objects.exists()
+
+
+def test_ping_is_stored_even_when_applying_it_fails(client, make_monitor, monkeypatch):
+    m = make_monitor()
+
+    def boom(*args):
+        raise RuntimeError("schedule engine exploded")
+
+    monkeypatch.setattr("monitors.slots.slot_for", boom)
+    resp = client.post(f"/ping/{m.uuid}/start", data=b"x", content_type="text/plain")
+    assert resp.status_code == 200
+    p = Ping.objects.get(monitor=m)
+    assert (p.kind, p.run, bytes(p.body)) == ("start", None, b"x")
+    assert Run.objects.count() == 0  # the half-applied effect was rolled back
+    m.refresh_from_db()
+    assert m.evaluation_error == ("a ping's effects could not be applied: RuntimeError: "
+                                  "schedule engine exploded")
+    assert not Incident.objects.exists()  # a start is no failure
+
+
+def test_a_failure_whose_run_cannot_be_recorded_still_raises_failed(client, make_monitor,
+                                                                   monkeypatch):
+    m = make_monitor()
+
+    def boom(*args):
+        raise RuntimeError("schedule engine exploded")
+
+    monkeypatch.setattr("monitors.slots.slot_for", boom)
+    assert client.get(f"/ping/{m.uuid}/3").status_code == 200
+    assert Ping.objects.get(monitor=m).exit_status == 3
+    incident = Incident.objects.get(monitor=m)
+    assert (incident.cause, incident.summary) == (
+        "failed", f"{m.name}: run failed (exit status 3); a ping's effects could not be "
+                  "applied: RuntimeError: schedule engine exploded")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_end_ping_whose_run_is_gone_when_written_is_stored_alone(make_monitor, monkeypatch):
+    """The run an end ping closes disappears between reading and writing it (here
+    deleted in the same transaction, so the rollback brings it back): the ping is
+    stored alone, as when applying it fails (on PostgreSQL the run's update finds
+    no row; on SQLite the ping's reference to it fails at commit)."""
+    from monitors import pings
+
+    m = make_monitor()
+    rid = uuid.uuid4()
+    ingest(m.pk, PingInput("start", rid=rid), T0)
+
+    def then_delete(read):  # the runs are read with the lock on PostgreSQL, else alone
+        def read_then_delete(*args, **kwargs):
+            runs = read(*args, **kwargs)
+            Run.objects.filter(monitor=m, rid=rid).delete()
+            return runs
+        return read_then_delete
+
+    monkeypatch.setattr(pings, "pending_runs", then_delete(pings.pending_runs))
+    monkeypatch.setattr(pings, "_lock_reading", then_delete(pings._lock_reading))
+    ping = ingest(m.pk, PingInput("success", rid=rid), T0 + s(5))
+    assert (ping.kind, ping.run) == ("success", None)
+    assert Run.objects.get(monitor=m, rid=rid).outcome == "running"
+    m.refresh_from_db()
+    assert m.evaluation_error.startswith("a ping's effects could not be applied: ")
+
+
+def test_late_cron_start_takes_over_missed_slot(make_monitor):
+    from monitors import evaluator
+
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(60), created=T0 - s(1))
+    ingest(m.pk, PingInput("success"), T0 + s(2))  # slot T0
+    evaluator.tick(T0 + s(360))  # slot T0+5min missed
+    assert Run.objects.get(outcome="missed").slot_at == T0 + s(300)
+    ingest(m.pk, PingInput("start"), T0 + s(400))  # late run for T0+5min
+    run = Run.objects.get(slot_at=T0 + s(300))
+    assert (run.outcome, run.started_at) == ("running", T0 + s(400))
+    ingest(m.pk, PingInput("success"), T0 + s(410))
+    assert Incident.objects.get(monitor=m).resolved_at == T0 + s(410)
+
+
+def _while_another_holds_the_lock(hold, then) -> None:
+    """Run ``hold`` in a transaction of another thread (and connection) that keeps
+    the locks it took for 0.5 s more, and ``then`` here meanwhile (it waits for
+    them). PostgreSQL only: SQLite serializes whole transactions."""
+    import threading
+    import time
+
+    from django.db import connection, connections, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serializes whole transactions: nothing can open meanwhile")
+    locked = threading.Event()
+
+    def holder():
+        try:
+            with transaction.atomic():
+                hold()
+                locked.set()
+                time.sleep(0.5)  # then() is waiting for the lock meanwhile
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert locked.wait(10)
+    then()
+    thread.join(10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ping_that_waited_for_the_lock_sees_the_incident_opened_meanwhile(make_monitor):
+    """The evaluator holds the monitor's lock and opens an incident; a success ping
+    arriving then waits for the lock and must resolve that incident (on PostgreSQL
+    the statement that waited reads other tables as they were before it waited, so
+    whether an incident is open is read after the lock)."""
+    from monitors.models import Monitor
+
+    monitor = make_monitor()
+    opened_at = T0 + timedelta(minutes=2)
+
+    def evaluator():
+        list(Monitor.objects.select_for_update().filter(pk=monitor.pk))
+        Incident.objects.create(monitor=monitor, cause="missed", summary="x: missed",
+                                opened_at=opened_at, missed_count=1)
+
+    _while_another_holds_the_lock(evaluator, lambda: ingest(
+        monitor.pk, PingInput("success"), opened_at + timedelta(seconds=3)))
+    incident = Incident.objects.get(monitor=monitor)
+    assert (incident.resolved_at, incident.resolution) == (opened_at + timedelta(seconds=3),
+                                                          "a run succeeded")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kind", ["success", "start"])
+def test_a_ping_that_waited_for_the_lock_sees_the_run_opened_meanwhile(make_monitor, kind):
+    """A start ping holds the monitor's lock while its run is written; a second ping
+    waits for the lock. On PostgreSQL the statement that waited reads the runs as
+    they were before it waited: the ping must still see the run (a success closes
+    it; a start under concurrency "forbid" reports the overlap), not act as if no
+    run were open."""
+    m = make_monitor(concurrency="forbid")
+    _while_another_holds_the_lock(lambda: ingest(m.pk, PingInput("start"), T0),
+                                  lambda: ingest(m.pk, PingInput(kind), T0 + s(5)))
+    runs = list(Run.objects.filter(monitor=m).order_by("pk")
+                .values_list("outcome", "started_at", "ended_at"))
+    if kind == "success":
+        assert runs == [("succeeded", T0, T0 + s(5))]
+    else:
+        assert runs == [("running", T0, None), ("running", T0 + s(5), None)]
+        assert Incident.objects.get(monitor=m).cause == "overlap"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_migration_under_prepared_statements_costs_no_ping_its_effects(make_monitor):
+    """On PostgreSQL the ping path's statements are prepared (core.sql). A
+    migration that changes the type of a column they return makes PostgreSQL
+    refuse them once: the ping is applied again, not stored alone."""
+    from django.db import connection, connections
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements: PostgreSQL only")
+    m = make_monitor()
+    for i in range(6):  # past prepare_threshold (5): the statements are prepared
+        ingest(m.pk, PingInput("success"), T0 + s(3 * i))
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("ALTER TABLE monitors_monitor "
+                           "ALTER COLUMN evaluation_error TYPE varchar(501)")
+        ping = ingest(m.pk, PingInput("success"), T0 + s(18))
+    finally:
+        with other.cursor() as cursor:
+            cursor.execute("ALTER TABLE monitors_monitor "
+                           "ALTER COLUMN evaluation_error TYPE varchar(500)")
+        other.close()
+    assert ping.run.started_at is None and ping.run.ended_at == T0 + s(18)
+    assert Run.objects.filter(monitor=m, outcome="succeeded").count() == 7
+    m.refresh_from_db()
+    assert m.evaluation_error == ""
+
+
+def test_fail_ping_opens_failed_incident(make_monitor):
+    m = make_monitor()
+    ingest(m.pk, PingInput("fail", exit_status=4), T0 + s(1))
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.summary) == ("failed", "job-1: run failed (exit status 4)")
+
+
+def test_overlap_under_forbid(make_monitor):
+    m = make_monitor(concurrency="forbid")
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    assert not Incident.objects.exists()
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    inc = Incident.objects.get(monitor=m)
+    assert inc.cause == "overlap"
+    assert "1 earlier run(s) were still open" in inc.summary
+
+
+def test_allow_permits_overlap(make_monitor):
+    m = make_monitor(concurrency="allow")
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    assert not Incident.objects.exists()
+
+
+def test_too_fast(make_monitor):
+    m = make_monitor(min_runtime=s(30))
+    ingest(m.pk, PingInput("start"), T0 + s(1))
+    ingest(m.pk, PingInput("success"), T0 + s(5))
+    inc = Incident.objects.get(monitor=m)
+    assert inc.cause == "too_fast" and inc.resolved_at is None
+    ingest(m.pk, PingInput("start"), T0 + s(10))
+    ingest(m.pk, PingInput("success"), T0 + s(50))
+    inc.refresh_from_db()
+    assert inc.resolved_at == T0 + s(50)
+
+
+def test_a_failed_attempt_a_retry_may_make_good_opens_nothing(make_monitor):
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), max_attempts=3,
+                     created=T0 - s(1))
+    for i in range(2):  # two attempts of the T0 slot fail
+        ingest(m.pk, PingInput("start"), T0 + s(10 + 100 * i))
+        ingest(m.pk, PingInput("fail", exit_status=1), T0 + s(20 + 100 * i))
+    assert not Incident.objects.exists()
+    assert list(Run.objects.values_list("slot_at", "outcome")) == [(T0, "failed")] * 2
+    ingest(m.pk, PingInput("start"), T0 + s(210))  # the last allowed attempt fails too
+    ingest(m.pk, PingInput("fail", exit_status=1), T0 + s(220))
+    incident = Incident.objects.get()
+    assert incident.summary.endswith("run failed (exit status 1), attempt 3 of 3")
+
+
+def test_a_retry_that_succeeds_keeps_the_slot_green(make_monitor):
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), max_attempts=2,
+                     created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(10))
+    ingest(m.pk, PingInput("fail"), T0 + s(20))
+    ingest(m.pk, PingInput("start"), T0 + s(30))
+    ingest(m.pk, PingInput("success"), T0 + s(40))
+    assert not Incident.objects.exists()
+
+
+def test_attempts_of_an_interval_monitor_are_failures_in_a_row(make_monitor):
+    m = make_monitor(period=s(3600), grace=s(60), max_attempts=2)
+    ingest(m.pk, PingInput("fail"), T0)
+    assert not Incident.objects.exists()
+    ingest(m.pk, PingInput("fail"), T0 + s(30))  # the retry fails too
+    assert Incident.objects.get().summary.endswith("attempt 2 of 2")
+
+
+def test_create_on_ping(client, project, api):
+    base = f"/ping/{project.ping_key}"
+    assert client.get(f"{base}/new-job").status_code == 404  # not without create=1
+    made = client.get(f"{base}/new-job?create=1")
+    assert (made.status_code, made.content) == (201, b"Created\n")
+    m = Monitor.objects.get(slug="new-job")
+    assert (m.kind, m.period, m.grace, m.name) == ("interval", 86400 * S, 3600 * S, "new-job")
+    assert [p.kind for p in m.pings.all()] == ["success"]  # the ping itself is stored
+    again = client.get(f"{base}/new-job/fail?create=1")
+    assert (again.status_code, Monitor.objects.filter(slug="new-job").count()) == (200, 1)
+    cron = client.post(f"{base}/backup/start?create=1&schedule=0+3+*+*+*"
+                       "&timezone=Europe/Berlin&grace=600")
+    assert cron.status_code == 201
+    b = Monitor.objects.get(slug="backup")
+    assert (b.kind, b.schedule, b.timezone, b.grace) == ("cron", "0 3 * * *", "Europe/Berlin",
+                                                         600 * S)
+    assert api.get(f"/api/v1/monitors/{b.pk}/").json()["status"] == "running"
+    for query, message in [("schedule=61+*+*+*+*", "bad minute field '61'"),
+                           ("timezone=Mars/Olympus", "Mars/Olympus"),
+                           ("grace=0", "grace must be a whole number of seconds"),
+                           ("period=abc", "period must be"),
+                           ("period=60&schedule=0+3+*+*+*", "not both")]:
+        resp = client.get(f"{base}/bad-one?create=1&{query}")
+        assert resp.status_code == 400 and message in resp.content.decode(), query
+    assert client.get(f"{base}/{'x' * 101}?create=1").status_code == 400
+    assert client.get("/ping/not-a-key/job?create=1").status_code == 404
+    assert not Monitor.objects.filter(slug="bad-one").exists()

@@ -1,0 +1,164 @@
+"""The ping endpoint (monitors.views): URL forms, methods, bodies, bad input, the
+client's address, rate limits, and the database being down."""
+import io
+import uuid
+
+import pytest
+from django.db import OperationalError
+
+from monitors import views
+from monitors.models import Ping, Run
+from tests.conftest import S
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("method", ["get", "head", "post"])
+def test_success_ping_all_methods(client, make_monitor, method):
+    m = make_monitor()
+    resp = getattr(client, method)(f"/ping/{m.uuid}", HTTP_USER_AGENT="curl/8.5")
+    assert resp.status_code == 200
+    assert resp["Content-Type"].startswith("text/plain")
+    p = Ping.objects.get(monitor=m)
+    assert (p.kind, p.method, p.user_agent, p.remote_addr) == ("success", method.upper(),
+                                                               "curl/8.5", "127.0.0.1")
+    assert Run.objects.get(monitor=m).outcome == "succeeded"
+    if method != "head":
+        assert resp.content == b"OK\n"
+
+
+@pytest.mark.parametrize("suffix,kind,code", [
+    ("/start", "start", None), ("/fail", "fail", None), ("/log", "log", None),
+    ("/0", "success", 0), ("/1", "fail", 1), ("/255", "fail", 255),
+])
+def test_uuid_and_slug_url_forms(client, make_monitor, suffix, kind, code):
+    m = make_monitor(name="backup")
+    assert client.get(f"/ping/{m.uuid}{suffix}").status_code == 200
+    assert client.post(f"/ping/{m.project.ping_key}/backup{suffix}").status_code == 200
+    pings = list(Ping.objects.filter(monitor=m).order_by("pk"))
+    assert [(p.kind, p.exit_status) for p in pings] == [(kind, code), (kind, code)]
+
+
+@pytest.mark.parametrize("path,status,message", [
+    ("/ping/{uuid}/256", 400, b"exit status must be an integer from 0 to 255"),
+    ("/ping/{uuid}/-1", 400, b"exit status must be an integer from 0 to 255"),
+    ("/ping/{uuid}/99999999999999999999999", 400, b"exit status"),
+    ("/ping/{uuid}/bogus", 400, b"unknown ping action 'bogus'"),
+    ("/ping/{uuid}/a%00b", 400, b"NUL characters are not allowed in the URL"),
+    ("/ping/{uuid}?rid=not-a-uuid", 400, b"rid must be a UUID"),
+    ("/ping/{uuid}/start?rid=", 200, b"OK"),
+    (f"/ping/{uuid.uuid4()}", 404, b"not found"),
+    ("/ping/nokey/noslug", 404, b"not found"),
+    ("/ping/{key}/no-such-slug/start", 404, b"not found"),
+    ("/ping/a/b/c/d", 404, b"not found"),
+    ("/ping/not-a-uuid", 404, b"not found"),
+    ("/ping/%00%ff", 400, b"NUL characters are not allowed in the URL"),
+])
+def test_bad_input_gets_clear_4xx(client, make_monitor, path, status, message):
+    m = make_monitor()
+    resp = client.get(path.format(uuid=m.uuid, key=m.project.ping_key))
+    assert resp.status_code == status
+    assert message in resp.content
+    assert Ping.objects.count() == (1 if status == 200 else 0)
+
+
+def test_other_methods_405(client, make_monitor):
+    m = make_monitor()
+    resp = client.put(f"/ping/{m.uuid}")
+    assert resp.status_code == 405 and resp["Allow"] == "GET, HEAD, POST"
+
+
+def test_body_stored_and_truncated(client, make_monitor, settings):
+    m = make_monitor()
+    client.post(f"/ping/{m.uuid}/log", data=b"hello", content_type="text/plain")
+    big = b"x" * (10 * 1024 * 1024)
+    assert client.post(f"/ping/{m.uuid}/fail", data=big,
+                       content_type="application/octet-stream").status_code == 200
+    small, large = Ping.objects.order_by("pk")
+    assert (bytes(small.body), small.body_size, small.body_truncated) == (b"hello", 5, False)
+    assert len(bytes(large.body)) == settings.CRONRADAR_PING_BODY_LIMIT == 100 * 1024
+    assert (large.body_size, large.body_truncated) == (10 * 1024 * 1024, True)
+
+
+def test_chunked_body_without_length_is_read_from_the_server(client, make_monitor, settings):
+    """``curl -X POST -T -`` sends a chunked body without Content-Length; Django reads
+    no body then, so the view reads the server's de-chunked ``wsgi.input`` itself."""
+    settings.CRONRADAR_PING_BODY_LIMIT = 4
+    m = make_monitor()
+    resp = client.generic("POST", f"/ping/{m.uuid}/log", HTTP_TRANSFER_ENCODING="chunked",
+                          **{"wsgi.input": io.BytesIO(b"line 1\nline 2\n")})
+    assert resp.status_code == 200
+    ping = Ping.objects.get()
+    assert (bytes(ping.body), ping.body_size, ping.body_truncated) == (b"line", 14, True)
+
+
+def test_a_body_cut_short_of_its_length_is_refused_and_not_stored(client, make_monitor):
+    """The client gave up mid-body (the server hands over what arrived): 400, nothing
+    stored; it never gets that answer, and a retry sends the ping again."""
+    m = make_monitor()
+    resp = client.generic("POST", f"/ping/{m.uuid}/fail", CONTENT_LENGTH="1000",
+                          **{"wsgi.input": io.BytesIO(b"abc")})
+    assert (resp.status_code, resp.content) == (
+        400, b"incomplete body: 3 of its 1000 bytes arrived; nothing was stored\n")
+    assert not Ping.objects.exists()
+
+
+@pytest.mark.parametrize("action", ["９", "٣", "1٣"])
+def test_non_ascii_digits_are_not_exit_statuses(client, make_monitor, action):
+    m = make_monitor()
+    resp = client.get(f"/ping/{m.uuid}/{action}")
+    assert resp.status_code == 400 and b"exit status must be an integer" in resp.content
+    assert not Ping.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["/ping/{key}/%00", "/ping/{key}/a%00b/fail", "/ping/%00/c1",
+                                 "/ping/ab%00cd/c1/start", "/ping/{key}/c%00?create=1",
+                                 "/ping/{uuid}?rid=%00", "/ping/{uuid}?x%00=1"])
+def test_a_nul_in_a_ping_url_is_refused(client, make_monitor, url):
+    """PostgreSQL text cannot hold NUL: 400 with a message, nothing stored, on both
+    databases (it was a 500 on PostgreSQL)."""
+    m = make_monitor(name="c1")
+    resp = client.get(url.format(key=m.project.ping_key, uuid=m.uuid))
+    assert (resp.status_code, resp.content) == (400, b"NUL characters are not allowed in "
+                                                     b"the URL\n")
+    assert not Ping.objects.exists()
+
+
+def test_pings_answer_503_with_retry_after_while_the_database_is_down(client, make_monitor,
+                                                                       monkeypatch):
+    m = make_monitor()
+
+    def down(*args, **kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(views.pings, "ingest_at", down)
+    resp = client.get(f"/ping/{m.uuid}")
+    assert (resp.status_code, resp["Retry-After"], resp.content) == (
+        503, "5", b"database unavailable, nothing was stored: retry in 5 seconds\n")
+
+
+@pytest.mark.parametrize("trust,forwarded,stored", [
+    (False, "203.0.113.9", "127.0.0.1"),
+    (True, "198.51.100.1, 203.0.113.9", "203.0.113.9"),  # the address nginx saw
+    (True, "not-an-address", "127.0.0.1"),
+    (True, "", "127.0.0.1"),
+])
+def test_client_address_behind_a_trusted_proxy(client, make_monitor, settings, trust, forwarded,
+                                               stored):
+    settings.CRONRADAR_TRUST_X_FORWARDED_FOR = trust
+    m = make_monitor()
+    assert client.get(f"/ping/{m.uuid}", HTTP_X_FORWARDED_FOR=forwarded).status_code == 200
+    assert m.pings.get().remote_addr == stored
+
+
+def test_ping_rate_limit_drops_and_counts(client, api, make_monitor, settings):
+    settings.CRONRADAR_PING_RATE = "2/min"
+    m = make_monitor(period=3600 * S, grace=60 * S)
+    answers = [client.get(f"/ping/{m.uuid}") for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 429, 429]
+    assert answers[2].content.startswith(b"too many pings for this monitor: at most 2/min")
+    assert 1 <= int(answers[2]["Retry-After"]) <= 60
+    assert Ping.objects.filter(monitor=m).count() == 2  # what was refused is not stored
+    assert api.get(f"/api/v1/monitors/{m.pk}/").json()["dropped_pings"] == 2
+    other = make_monitor(period=3600 * S, grace=60 * S)
+    assert client.get(f"/ping/{other.uuid}").status_code == 200  # per ping URL

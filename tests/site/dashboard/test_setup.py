@@ -1,0 +1,132 @@
+"""The setup pages (cronradar.dashboard.setup): channels, policies, maintenance
+windows, keys and members through the API's rules, and other tenants' pages."""
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from accounts.models import ApiKey, Membership
+from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
+from tests.conftest import S, new_project
+from tests.site.dashboard.conftest import signed_in, text
+
+pytestmark = pytest.mark.django_db
+
+
+def test_setup_pages_create_through_the_api_rules(admin, world, project):
+    assert admin.post("/channels/", {"kind": "slack", "name": "x", "url": "ftp://no"}
+                      ).status_code == 400
+    admin.post("/channels/", {"kind": "email", "name": "mail", "to": "a@example.com, "
+                                                                     "b@example.com"})
+    assert Channel.objects.get(name="mail").config == {"to": ["a@example.com",
+                                                              "b@example.com"]}
+    hook = world["hook"]
+    admin.post("/policies/", {"name": "two", "repeat": "1", "tier0_delay": "0",
+                              "tier0_channels": [hook.pk], "tier1_delay": "600",
+                              "tier1_channels": [hook.pk]})
+    two = EscalationPolicy.objects.get(name="two")
+    assert [int(t.delay.total_seconds()) for t in two.tiers.order_by("position")] == [0, 600]
+    admin.post("/maintenance/", {"name": "upgrade", "tag": "db",
+                                 "starts_at": "2030-01-01T00:00:00Z",
+                                 "ends_at": "2030-01-01T01:00:00Z"})
+    assert MaintenanceWindow.objects.get(name="upgrade").tag == "db"
+    made = admin.post("/keys/", {"name": "ci", "read_only": "1"})
+    key = re.search(r'id="new-key" type="text" readonly value="(cr_[^"]+)"',
+                    made.content.decode()).group(1)
+    assert ApiKey.find(key).read_only is True
+    assert key not in admin.get("/keys/").content.decode()  # shown once
+    assert "Delete channel ops-hook?" in text(admin.get(f"/channels/{hook.pk}/delete/"))
+    assert "only channel of tier 1" in text(admin.get(f"/channels/{hook.pk}/delete/"))
+    for url in ("/channels/", "/policies/", "/maintenance/", "/keys/", "/members/",
+                "/account/", "/incidents/"):
+        assert admin.get(url).status_code == 200, url
+
+
+def test_another_tenants_setup_pages_are_404(admin, project):
+    """The isolation matrix, continued: policies, maintenance windows, API keys and
+    members of another organisation are 404 to read and to change, and stay."""
+    other = new_project("charlie")
+    policy = EscalationPolicy.objects.create(project=other, name="their policy")
+    now = timezone.now()
+    window = MaintenanceWindow.objects.create(project=other, name="their window", tag="db",
+                                              starts_at=now, ends_at=now + 3600 * S)
+    key, _ = ApiKey.issue(other)
+    stranger = get_user_model().objects.create_user("stranger", "s@example.com", "pw")
+    member = Membership.objects.create(organisation=other.organisation, user=stranger)
+    for method, url in [("get", f"/policies/{policy.pk}/"),
+                        ("post", f"/policies/{policy.pk}/"),
+                        ("post", f"/policies/{policy.pk}/delete/"),
+                        ("get", f"/maintenance/{window.pk}/"),
+                        ("post", f"/maintenance/{window.pk}/"),
+                        ("post", f"/maintenance/{window.pk}/delete/"),
+                        ("post", f"/keys/{key.pk}/revoke/"),
+                        ("post", f"/members/{member.pk}/remove/")]:
+        assert getattr(admin, method)(url, {"name": "mine"}).status_code == 404, (method, url)
+    for page in ("/policies/", "/maintenance/", "/keys/", "/members/"):
+        body = text(admin.get(page))
+        assert "their policy" not in body and "their window" not in body
+        assert key.prefix not in body and "stranger" not in body
+    assert EscalationPolicy.objects.get(pk=policy.pk).name == "their policy"
+    assert MaintenanceWindow.objects.filter(pk=window.pk).exists()
+    assert ApiKey.objects.get(pk=key.pk).revoked_at is None
+    assert Membership.objects.filter(pk=member.pk).exists()
+
+
+def test_members_page_adds_only_known_people_and_creates_new_ones(project, mailoutbox,
+                                                                  settings):
+    settings.CRONRADAR_BASE_URL = "https://cron.example.org"
+    admin = signed_in(project, "admin", "alice")
+    from accounts.models import Organisation
+
+    get_user_model().objects.create_user("stranger", "s@example.com", "pw")
+    Membership.objects.create(organisation=Organisation.objects.create(name="theirs"),
+                              user=get_user_model().objects.get(username="stranger"))
+    answers = [admin.post("/members/", {"username": who, "role": "member"})
+               for who in ("stranger", "nobody")]
+    answers += [admin.post("/members/", {"email": who, "role": "member"})
+                for who in ("s@example.com", "n@example.com")]
+    bodies = [(a.status_code, re.sub(r"stranger|nobody|s@example\.com|n@example\.com|"
+                                     r'name="csrfmiddlewaretoken" value="[^"]+"', "?",
+                                     text(a))) for a in answers]
+    # an account elsewhere and no account answer the same: nothing to learn from
+    assert bodies[0] == bodies[1] and bodies[2] == bodies[3] and bodies[0][0] == 400
+    assert "no such person in your organisations; to add someone new, give a new username " \
+           "and email" in text(answers[0])
+    assert not Membership.objects.filter(user__username="stranger",
+                                         organisation=project.organisation).exists()
+    taken = admin.post("/members/", {"username": "newbie", "email": "bad", "role": "member"})
+    assert taken.status_code == 400 and "valid email" in text(taken)
+    made = admin.post("/members/", {"username": "newbie", "email": "nb@example.com",
+                                    "role": "viewer"})
+    assert made.status_code == 302
+    newbie = Membership.objects.get(user__username="newbie")
+    assert (newbie.role, newbie.organisation, newbie.user.has_usable_password()) == (
+        "viewer", project.organisation, False)
+    (mail,) = mailoutbox
+    assert mail.to == ["nb@example.com"] and "Your username is newbie" in mail.body
+    link = re.search(r"https://cron\.example\.org(/password-reset/\S+/)", mail.body).group(1)
+    chosen = Client().get(link, follow=True)
+    assert "Choose a new password" in text(chosen)
+
+
+def test_maintenance_windows_are_in_the_persons_zone(admin, project):
+    admin.post("/account/", {"timezone": "America/Los_Angeles"})
+    made = admin.post("/maintenance/", {"name": "upgrade", "tag": "db",
+                                        "starts_at": "2030-01-01 00:00",
+                                        "ends_at": "2030-01-01T10:00:00Z"})
+    assert made.status_code == 302
+    w = MaintenanceWindow.objects.get(name="upgrade")
+    assert w.starts_at.isoformat() == "2030-01-01T08:00:00+00:00"  # read in Los Angeles
+    page = text(admin.get("/maintenance/"))
+    assert "2030-01-01 00:00:00 PST → 2030-01-01 02:00:00 PST" in page
+    assert "Times in America/Los_Angeles" in page and "2030-01-01T00:00:00Z" not in page
+    assert "in your time zone, America/Los_Angeles" in page
+    edit = text(admin.get(f"/maintenance/{w.pk}/"))
+    assert 'value="2030-01-01T00:00:00-08:00"' in edit
+    for bad in ("1999-12-31T00:00:00Z", "2101-01-01 00:00", "0001-01-01 00:00"):
+        resp = admin.post("/maintenance/", {"name": "odd", "tag": "db", "starts_at": bad,
+                                            "ends_at": "2030-01-01T10:00:00Z"})
+        assert resp.status_code == 400 and "the year must be 2000 to 2100" in text(resp)
+    assert not MaintenanceWindow.objects.filter(name="odd").exists()

@@ -1,0 +1,103 @@
+"""The monitor page's snippets (cronradar.dashboard.snippets)."""
+import pytest
+
+from tests.conftest import S
+
+pytestmark = pytest.mark.django_db
+
+
+def _m(**kw):
+    from types import SimpleNamespace
+
+    base = {"kind": "cron", "schedule": "0 3 * * *", "timezone": "UTC", "period": None,
+            "grace": 300 * S, "max_runtime": None, "concurrency": "allow", "max_attempts": 1,
+            "slug": "nightly-backup"}
+    return SimpleNamespace(**{**base, **kw})
+
+
+URL = "https://cr.example/ping/UUID"
+
+
+def test_the_cronjob_exits_with_the_jobs_status_and_has_the_monitors_limits():
+    from cronradar.dashboard.snippets import cronjob
+
+    text_ = cronjob(_m(timezone="Europe/Berlin", concurrency="forbid", max_attempts=3,
+                       max_runtime=3600 * S, grace=600 * S, slug="Nightly_Backup.v2"), URL)
+    assert "metadata: {name: nightly-backup-v2}" in text_
+    assert '  schedule: "0 3 * * *"\n  timeZone: Europe/Berlin\n' in text_
+    assert "  concurrencyPolicy: Forbid\n  startingDeadlineSeconds: 600\n" in text_
+    assert "      activeDeadlineSeconds: 3600\n      backoffLimit: 2\n" in text_
+    assert ('                  /path/to/job; code=$?\n'
+            '                  curl -fsS -m 10 --retry 5 -o /dev/null "$PING/$code?rid=$RID"\n'
+            '                  exit $code\n') in text_
+    plain = cronjob(_m(concurrency="replace", slug="x" * 80), URL)
+    assert "timeZone" not in plain and "activeDeadlineSeconds" not in plain
+    assert "concurrencyPolicy: Replace" in plain and "backoffLimit: 0" in plain
+    assert f"metadata: {{name: {'x' * 52}}}" in plain
+    import yaml
+
+    doc = yaml.safe_load(text_)
+    assert doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0][
+        "args"][0].rstrip().endswith("exit $code")
+
+
+def test_a_cronjob_snippet_run_by_sh_exits_with_the_jobs_status(tmp_path):
+    """The container's script, run by sh with curl failing: the job's status wins."""
+    import subprocess
+
+    from cronradar.dashboard.snippets import cronjob
+
+    script = cronjob(_m(), URL).split("- |\n")[1]
+    script = "\n".join(line.strip() for line in script.splitlines())
+    script = script.replace("/path/to/job", "sh -c 'exit 7'").replace("curl ", "false ")
+    assert subprocess.run(["sh", "-c", script]).returncode == 7
+
+
+@pytest.mark.parametrize("seconds, line", [
+    (60, "* * * * *"), (300, "*/5 * * * *"), (900, "*/15 * * * *"), (3600, "0 * * * *"),
+    (7200, "0 */2 * * *"), (21600, "0 */6 * * *"), (86400, "0 0 * * *"),
+    (420, None), (90, None), (5 * 3600, None), (2 * 86400, None), (30, None)])
+def test_interval_snippets_claim_a_cron_line_only_when_it_is_exact(seconds, line):
+    from cronradar.dashboard.snippets import cron_for_period, crontab
+
+    assert cron_for_period(seconds) == line
+    text_ = crontab(_m(kind="interval", schedule="", period=seconds * S), URL)
+    if line:
+        assert text_.startswith(line + "  RID=")
+    else:
+        assert text_.startswith("# SCHEDULE is a placeholder") and "\nSCHEDULE  RID=" in text_
+        assert "*/5" not in text_
+
+
+def test_zoned_cron_lines_get_cron_tz_and_systemd_handles_signals():
+    from cronradar.dashboard.snippets import cronradar_exec, crontab, systemd
+
+    zoned = _m(timezone="America/New_York")
+    assert "\nCRON_TZ=America/New_York\n0 3 * * *  RID=" in crontab(zoned, URL)
+    assert "Vixie cron and cronie honour it" in crontab(zoned, URL)
+    assert cronradar_exec(zoned, URL).endswith(
+        "CRON_TZ=America/New_York\n0 3 * * *  cronradar exec --url " + URL + " -- "
+        "/path/to/job.sh")
+    assert "CRON_TZ" not in crontab(_m(), URL)
+    assert ('\nExecStopPost=-/bin/sh -c \'if [ "$$EXIT_CODE" = exited ]; then '
+            's=$$EXIT_STATUS; else s=fail; fi; curl -fsS -m 10 --retry 5 -o /dev/null '
+            '"$$PING/$$s"\'\n') in systemd(_m(), URL)
+    assert f"Environment=PING={URL}\nExecStartPre=-/usr/bin/curl" in systemd(_m(), URL)
+
+
+def test_the_snippets_agree_with_the_readme():
+    from pathlib import Path
+
+    from cronradar.dashboard.snippets import cronjob, crontab, systemd
+
+    readme = Path(__file__).resolve().parents[3].joinpath("docs", "pinging.md").read_text()
+    readme_url = "https://cronradar.example.com/ping/UUID"
+    line = next(x for x in readme.splitlines() if x.startswith("0 3 * * *  RID="))
+    assert crontab(_m(), readme_url) == line.replace("/usr/local/bin/backup.sh",
+                                                     "/path/to/job.sh")
+    stop = next(x for x in readme.splitlines() if x.startswith("ExecStopPost="))
+    assert f"\n{stop}\n" in systemd(_m(), readme_url)
+    for readme_line in ('curl -fsS -m 10 --retry 5 -o /dev/null "$PING/start?rid=$RID"',
+                        'curl -fsS -m 10 --retry 5 -o /dev/null "$PING/$code?rid=$RID"',
+                        "exit $code", "restartPolicy: Never"):
+        assert readme_line in readme and readme_line in cronjob(_m(), readme_url)

@@ -1,0 +1,26 @@
+"""cronradar.schema: the schema describes each channel kind's config, and the docs
+page is served locally."""
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_schema_describes_each_channel_kinds_config_and_the_docs_page_is_local(client,
+                                                                                  api):
+    from alerts.integrations import KINDS
+
+    doc = client.get("/api/v1/schema/?format=json").json()
+    config = doc["components"]["schemas"]["ChannelRequest"]["properties"]["config"]
+    assert [s["title"] for s in config["anyOf"]] == list(KINDS)
+    assert config["anyOf"][list(KINDS).index("pagerduty")]["required"] == ["routing_key"]
+    monitor = doc["components"]["schemas"]["Monitor"]["properties"]
+    assert monitor["failure_threshold"] == {"type": "integer", "maximum": 100, "minimum": 1}
+    assert monitor["flapping_since"]["readOnly"] is True
+    assert set(doc["paths"]["/api/v1/monitors/"]["post"]["responses"]) == {
+        "201", "400", "401", "403", "404", "429"}
+    page = client.get("/api/v1/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html and "cdn" not in html
+    assert api.options("/api/v1/monitors/by-slug/x/").json()["name"] == "By slug"
+    assert client.options("/api/v1/docs/").status_code == 405

@@ -1,0 +1,75 @@
+"""Settings from the environment (cronradar.settings): numbers and booleans are
+read strictly, a bad value stops the start with one line naming the variable
+(manage.py's "configuration error"), and production turns on the SSRF guard and
+secure cookies."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import _settings_env
+from tests.live import ROOT
+
+
+def check(**env) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CRONRADAR_")}
+    clean.pop("DATABASE_URL", None)
+    return subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT,
+                          env={**clean, **env}, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("CRONRADAR_INCIDENT_RETENTION_DAYS", "3e2x", "not a number"),
+    ("CRONRADAR_RUN_RETENTION_DAYS", "nan", "not a finite number"),
+    ("CRONRADAR_RUN_RETENTION_DAYS", "90d", "not a number"),
+    ("CRONRADAR_KEEP_PINGS", "1.5", "not a whole number"),
+    ("CRONRADAR_KEEP_PINGS", "abc", "not a whole number"),
+    ("CRONRADAR_KEEP_PINGS", "", "not a whole number"),
+    ("CRONRADAR_KEEP_PINGS", "٣", "not a whole number"),
+    ("CRONRADAR_KEEP_PINGS", "0", "use 1 or more"),
+    ("CRONRADAR_PRUNE_INTERVAL", "abc", "not a number"),
+    ("CRONRADAR_TICK_SECONDS", "1.2.3", "not a number"),
+])
+def test_a_bad_number_stops_the_start_with_one_line(name, value, message, tmp_path):
+    done = check(CRONRADAR_DATA_DIR=str(tmp_path), **{name: value})
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1].startswith(f"configuration error: {name}=")
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_numbers_are_read_whole(tmp_path):
+    code = ("import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
+            "'cronradar.settings'); django.setup(); from django.conf import settings as s; "
+            "print(s.CRONRADAR_INCIDENT_RETENTION_DAYS, s.CRONRADAR_RUN_RETENTION_DAYS, "
+            "s.CRONRADAR_KEEP_PINGS)")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CRONRADAR_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env={**clean, "CRONRADAR_DATA_DIR": str(tmp_path),
+             "CRONRADAR_INCIDENT_RETENTION_DAYS": "3e2", "CRONRADAR_RUN_RETENTION_DAYS": "1e-4",
+             "CRONRADAR_KEEP_PINGS": " 250 "})
+    assert done.stdout.split() == ["300.0", "0.0001", "250"], done.stderr
+
+
+@pytest.mark.django_db
+def test_booleans_are_read_strictly(tmp_path):
+    rc, out = _settings_env(CRONRADAR_DATA_DIR=str(tmp_path),
+                            CRONRADAR_BLOCK_PRIVATE_ADDRESSES="ture")
+    assert rc != 0 and "CRONRADAR_BLOCK_PRIVATE_ADDRESSES='ture': use true or false" in out
+
+
+@pytest.mark.django_db
+def test_production_turns_on_the_guard_and_secure_cookies(settings):
+    import importlib
+    import os
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, {"CRONRADAR_ENV": "production"}):
+        import cronradar.settings as module
+
+        fresh = importlib.reload(module)
+        values = (fresh.CRONRADAR_BLOCK_PRIVATE_ADDRESSES, fresh.SESSION_COOKIE_SECURE,
+                  fresh.CSRF_COOKIE_SECURE)
+    importlib.reload(module)  # back to the test environment's values
+    assert values == (True, True, True)
