@@ -2,10 +2,12 @@
 escalation's receivers and channels, an incident for signed links."""
 import json
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import httpx
 import pytest
 import respx
+from django.core import signing
 
 from alerts.models import (
     Channel,
@@ -17,6 +19,15 @@ from monitors.models import Monitor
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, send_due
 from tests.live import Receiver as LiveReceiver
+
+SIGNED_AT = 1735732900.0  # the time the links in notifications are signed at
+
+
+@pytest.fixture
+def links_signed_at_a_fixed_time(monkeypatch):
+    """Links in notifications signed at ``SIGNED_AT`` (their token carries the time,
+    in whole seconds)."""
+    monkeypatch.setattr(signing, "time", SimpleNamespace(time=lambda: SIGNED_AT))
 
 NOW = datetime(2025, 1, 1, 12, 0, 6, tzinfo=UTC)
 HOOK = "https://hooks.example.com/cr"

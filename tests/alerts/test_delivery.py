@@ -412,7 +412,8 @@ def test_an_outcome_whose_claim_was_lost_is_logged_not_written(project, monitor)
 
 
 def test_a_batch_reads_what_notifications_carry_once(project, monitor, settings,
-                                                     django_assert_num_queries):
+                                                     django_assert_num_queries,
+                                                     links_signed_at_a_fixed_time):
     """prepare() builds the same requests as one-by-one building, with a fixed
     number of queries whatever the batch size."""
     from alerts.integrations import common

@@ -3,7 +3,6 @@ incident and events, an outage impact, and links signed at a fixed time."""
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 
 import pytest
 
@@ -21,14 +20,9 @@ SECRET = "s3cret-hook-key"
 JSON_HEADERS = {"Content-Type": "application/json", "User-Agent": "CronRadar/0.1"}
 
 
-SIGNED_AT = 1735732900.0  # the time the links in notifications are signed at
-
-
 @pytest.fixture(autouse=True)
-def _links_signed_at_a_fixed_time(monkeypatch):
-    from django.core import signing
-
-    monkeypatch.setattr(signing, "time", SimpleNamespace(time=lambda: SIGNED_AT))
+def _links_signed_at_a_fixed_time(links_signed_at_a_fixed_time):
+    """Every integration test: links signed at tests.alerts.conftest.SIGNED_AT."""
 
 
 @pytest.fixture
