@@ -116,14 +116,13 @@ class Step:
     next_escalation_at: datetime | None = None
 
 
-def next_step(incident: Incident, now: datetime) -> Step:
+def next_step(incident: Incident, now: datetime, at: datetime) -> Step:
     """The step ``incident`` (open, not acknowledged, its step due) takes at
-    ``now``; its events are timed ``at``, ``now`` or the incident's latest event
-    if later (:func:`alerts.timeline.stamp`)."""
+    ``now``, its event recorded at ``at`` (``now``, or the incident's latest event
+    if later: :func:`alerts.timeline.stamp`), from which the next step is timed."""
     held = maintenance.covering(incident.monitor, now)
     if held is not None:  # wait for the end of the maintenance
         return Step(wait_until=held[1])
-    at = max(now, incident.last_event_at or now)
     alerting = alerting_of(incident.monitor)
     tiers = tiers_of(alerting)
     tier, rnd, renotified = incident.tier, incident.round, incident.renotified

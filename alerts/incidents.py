@@ -387,12 +387,12 @@ def _escalate(incident_id: int, monitor_id: int, now: datetime) -> bool:
         next_escalation_at__lte=now).first()
     if incident is None:
         return False
-    step = escalation.next_step(incident, now)
+    at = stamp(incident, now)  # saved only with the step's event
+    step = escalation.next_step(incident, now, at)
     if step.wait_until is not None:
         incident.next_escalation_at = step.wait_until
         incident.save(update_fields=["next_escalation_at"])
         return False
-    at = stamp(incident, now)
     event = IncidentEvent.objects.create(incident=incident, kind=step.kind, at=at,
                                          step=step.step, message=step.message,
                                          detail=step.detail)
