@@ -88,6 +88,22 @@ def test_fail_ping_while_incident_open(monitor, django_assert_num_queries):
     assert Incident.objects.get(monitor=monitor).failure_count == 2
 
 
+def test_start_ping_of_a_cron_slot(make_monitor, django_assert_num_queries):
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), max_attempts=2,
+                     created=T0 - s(1))
+    # as an interval monitor's: the expected slot has no run yet, so the
+    # double-launch check (monitors.pings.double_launch) reads nothing
+    with django_assert_num_queries(2 + READS + WRITES):
+        ingest(m.pk, PingInput("start"), T0 + s(3))
+    ingest(m.pk, PingInput("fail"), T0 + s(4))  # attempt 1 of 2: nothing opens
+    # a retry of the same slot reads the slot's runs: one query more
+    with django_assert_num_queries(3 + READS + WRITES):
+        ingest(m.pk, PingInput("start"), T0 + s(5))
+    assert list(Run.objects.filter(monitor=m).order_by("pk").values_list(
+        "slot_at", "outcome")) == [(T0, "failed"), (T0, "running")]
+    assert not Incident.objects.exists()
+
+
 def test_duplicate_start_ping(monitor, django_assert_num_queries):
     rid = uuid.uuid4()
     ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(3))
