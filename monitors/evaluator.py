@@ -206,8 +206,9 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
     """:func:`decide` for ``monitor`` (row locked) with its pending ``runs``, applied
     in memory: returns (decision, runs changed, written-off runs to insert as
     ``WRITTEN_OFF_FIELDS`` rows, by slot); the monitor's ``MONITOR_FIELDS`` are set
-    for the caller to write. Reads the succeeded slots a deadline needs and records
-    unknown slots (outages)."""
+    for the caller to write. Reads the succeeded slots a deadline needs, under
+    ``concurrency: forbid`` with a slot overdue the runs that ended after it
+    (``skipped`` or missed?), and records unknown slots (outages)."""
     # decide() only asks about the slots of runs whose deadline has come
     deadline_slots = [r.slot_at for r in runs
                       if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
@@ -246,7 +247,9 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
 def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int:
     """Evaluate the monitors of ``monitor_ids`` (at most a few hundred) that are
     still due, together: one transaction holding all their row locks, one query
-    for their pending runs, one statement each for the runs and monitors written
+    for their pending runs (and one for each ``forbid`` monitor with an overdue
+    slot: its runs that ended after it, see :func:`_judge`), one statement each
+    for the runs and monitors written
     (monitors with equal new values: one for all), and their detections applied
     as one batch (:func:`detections.emit_many`). Returns how many were
     evaluated. Deleted monitors, and every monitor of a batch in which anything

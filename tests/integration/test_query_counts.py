@@ -146,6 +146,20 @@ def test_evaluating_a_stuck_run(make_monitor, django_assert_num_queries):
     assert Run.objects.get(monitor=m).outcome == "stuck"
 
 
+def test_evaluating_a_skipped_slot(make_monitor, django_assert_num_queries):
+    m = make_monitor(max_runtime=s(60), concurrency="forbid")
+    ingest(m.pk, PingInput("success"), T0)
+    ingest(m.pk, PingInput("start"), T0 + s(3))  # open at the T0+6s slot
+    # as a missed slot without a channel, and the runs that ended after the slot
+    # (was a run open at it?): transaction, lock monitor, pending runs, ended runs,
+    # insert skipped run, update monitor, open incident?, maintenance windows,
+    # alerting, incidents of the last hour, channels (none), insert incident,
+    # insert "opened" event, end
+    with django_assert_num_queries(14):
+        d = evaluator.evaluate_monitor(m.pk, T0 + s(7), ALIVE)
+    assert (d.skipped_slots, d.missed_slots) == ([T0 + s(6)], [])
+
+
 def test_evaluating_a_monitor_that_is_no_longer_due(monitor, django_assert_num_queries):
     # transaction, lock (finds nothing due), end
     with django_assert_num_queries(3):
