@@ -202,6 +202,9 @@ def _streak(monitor, good: bool) -> bool:
     return len(latest) == n and all(o in (GOOD if good else BAD) for o in latest)
 
 
+HOLDING = (Kind.SKIPPED, Kind.DOUBLE_LAUNCH)  # their incidents resolve as _held says
+
+
 def _held(incident: Incident, d: Detection) -> bool:
     """Whether the good run of ``d`` (a ``recovered`` detection: its ``slot`` and
     ``first_ping``) leaves ``incident`` open. Once slots were ``skipped``, only a
@@ -222,9 +225,6 @@ def _held(incident: Incident, d: Detection) -> bool:
                 slot is None or slot <= datetime.fromisoformat(detail["slot"])):
             return True
     return False
-
-
-HOLDING = (Kind.SKIPPED, Kind.DOUBLE_LAUNCH)  # their incidents resolve as _held says
 
 
 # Read by ping ingest with the monitor (monitors.detections.subscribe): whether an

@@ -424,7 +424,7 @@ def double_launch(slot_runs: list[Run], max_attempts: int) -> tuple[Code, Run | 
 
 def _slot_runs(monitor: Monitor, slot: datetime | None, runs: list[Run]) -> list[Run]:
     """The runs cron slot ``slot`` already has (oldest first), for
-    :func:`double_launch`. None to read when the slot is the expected one or later
+    :func:`double_launch`. Nothing is read when the slot is the expected one or later
     (slots before ``next_expected_at`` are accounted for, a run or written off;
     none from it on has a run yet) or was written off (no run started for it);
     else one query (a retry, a second run of a slot: not a plain start).
@@ -492,10 +492,10 @@ def _judge(monitor: Monitor, ping: PingInput, run: Run, now: datetime) -> Detect
             f"run succeeded after {run.duration.total_seconds():.0f}s, "
             f"less than min_runtime {monitor.min_runtime.total_seconds():.0f}s",
             detail={"run": run.pk, "duration": run.duration.total_seconds()})
-    # a run much slower than usual is a problem, not a recovery (slow_factor)
     # slot and first ping: an incident of skipped slots or a double launch resolves
     # only on a run that started after them (alerts.incidents)
     first = run.started_at or run.ended_at
+    # a run much slower than usual is a problem, not a recovery (slow_factor)
     return (drift.slow(monitor, run, now)
             or Detection(Kind.RECOVERED, now, "a run succeeded", detail={
                 "run": run.pk, "slot": run.slot_at.isoformat() if run.slot_at else None,
