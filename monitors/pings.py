@@ -422,15 +422,17 @@ def double_launch(slot_runs: list[Run], max_attempts: int) -> tuple[Code, Run | 
     return None
 
 
-def _slot_runs(monitor: Monitor, slot: datetime | None, runs: list[Run]) -> list[Run]:
+def _slot_runs(monitor: Monitor, slot: datetime | None, runs: list[Run],
+               claimed: frozenset[datetime] = frozenset()) -> list[Run]:
     """The runs cron slot ``slot`` already has (oldest first), for
     :func:`double_launch`. Nothing is read when the slot is the expected one or later
-    (slots before ``next_expected_at`` are accounted for, a run or written off;
-    none from it on has a run yet) or was written off (no run started for it);
-    else one query (a retry, a second run of a slot: not a plain start).
-    Interval monitors: none (each run makes its own slot)."""
+    and not in ``claimed`` (slots before ``next_expected_at`` are accounted for, a
+    run or written off; from it on only the ``claimed`` ones, if a slot assignment
+    lets a run take a later slot first, have a run) or was written off (no run
+    started for it); else one query (a retry, a second run of a slot: not a plain
+    start). Interval monitors: none (each run makes its own slot)."""
     if (monitor.kind != Monitor.Kind.CRON or slot is None or monitor.next_expected_at is None
-            or slot >= monitor.next_expected_at
+            or (slot >= monitor.next_expected_at and slot not in claimed)
             or any(r.slot_at == slot and r.outcome in Run.WRITTEN_OFF for r in runs)):
         return []
     return list(Run.objects.filter(monitor=monitor, slot_at=slot)

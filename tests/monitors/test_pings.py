@@ -454,3 +454,17 @@ def test_double_launch_is_a_function_of_the_slots_runs_and_max_attempts():
     assert double_launch([run(1, "failed"), still], 3) == ("open_run", still)
     done = run(1, "succeeded")
     assert double_launch([done], 5) == ("succeeded", done)
+
+
+def test_the_runs_of_a_claimed_later_slot_are_read_for_the_double_launch_check(make_monitor):
+    """A slot from next_expected_at on has no run unless a slot assignment let a run
+    claim it early (``claimed``): only then are its runs read."""
+    from monitors.pings import _slot_runs
+
+    m = hourly(make_monitor)
+    later = T0 + s(3600)
+    run = Run.objects.create(monitor=m, slot_at=later, started_at=later, outcome="running")
+    m.refresh_from_db()
+    assert m.next_expected_at == T0
+    assert _slot_runs(m, later, []) == []
+    assert _slot_runs(m, later, [], frozenset({later})) == [run]
