@@ -220,12 +220,14 @@ class Skipped:
     count: int
 
 
-def skipped(monitor, due: Overdue, runs, liveness=None) -> Skipped:
+def skipped(monitor, due: Overdue, runs, liveness=None,
+            claimed: frozenset[datetime] = frozenset()) -> Skipped:
     """Which of ``due``'s missed slots were skipped: a run of ``runs`` (any with a
     start; the caller passes the open ones and those that ended after the first
     overdue slot) started before the slot and had not ended at it (ended after
     it, or not at all). Slots recorded ``unknown`` (an outage of CronRadar's:
-    ``liveness``, as :func:`overdue` was given) stay unknown.
+    ``liveness``, as :func:`overdue` was given) stay unknown; ``claimed`` slots
+    (from ``next_expected_at`` on, with a run already) are not overdue at all.
 
     Pure, like :func:`overdue`; exact counts by the same arithmetic."""
     spans = sorted(((r.started_at, r.ended_at, r) for r in runs if r.started_at is not None),
@@ -247,12 +249,14 @@ def skipped(monitor, due: Overdue, runs, liveness=None) -> Skipped:
                 merged[-1][1] = end
         else:
             merged.append([start, end])
-    count = 0
+    def count(lo: datetime, hi: datetime) -> int:
+        return _count(monitor, first, lo, hi) - sum(1 for c in claimed if lo <= c <= hi)
+
+    n = 0
     for start, end in merged:
         lo = max(first, start + _MICRO)
         hi = last if end is None else min(last, end - _MICRO)
-        count += _count(monitor, first, lo, hi)
+        n += count(lo, hi)
         for w in (liveness.windows if liveness else ()):  # those stay unknown
-            count -= _count(monitor, first, max(lo, w.start - grace),
-                            hi if w.end is None else min(hi, w.end - grace))
-    return Skipped(listed, count)
+            n -= count(max(lo, w.start - grace), hi if w.end is None else min(hi, w.end - grace))
+    return Skipped(listed, n)

@@ -95,3 +95,5 @@ def test_skipped_slots_are_those_an_earlier_run_was_open_at_counted_exactly():
     assert got.count == 3 + 15 - 2  # 10, 20, 30; 50 .. 190 but the two unknown ones
     assert [(slot, run.pk) for slot, run in got.slots] == [
         (T0 + s(10 * i), 2) for i in (8, 9, *range(12, 20))]
+    # a slot that already has a run (claimed by a slot assignment) is no skipped one
+    assert slots.skipped(m, due, runs, alive, frozenset({T0 + s(20), T0 + s(110)})).count == 15
