@@ -37,7 +37,7 @@ from monitors import detections, liveness, signals, slots
 from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
 from monitors.models import Monitor, Outage, OutageImpact, Run
-from monitors.runs import pending_runs, pending_runs_of
+from monitors.runs import claimed_slots, pending_runs, pending_runs_of
 
 log = logging.getLogger(__name__)
 BATCH = 1000  # monitors a tick selects at a time
@@ -70,15 +70,18 @@ class Decision:
 
 
 def decide(monitor, runs, succeeded_slots: set, now: datetime,
-           alive: Liveness | None = None) -> Decision:
+           alive: Liveness | None = None,
+           claimed: frozenset[datetime] = frozenset()) -> Decision:
     """Pure decision for one monitor at ``now``.
 
     monitor: has the fields of :class:`Monitor`; runs: its pending runs (see
     :func:`monitors.runs.pending_runs`); succeeded_slots: slots that already have a
     succeeded run (a deadline is met when any run of the slot succeeded in time);
     alive: the web tier's liveness (default: always up). Slots whose grace ended
-    after ``alive.known_until`` wait for a later evaluation. Reads its arguments
-    only; :func:`apply_to_runs` applies the result to the runs.
+    after ``alive.known_until`` wait for a later evaluation. claimed: slots from
+    ``next_expected_at`` on that already have a run (never ``missed``; see
+    :func:`monitors.runs.claimed_slots`). Reads its arguments only;
+    :func:`apply_to_runs` applies the result to the runs.
     """
     d = Decision(next_expected_at=monitor.next_expected_at)
     met = set(succeeded_slots)  # a slot gets one deadline detection
@@ -86,7 +89,7 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
         return d
     if monitor.last_ping_at is not None:
         until = now if alive is None else min(now, alive.known_until)
-        overdue = slots.overdue(monitor, until, alive)
+        overdue = slots.overdue(monitor, until, alive, claimed)
         if overdue is not None:
             d.missed_slots, d.unknown_slots = overdue.missed, overdue.unknown
             d.unknown_by_outage = overdue.unknown_by_outage
@@ -157,7 +160,8 @@ def evaluate_monitor(monitor_id: int, now: datetime, alive: Liveness | None = No
 
 def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
     """Decide and apply for ``monitor`` (row locked by the caller) at ``now``."""
-    d, changed, written_off = _judge(monitor, pending_runs(monitor), now, alive)
+    d, changed, written_off = _judge(monitor, pending_runs(monitor), now, alive,
+                                     claimed_slots([monitor])[monitor.pk])
     if changed:
         Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
     sql.insert_many(Run, WRITTEN_OFF_FIELDS, written_off)
@@ -171,8 +175,8 @@ MONITOR_FIELDS = ["next_expected_at", "next_evaluation_at", "evaluation_error",
 WRITTEN_OFF_FIELDS = ("monitor_id", "slot_at", "outcome", "deadline_checked")
 
 
-def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
-           ) -> tuple[Decision, list[Run], list[tuple]]:
+def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness,
+           claimed: frozenset[datetime]) -> tuple[Decision, list[Run], list[tuple]]:
     """:func:`decide` for ``monitor`` (row locked) with its pending ``runs``, applied
     in memory: returns (decision, runs changed, written-off runs to insert as
     ``WRITTEN_OFF_FIELDS`` rows, by slot); the monitor's ``MONITOR_FIELDS`` are set
@@ -186,7 +190,7 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
         done = set(Run.objects.filter(
             monitor=monitor, outcome=Run.Outcome.SUCCEEDED, slot_at__in=deadline_slots,
         ).values_list("slot_at", flat=True))
-    d = decide(monitor, runs, done, now, alive)
+    d = decide(monitor, runs, done, now, alive, claimed)
     changed = apply_to_runs(d, runs)
     written_off = sorted(
         [(monitor.pk, s, Run.Outcome.MISSED, False) for s in d.missed_slots]
@@ -229,10 +233,11 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
             runs: dict[int, list[Run]] = {m.pk: [] for m in live}
             for run in pending_runs_of([m.pk for m in live]):
                 runs[run.monitor_id].append(run)
+            claimed = claimed_slots(live)
             judged, changed, written_off = [], [], []
             for m in live:
                 try:
-                    d, c, w = _judge(m, runs[m.pk], now, alive)
+                    d, c, w = _judge(m, runs[m.pk], now, alive, claimed[m.pk])
                 except Exception as exc:  # noqa: BLE001  (backed off below, alone)
                     failed[m.pk] = exc
                     continue

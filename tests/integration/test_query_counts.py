@@ -340,10 +340,10 @@ def test_a_monitor_that_cannot_be_evaluated_does_not_hold_back_its_batch(make_mo
         ingest(m.pk, PingInput("success"), T0)
     real = slots.overdue
 
-    def overdue(monitor, until, alive=None):
+    def overdue(monitor, until, alive=None, claimed=frozenset()):
         if monitor.pk == bad.pk:
             raise ValueError("cannot compute")
-        return real(monitor, until, alive)
+        return real(monitor, until, alive, claimed)
 
     monkeypatch.setattr(slots, "overdue", overdue)
     assert evaluator.tick(T0 + s(4)) == 1
