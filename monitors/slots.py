@@ -185,6 +185,44 @@ def slot_after_edit(monitor, pending: datetime | None, old_period: timedelta | N
                               monitor.cron_semantics)
 
 
+GAP_FIRES = 1000  # the shortest gap between fire times is measured over this many
+
+
+def warnings(monitor, now: datetime) -> list[dict[str, str]]:
+    """What may surprise about how ``monitor``'s runs are assigned to slots, as
+    ``{"code", "message"}`` items (the API's read-only ``warnings``).
+
+    ``grace_covers_gap``: the grace is at least the shortest gap between fire times
+    (over the next ``GAP_FIRES`` fire times from the start of ``now``'s hour, the
+    same answer for a whole hour: cached), or for an interval monitor at least its
+    period: several slots are open at once and a first ping goes to the latest
+    of them (docs/slots.md).
+    """
+    grace = monitor.grace
+    if grace is None:
+        return []
+    if monitor.kind == INTERVAL:
+        gap, what = monitor.period, "the period"
+    else:
+        hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        try:
+            gap = schedule.shortest_gap(monitor.schedule, monitor.timezone, hour,
+                                        monitor.cron_semantics, GAP_FIRES)
+        except schedule.ScheduleError:  # saved around validation: evaluation_error says
+            return []
+        what = "the shortest gap between fire times"
+    if gap is None or grace < gap:
+        return []
+    return [{"code": "grace_covers_gap", "message": (
+        f"grace {_seconds(grace)} is at least {what} ({_seconds(gap)}): several slots "
+        "are open at once; a first ping goes to the latest of them that has no run, and "
+        "an earlier one without a run is reported missed at its own slot + grace")}]
+
+
+def _seconds(td: timedelta) -> str:
+    return f"{int(td.total_seconds())} s"
+
+
 @dataclass
 class Overdue:
     """Slots whose grace has run out with no run started.
