@@ -47,7 +47,6 @@ from monitors.runs import (
     WITH_RID,
     WRITTEN_OFF,
     claimed_slots,
-    may_have_claimed,
     pending_runs,
     rearm,
 )
@@ -89,9 +88,9 @@ def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
     it (incident events never go backwards, see :mod:`alerts.incidents`). Returns
     the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the monitor was
     deleted meanwhile, :class:`SlotError` (nothing stored) when the slot the ping
-    names cannot be one of the monitor's. Never drops a ping it returns: if applying its
-    effects fails (a bug, a schedule that cannot be computed), that part is rolled
-    back and logged, and the ping is stored alone.
+    names cannot be one of the monitor's. Never drops a ping it returns: if
+    applying its effects fails (a bug, a schedule that cannot be computed), that
+    part is rolled back and logged, and the ping is stored alone.
     """
     stored = ingest_at(("id = %s", [monitor_id]), ping, now)
     if stored is None:
@@ -201,7 +200,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
     # (read with the lock, else by one query); updated in memory as they are written.
     # Slots later than the expected one that already have a run: a query only
     # when there can be one (runs.may_have_claimed), never for a heartbeat.
-    claimed = claimed_slots([monitor])[monitor.pk] if may_have_claimed(monitor) else frozenset()
+    claimed = claimed_slots([monitor])[monitor.pk]
     if ping.slot is not None:
         slot = slots.named_slot(monitor, ping.slot, now)
     elif ping.rid and ping.kind != Ping.Kind.START:

@@ -65,9 +65,11 @@ def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
 def may_have_claimed(monitor: Monitor) -> bool:
     """Whether a slot from the cron ``monitor``'s ``next_expected_at`` on can have a
     run already. A run is filed under a slot no later than its first ping, or under
-    the next fire time when that is the expected slot (which then moves on); so a
-    run past the expected slot means a ping after it, and the monitor's last ping is
-    later than it. The common ping and evaluation need no query for it."""
+    a fire time at most 60 s after it (early, or named), which is later than the
+    expected slot only when that is before the ping (two fire times are at least a
+    minute apart); so such a run means a ping after the expected slot, and the
+    monitor's last ping is later than it. A heartbeat, on time or early, needs no
+    query for it."""
     return (monitor.kind == Monitor.Kind.CRON and monitor.next_expected_at is not None
             and monitor.last_ping_at is not None
             and monitor.last_ping_at > monitor.next_expected_at)
