@@ -98,6 +98,8 @@ def named_slot(monitor, slot: datetime, now: datetime) -> datetime:
     if utc > now + NAMED_AHEAD:
         raise SlotError(f"slot {_shown(utc)} is in the future: at most "
                         f"{NAMED_AHEAD.seconds} seconds after now ({_shown(now)})")
+    if utc.year < 1970:
+        raise SlotError(f"slot {_shown(utc)} is before 1970: not supported")
     expr, tz, sem = monitor.schedule, monitor.timezone, monitor.cron_semantics
     try:
         following = schedule.next_fire(expr, tz, utc - _MICRO, sem)
@@ -116,11 +118,11 @@ def _shown(at: datetime) -> str:
 
 
 def advance(monitor, slot: datetime, first_ping_at: datetime,
-            claimed: frozenset[datetime] = frozenset()) -> datetime | None:
+            claimed: frozenset[datetime] = frozenset()) -> datetime:
     """``next_expected_at`` once a run for ``slot`` (first ping at
     ``first_ping_at``) exists: the earliest slot still unaccounted for.
 
-    claimed: as for :func:`slot_for`, without ``slot``. cron: a run for an
+    claimed: as for :func:`slot_for`. cron: a run for an
     earlier slot than the expected one changes nothing, one for a later slot
     neither (the expected slot is still open: it gets a run or goes ``missed`` at
     its own slot + grace); a run for the expected slot moves it to the first

@@ -1,7 +1,7 @@
 """Ping ingest (monitors.pings): stored fields, run pairing, idempotency, detections
 (failed, overlap, too_fast), attempts per slot, create on ping."""
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -425,6 +425,8 @@ def test_a_named_slot_takes_over_its_missed_row(make_monitor):
     ({"kind": "cron", "schedule": "*/5 * * * *", "timezone": "Europe/Berlin"}, T0 + s(60),
      "slot 2026-01-05T12:01:00Z is not a fire time of '*/5 * * * *' (Europe/Berlin); the "
      "nearest are 2026-01-05T12:00:00Z and 2026-01-05T12:05:00Z"),
+    ({"kind": "cron", "schedule": "* * * * *"}, datetime(1969, 12, 31, 23, 59, tzinfo=UTC),
+     "slot 1969-12-31T23:59:00Z is before 1970: not supported"),
     ({"kind": "cron", "schedule": "* * * * *"}, T0 + s(120),
      "slot 2026-01-05T12:02:00Z is in the future: at most 60 seconds after now "
      "(2026-01-05T12:00:30Z)"),
