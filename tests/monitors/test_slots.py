@@ -193,3 +193,16 @@ def test_overdue_skips_slots_that_have_runs():
     got = slots.overdue(m, _at(10, 25), claimed=frozenset({_at(10, 5), _at(10, 15)}))
     assert (got.missed, got.missed_count, got.next_expected) == (
         [_at(10, 0), _at(10, 10)], 2, _at(10, 20))
+
+
+def test_overdue_during_an_outage_does_not_count_slots_that_have_runs():
+    from monitors.liveness import Liveness, Window
+
+    m = Monitor(kind="cron", schedule="*/5 * * * *", timezone="UTC", cron_semantics="debian",
+                grace=s(600), next_expected_at=_at(10, 0))
+    # grace ends 10:10 .. 10:25 fall into the unknown window [10:12, 10:22]
+    alive = Liveness((Window(_at(10, 12), _at(10, 22), _at(10, 12), _at(10, 22)),))
+    got = slots.overdue(m, _at(10, 25), alive, frozenset({_at(10, 5)}))
+    assert (got.missed, got.missed_count, got.unknown, got.unknown_by_outage,
+            got.next_expected) == ([_at(10, 0), _at(10, 15)], 2, [_at(10, 10)],
+                                   {_at(10, 12): 1}, _at(10, 20))
