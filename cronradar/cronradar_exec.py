@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """cronradar exec: run a job and report it to CronRadar.
 
-    cronradar exec --url PING_URL [--timeout S] -- command args...
+    cronradar exec --url PING_URL [--timeout S] [--slot TIME] -- command args...
     cronradar exec --key PING_KEY --slug SLUG -- command args...   (CRONRADAR_URL set)
 
 Pings ``start`` with a fresh run id (``rid``), runs the command with its stdin,
 stdout and stderr passed through, then sends its exit status (``/<status>``) with
 the tail of its output (at most 100 KB, CronRadar's ping body limit) and the same
-``rid``, and exits with the command's status. A command killed by a signal is
-reported as exit status 128 + the signal number (a failure) and the wrapper exits
-with that status, as a shell does; a command that cannot be started is 127 (not
-found) or 126 (not executable). SIGTERM, SIGINT and SIGHUP sent to the wrapper
-are passed on to the command.
+``rid``, and exits with the command's status. ``--slot`` (the scheduled time this
+run is for: RFC 3339 or Unix seconds, as the scheduler knows it) goes with both
+pings as ``slot``; CronRadar checks it (a fire time of the monitor's schedule) and
+refuses a wrong one with a 4xx, reported on stderr while the job runs all the same.
+A command killed by a signal is reported as exit status 128 + the signal number (a
+failure) and the wrapper exits with that status, as a shell does; a command that
+cannot be started is 127 (not found) or 126 (not executable). SIGTERM, SIGINT and
+SIGHUP sent to the wrapper are passed on to the command.
 
 CronRadar being unreachable never fails the job: each ping is retried with
 backoff (0.5 s, 1 s, 2 s, ...) on network errors, 429 and 5xx for at most
@@ -106,9 +109,11 @@ def _safe(url: str) -> str:
     return url.split("?", 1)[0]
 
 
-def _with(base: str, action: str, rid: str) -> str:
+def _with(base: str, action: str, rid: str, slot: str | None = None) -> str:
+    """The ping URL for ``action`` with ``rid`` (and ``slot``, percent-encoded: a
+    ``+`` in an offset stays a ``+``)."""
     parts = urllib.parse.urlsplit(base.rstrip("/"))
-    query = urllib.parse.urlencode({"rid": rid})
+    query = urllib.parse.urlencode({"rid": rid, **({"slot": slot} if slot else {})})
     return urllib.parse.urlunsplit(parts._replace(path=f"{parts.path}/{action}", query=query))
 
 
@@ -178,10 +183,10 @@ def exec_command(args) -> int:
         print(f"cronradar exec: not pinging, {problem}: {base!r}", file=sys.stderr)
         return run(args.command, Tail())
     rid = str(uuid.uuid4())
-    ping(_with(base, "start", rid), args.timeout)
+    ping(_with(base, "start", rid, args.slot), args.timeout)
     tail = Tail()
     code = run(args.command, tail)
-    ping(_with(base, str(code), rid), args.timeout, tail.value())
+    ping(_with(base, str(code), rid, args.slot), args.timeout, tail.value())
     return code
 
 
@@ -208,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--slug", help="the monitor's slug (with --key)")
     ex.add_argument("--timeout", type=float, default=10.0,
                     help="seconds to spend on each ping, retries included (default 10)")
+    ex.add_argument("--slot", help="the scheduled time this run is for, RFC 3339 "
+                                   "(2026-01-05T10:00:00Z) or Unix seconds (docs/slots.md)")
     ex.add_argument("command", nargs=argparse.REMAINDER, help="-- command args...")
     args = parser.parse_args(argv)
     if args.command and args.command[0] == "--":

@@ -15,7 +15,7 @@ from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 from django.utils.text import slugify
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import MethodNotAllowed
@@ -62,6 +62,13 @@ class Seconds(serializers.IntegerField):
 SLOW_RANGE = "must be more than 1 and at most 100 (or null: off)"
 
 
+class MonitorWarningSerializer(serializers.Serializer):
+    """One item of a monitor's ``warnings`` (:func:`monitors.slots.warnings`)."""
+
+    code = serializers.CharField(help_text="grace_covers_gap")
+    message = serializers.CharField()
+
+
 class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     """Monitor JSON: section-1 field names, durations in seconds."""
 
@@ -89,6 +96,10 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
                                            "read")
     status = serializers.SerializerMethodField()
     next_expected_at = serializers.DateTimeField(read_only=True)
+    warnings = serializers.SerializerMethodField(
+        help_text="settings that work but may surprise (read-only; ignored when sent): "
+                  "grace_covers_gap, a grace at least the shortest gap between fire times "
+                  "(over the next 1,000) or the period")
 
     class Meta:
         model = Monitor
@@ -96,7 +107,8 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
                   "cron_semantics", "period", "grace", "max_runtime", "deadline", "min_runtime",
                   "slow_factor", "concurrency", "max_attempts",
                   "tags", "paused", "ping_url", "status", "next_expected_at",
-                  "last_ping_at", "created_at", "evaluation_error", "dropped_pings"]
+                  "last_ping_at", "created_at", "evaluation_error", "dropped_pings",
+                  "warnings"]
         read_only_fields = ["id", "uuid", "last_ping_at", "created_at", "evaluation_error",
                             "dropped_pings"]
 
@@ -119,6 +131,10 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
         if data.get("ping_url") is None and "uuid" in data:
             data["uuid"] = None
         return data
+
+    @extend_schema_field(MonitorWarningSerializer(many=True))
+    def get_warnings(self, m) -> list[dict[str, str]]:
+        return slots.warnings(m, timezone.now())
 
     def get_status(self, m) -> str:
         running = getattr(m, "is_running", None)

@@ -40,7 +40,7 @@ from monitors import detections, liveness, signals, slots
 from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
 from monitors.models import Monitor, Outage, OutageImpact, Run
-from monitors.runs import pending_runs, pending_runs_of
+from monitors.runs import claimed_slots, pending_runs, pending_runs_of
 
 log = logging.getLogger(__name__)
 BATCH = 1000  # monitors a tick selects at a time
@@ -75,7 +75,8 @@ class Decision:
 
 
 def decide(monitor, runs, succeeded_slots: set, now: datetime,
-           alive: Liveness | None = None, ended=()) -> Decision:
+           alive: Liveness | None = None, ended=(),
+           claimed: frozenset[datetime] = frozenset()) -> Decision:
     """Pure decision for one monitor at ``now``.
 
     monitor: has the fields of :class:`Monitor`; runs: its pending runs (see
@@ -85,7 +86,9 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
     after ``alive.known_until`` wait for a later evaluation. ended: under
     ``concurrency: forbid``, the runs that ended after ``next_expected_at`` (with
     the open ones of ``runs``, they tell which overdue slots were ``skipped``
-    rather than missed: :func:`slots.skipped`). Reads its arguments only;
+    rather than missed: :func:`slots.skipped`). claimed: slots from
+    ``next_expected_at`` on that already have a run (never ``missed`` nor
+    ``skipped``; see :func:`monitors.runs.claimed_slots`). Reads its arguments only;
     :func:`apply_to_runs` applies the result to the runs.
     """
     d = Decision(next_expected_at=monitor.next_expected_at)
@@ -94,14 +97,14 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
         return d
     if monitor.last_ping_at is not None:
         until = now if alive is None else min(now, alive.known_until)
-        overdue = slots.overdue(monitor, until, alive)
+        overdue = slots.overdue(monitor, until, alive, claimed)
         if overdue is not None:
             d.missed_slots, d.unknown_slots = overdue.missed, overdue.unknown
             d.unknown_by_outage = overdue.unknown_by_outage
             d.next_expected_at = overdue.next_expected
             count, skip = overdue.missed_count, None
             if monitor.concurrency == Monitor.Concurrency.FORBID:
-                skip = slots.skipped(monitor, overdue, [*runs, *ended], alive)
+                skip = slots.skipped(monitor, overdue, [*runs, *ended], alive, claimed)
                 count -= skip.count
                 d.skipped_slots = [slot for slot, _ in skip.slots]
                 taken = set(d.skipped_slots)
@@ -187,7 +190,8 @@ def evaluate_monitor(monitor_id: int, now: datetime, alive: Liveness | None = No
 
 def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
     """Decide and apply for ``monitor`` (row locked by the caller) at ``now``."""
-    d, changed, written_off = _judge(monitor, pending_runs(monitor), now, alive)
+    d, changed, written_off = _judge(monitor, pending_runs(monitor), now, alive,
+                                     claimed_slots([monitor])[monitor.pk])
     if changed:
         Run.objects.bulk_update(changed, ["outcome", "deadline_checked"])
     sql.insert_many(Run, WRITTEN_OFF_FIELDS, written_off)
@@ -201,8 +205,8 @@ MONITOR_FIELDS = ["next_expected_at", "next_evaluation_at", "evaluation_error",
 WRITTEN_OFF_FIELDS = ("monitor_id", "slot_at", "outcome", "deadline_checked")
 
 
-def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
-           ) -> tuple[Decision, list[Run], list[tuple]]:
+def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness,
+           claimed: frozenset[datetime]) -> tuple[Decision, list[Run], list[tuple]]:
     """:func:`decide` for ``monitor`` (row locked) with its pending ``runs``, applied
     in memory: returns (decision, runs changed, written-off runs to insert as
     ``WRITTEN_OFF_FIELDS`` rows, by slot); the monitor's ``MONITOR_FIELDS`` are set
@@ -225,7 +229,7 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
         # a slot is overdue: was a run open at it? (only then: a slot is written off
         # anyway; the monitor's runs are few, retention keeps them so)
         ended = list(Run.objects.filter(monitor=monitor, started_at__lt=now, ended_at__gt=first))
-    d = decide(monitor, runs, done, now, alive, ended)
+    d = decide(monitor, runs, done, now, alive, ended, claimed)
     changed = apply_to_runs(d, runs)
     written_off = sorted(
         [(monitor.pk, s, Run.Outcome.MISSED, False) for s in d.missed_slots]
@@ -271,10 +275,11 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
             runs: dict[int, list[Run]] = {m.pk: [] for m in live}
             for run in pending_runs_of([m.pk for m in live]):
                 runs[run.monitor_id].append(run)
+            claimed = claimed_slots(live)
             judged, changed, written_off = [], [], []
             for m in live:
                 try:
-                    d, c, w = _judge(m, runs[m.pk], now, alive)
+                    d, c, w = _judge(m, runs[m.pk], now, alive, claimed[m.pk])
                 except Exception as exc:  # noqa: BLE001  (backed off below, alone)
                     failed[m.pk] = exc
                     continue

@@ -12,8 +12,12 @@ Run pairing (documented in docs/pinging.md):
 - an end ping (success / fail / exit status) with ``rid`` closes that run; if the
   run already ended, the ping is a duplicate. An unknown ``rid`` records a run
   that has no start.
-- an end ping without ``rid`` closes the most recently started open run; if no
-  run is open it records a run that has no start (a job that only pings at the end).
+- an end ping without ``rid`` closes the most recently started open run (with
+  ``slot``: of that slot); if no run is open it records a run that has no start (a
+  job that only pings at the end).
+
+Which slot a new run belongs to: :func:`monitors.slots.slot_for`, or the one the
+ping names (``?slot=``, :func:`monitors.slots.named_slot`), docs/slots.md.
 """
 from __future__ import annotations
 
@@ -37,7 +41,16 @@ from core import sql
 from monitors import detections, drift, schedule, slots
 from monitors.detections import Code, Detection, Kind, sentence
 from monitors.models import Monitor, Ping, Run
-from monitors.runs import PENDING, RUNS, WITH_RID, WRITTEN_OFF, pending_runs, rearm
+from monitors.runs import (
+    PENDING,
+    RUNS,
+    WITH_RID,
+    WRITTEN_OFF,
+    claimed_slots,
+    pending_runs,
+    rearm,
+)
+from monitors.slots import SlotError
 
 log = logging.getLogger(__name__)
 NEVER = datetime.min.replace(tzinfo=UTC)  # sorts a run without a start first
@@ -48,12 +61,15 @@ class PingInput:
     """A parsed ping.
 
     kind: ``success`` | ``start`` | ``fail`` | ``log``; exit_status: 0-255 or None;
-    rid: run id or None; body: at most the stored limit; body_size: bytes received.
+    rid: run id or None; slot: the slot the ping names (``?slot=``, aware UTC;
+    checked against the monitor by :func:`ingest`) or None; body: at most the
+    stored limit; body_size: bytes received.
     """
 
     kind: str
     exit_status: int | None = None
     rid: UUID | None = None
+    slot: datetime | None = None
     method: str = "GET"
     remote_addr: str | None = None
     user_agent: str = ""
@@ -71,9 +87,10 @@ def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
     ``now`` is the ping's arrival time: the ping, its run and the detections keep
     it (incident events never go backwards, see :mod:`alerts.incidents`). Returns
     the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the monitor was
-    deleted meanwhile. Never drops a ping it returns: if applying its
-    effects fails (a bug, a schedule that cannot be computed), that part is rolled
-    back and logged, and the ping is stored alone.
+    deleted meanwhile, :class:`SlotError` (nothing stored) when the slot the ping
+    names cannot be one of the monitor's. Never drops a ping it returns: if
+    applying its effects fails (a bug, a schedule that cannot be computed), that
+    part is rolled back and logged, and the ping is stored alone.
     """
     stored = ingest_at(("id = %s", [monitor_id]), ping, now)
     if stored is None:
@@ -115,6 +132,8 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
             if monitor is None:
                 return None
             return _apply(monitor, ping, now, read)
+    except SlotError:  # the ping's own mistake: answered 400, nothing stored
+        raise
     except (InterfaceError, OperationalError):
         if (started or not _retry or connection.in_atomic_block
                 or connection.vendor != "postgresql"):
@@ -179,15 +198,25 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
     # Every run this ping can close, replace or count as open, plus the ones
     # next_evaluation needs and a written-off row of the slot a new run would take
     # (read with the lock, else by one query); updated in memory as they are written.
-    slot = None if ping.rid and ping.kind != Ping.Kind.START else slots.slot_for(monitor, now)
+    # Slots later than the expected one that already have a run: a query only
+    # when there can be one (runs.may_have_claimed), never for a heartbeat.
+    claimed = claimed_slots([monitor])[monitor.pk]
+    if ping.slot is not None:
+        slot = slots.named_slot(monitor, ping.slot, now)
+    elif ping.rid and ping.kind != Ping.Kind.START:
+        slot = None
+    else:
+        slot = slots.slot_for(monitor, now, claimed)
     runs = read.runs(slot) if read is not None else None
     if runs is None:
         runs = pending_runs(monitor, rid=ping.rid, slot=slot)
     found: list[Detection] = []
     if ping.kind == Ping.Kind.START:
-        run, duplicate = _start(monitor, ping, now, runs, found, slot)
+        run, duplicate = _start(monitor, ping, now, runs, found, slot, claimed,
+                                slot_named=ping.slot is not None)
     else:
-        run, duplicate = _end(monitor, ping, now, runs, slot)
+        run, duplicate = _end(monitor, ping, now, runs, slot, claimed,
+                              slot_named=ping.slot is not None)
     if duplicate:
         return _insert_ping(monitor.pk, run, ping, now, True)
     monitor.last_ping_at = now
@@ -371,18 +400,21 @@ def _with_rid(runs: list[Run], rid: UUID) -> Run | None:
 
 
 def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
-           found: list, slot: datetime | None) -> tuple[Run, bool]:
+           found: list, slot: datetime | None, claimed: frozenset[datetime], *,
+           slot_named: bool = False) -> tuple[Run, bool]:
     """The run a start ping opens, in memory (written by :func:`_write`; runs it
     replaces are written here): (run, duplicate). ``runs``: from
-    :func:`pending_runs` with the ping's rid and ``slot``. A second run of a cron
-    slot is a ``double_launch`` (:func:`double_launch`), which under ``forbid``
-    takes the place of the ``overlap``."""
+    :func:`pending_runs` with the ping's rid and ``slot``; claimed: as for
+    :func:`slots.slot_for`. slot_named: the ping named ``slot`` (``?slot=``): the
+    run is that slot's even when the slot already has a run. A second run of a
+    cron slot is a ``double_launch`` (:func:`double_launch`), which under
+    ``forbid`` takes the place of the ``overlap``."""
     if ping.rid:
         existing = _with_rid(runs, ping.rid)
         if existing is not None:
             return existing, True
     open_runs = _open(runs)
-    slot_runs = _slot_runs(monitor, slot, runs)
+    slot_runs = _slot_runs(monitor, slot, runs, claimed)
     launched = double_launch(slot_runs, monitor.max_attempts)
     if launched is not None:  # under forbid, instead of the overlap
         found.append(_double_launch(monitor, slot, len(slot_runs) + 1, launched, now))
@@ -397,7 +429,7 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
         for r in open_runs:
             r.outcome, r.ended_at = Run.Outcome.REPLACED, now
         Run.objects.bulk_update(open_runs, ["outcome", "ended_at"])
-    run = _new_run(monitor, ping.rid, now, runs, slot)
+    run = _new_run(monitor, ping.rid, now, runs, slot, claimed)
     run.started_at = now
     run.outcome = Run.Outcome.RUNNING
     run.timeout_at = now + monitor.max_runtime if monitor.max_runtime else None
@@ -455,18 +487,21 @@ def _double_launch(monitor: Monitor, slot: datetime, attempt: int,
 
 
 def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
-         slot: datetime | None) -> tuple[Run, bool]:
+         slot: datetime | None, claimed: frozenset[datetime], *,
+         slot_named: bool = False) -> tuple[Run, bool]:
     """The run an end ping closes, closed in memory (written by :func:`_write`):
     (run, duplicate). ``runs``: from :func:`pending_runs` with the ping's rid and
-    ``slot``."""
+    ``slot``; slot_named: the ping named ``slot``: without a rid it closes that
+    slot's most recently started open run."""
     if ping.rid:
         run = _with_rid(runs, ping.rid)
         if run is not None and run.ended_at is not None:
             return run, True
     else:  # the most recently started open run (one without started_at counts as oldest)
-        run = max(_open(runs), key=lambda r: (r.started_at or NEVER, r.pk), default=None)
+        candidates = [r for r in _open(runs) if not slot_named or r.slot_at == slot]
+        run = max(candidates, key=lambda r: (r.started_at or NEVER, r.pk), default=None)
     if run is None:
-        run = _new_run(monitor, ping.rid, now, runs, slot)
+        run = _new_run(monitor, ping.rid, now, runs, slot, claimed)
     run.ended_at = now
     run.exit_status = ping.exit_status
     run.outcome = Run.Outcome.FAILED if _failed(ping) else Run.Outcome.SUCCEEDED
@@ -530,17 +565,19 @@ def _attempt(monitor: Monitor, run: Run) -> int:
 
 
 def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
-             slot: datetime | None) -> Run:
-    """An unsaved run for the slot ``now`` belongs to; advances the expected slot.
+             slot: datetime | None, claimed: frozenset[datetime]) -> Run:
+    """An unsaved run for the slot ``now`` belongs to; advances the expected slot
+    (:func:`slots.advance`: never past a slot that has no run yet).
 
     A run arriving for a slot already written off (``missed``, or ``unknown``
     during an outage) takes over that row, so the slot's history shows what
-    really happened. ``slot``: :func:`slots.slot_for` at ``now``, when the caller
-    computed it and :func:`pending_runs` read its written-off row with ``runs``;
-    None: computed here and the row looked up.
+    really happened. ``slot``: :func:`slots.slot_for` at ``now`` (or the slot
+    the ping named), when the caller computed it and :func:`pending_runs` read its
+    written-off row with ``runs``; None: computed here and the row looked up.
+    claimed: as for :func:`slots.slot_for`.
     """
     if slot is None:  # an end ping with a rid no run has: rare
-        slot = slots.slot_for(monitor, now)
+        slot = slots.slot_for(monitor, now, claimed)
         runs = list(Run.objects.filter(monitor=monitor, slot_at=slot,
                                        outcome__in=Run.WRITTEN_OFF)[:1])
     taken = [r for r in runs if r.slot_at == slot and r.outcome in Run.WRITTEN_OFF]
@@ -549,9 +586,7 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
     if monitor.deadline:
         run.deadline_at = slot + monitor.deadline
         run.deadline_checked = False
-    following = slots.slot_after(monitor, slot, now)
-    if monitor.next_expected_at is None or following > monitor.next_expected_at:
-        monitor.next_expected_at = following
+    monitor.next_expected_at = slots.advance(monitor, slot, now, claimed)
     return run
 
 

@@ -9,7 +9,11 @@ below both :mod:`monitors.pings` and :mod:`monitors.evaluator`.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import reduce
+from operator import or_
 from uuid import UUID
+
+from django.db.models import Q
 
 from core import sql
 from monitors import slots
@@ -56,6 +60,34 @@ def pending_runs_of(monitor_ids: list[int]) -> list[Run]:
     where, params = sql.where_in(Run, "monitor_id", monitor_ids)
     return sql.select(Run, f"id IN ({PENDING.format(monitor=where)})", params * 2,
                       "ORDER BY id")
+
+
+def may_have_claimed(monitor: Monitor) -> bool:
+    """Whether a slot from the cron ``monitor``'s ``next_expected_at`` on can have a
+    run already. A run is filed under a slot no later than its first ping, or under
+    a fire time at most 60 s after it (early, or named), which is later than the
+    expected slot only when that is before the ping (two fire times are at least a
+    minute apart); so such a run means a ping after the expected slot, and the
+    monitor's last ping is later than it. A heartbeat, on time or early, needs no
+    query for it."""
+    return (monitor.kind == Monitor.Kind.CRON and monitor.next_expected_at is not None
+            and monitor.last_ping_at is not None
+            and monitor.last_ping_at > monitor.next_expected_at)
+
+
+def claimed_slots(monitors: list[Monitor]) -> dict[int, frozenset[datetime]]:
+    """Monitor id -> the slots from its ``next_expected_at`` on that already have a
+    run (a later slot's run came while an earlier slot was still within its grace;
+    see :func:`monitors.slots.slot_for`). One query for all of them, none when no
+    monitor :func:`may_have_claimed` (retention keeps a monitor's runs few)."""
+    asked = [m for m in monitors if may_have_claimed(m)]
+    found: dict[int, set[datetime]] = {m.pk: set() for m in monitors}
+    if asked:
+        rows = Run.objects.filter(reduce(or_, (
+            Q(monitor_id=m.pk, slot_at__gte=m.next_expected_at) for m in asked)))
+        for monitor_id, slot in rows.values_list("monitor_id", "slot_at"):
+            found[monitor_id].add(slot)
+    return {pk: frozenset(s) for pk, s in found.items()}
 
 
 def rearm(monitor: Monitor, now: datetime) -> None:

@@ -113,6 +113,7 @@ __all__ = [
     "next_fire",
     "next_interval",
     "previous_fire",
+    "shortest_gap",
     "validate_cron",
     "validate_timezone",
 ]
@@ -740,6 +741,25 @@ def _count_enumerated(spec: _Spec, zone: zoneinfo.ZoneInfo, after: datetime,
             break
         n += 1
     return n
+
+
+@lru_cache(maxsize=1024)
+def shortest_gap(expr: str, tz: str, after: datetime, semantics: str = DEBIAN,
+                 fires: int = 1000) -> timedelta | None:
+    """The shortest time between two consecutive fire times among the first
+    `fires` fire times later than `after` (None if fewer than two fire within
+    100 years). Same rules and errors as next_fire; a DST change can make one gap
+    shorter than the others (a fall-back hour fired twice)."""
+    spec = _parse(expr, semantics)
+    zone = validate_timezone(tz)
+    shortest, previous = None, None
+    for n, inst in enumerate(_iter(spec, zone, _aware_utc(after, "after"), 1)):
+        if n >= fires:
+            break
+        if previous is not None and (shortest is None or inst - previous < shortest):
+            shortest = inst - previous
+        previous = inst
+    return shortest
 
 
 def next_interval(last: datetime, period: timedelta) -> datetime:

@@ -10,7 +10,7 @@ clock passed in: no queries, no ``now()``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from monitors import schedule
 from monitors.models import Monitor, Run
@@ -27,20 +27,37 @@ EARLY_TOLERANCE = timedelta(seconds=60)
 # write a row per slot).
 MAX_RUN_ROWS = 100
 _MICRO = timedelta(microseconds=1)
+# A ping may name a slot at most this far ahead (a host whose clock runs fast).
+NAMED_AHEAD = timedelta(seconds=60)
 
 
-def slot_for(monitor, at: datetime) -> datetime:
+class SlotError(ValueError):
+    """A slot a ping names (``?slot=``) that cannot be one of the monitor's;
+    str(e) is the reason, for the ping's 400 answer."""
+
+
+def slot_for(monitor, at: datetime, claimed: frozenset[datetime] = frozenset()) -> datetime:
     """The slot (aware UTC) that a run whose first ping arrives ``at`` belongs to.
 
-    cron: the latest fire time at or before ``at`` while that slot is still open
-    for a first ping: the monitor expects it (``next_expected_at`` is not later) and
-    its grace has not run out. Otherwise (it already has a run, was written off,
-    or is past its grace) the next fire time when that is at most
-    ``EARLY_TOLERANCE`` (and at most half the slot gap) away: a host whose clock
-    runs up to 60 s fast is filed under the right slot whether its job pings at
-    the start or only at the end, while a 50 s job on ``* * * * *`` that pings
-    only when it ends (grace covering its run, as end-only jobs need) still
-    belongs to the minute it started in.
+    claimed: slots at or after ``next_expected_at`` that already have a run
+    (:func:`monitors.runs.claimed_slots`); every slot before ``next_expected_at``
+    is accounted for (a run, or written off). In this order (docs/slots.md):
+
+    cron:
+    1. the latest fire time at or before ``at`` that is still within its grace and
+       has no run (a grace wider than the gap between fire times keeps several
+       open: the ping goes to the latest; earlier ones go ``missed`` at their own
+       slot + grace);
+    2. else the next fire time when it is at most ``EARLY_TOLERANCE`` (and at most
+       half the slot gap) away: a host whose clock runs up to 60 s fast is filed
+       under the right slot whether its job pings at the start or only at the end,
+       while a 50 s job on ``* * * * *`` that pings only when it ends (grace
+       covering its run, as end-only jobs need) still belongs to the minute it
+       started in (rule 1);
+    3. else the latest fire time at or before ``at``: another run of a slot that
+       already has one (within grace: an attempt under ``max_attempts``, else a
+       double launch), or a late run past its grace (it takes over the slot's
+       ``missed`` row).
     interval: the expected time ``next_expected_at`` when it has come, else ``at``.
     """
     if monitor.kind == INTERVAL:
@@ -54,11 +71,80 @@ def slot_for(monitor, at: datetime) -> datetime:
         return nxt
     if prev == at:
         return prev
-    expected = monitor.next_expected_at
-    still_open = (expected is None or expected <= prev) and at <= prev + monitor.grace
-    if not still_open and nxt - at <= min(EARLY_TOLERANCE, (nxt - prev) / 2):
+    # walk back over the slots within grace: those before next_expected_at are
+    # accounted for, so at most len(claimed) + 1 steps
+    floor = prev if monitor.next_expected_at is None else monitor.next_expected_at
+    candidate = prev
+    while candidate >= floor and at <= candidate + monitor.grace:
+        if candidate not in claimed:
+            return candidate
+        candidate = schedule.previous_fire(expr, tz, candidate - _MICRO, sem)
+        if candidate is None:
+            break
+    if nxt - at <= min(EARLY_TOLERANCE, (nxt - prev) / 2):
         return nxt
     return prev
+
+
+def named_slot(monitor, slot: datetime, now: datetime) -> datetime:
+    """``slot`` (aware) as the monitor's slot in UTC, when a ping at ``now`` may
+    name it (``?slot=``): a fire time of a cron monitor's schedule, at most
+    ``NAMED_AHEAD`` after ``now``. Raises :class:`SlotError` with the reason
+    otherwise (interval monitors have no fire times to name)."""
+    if monitor.kind == INTERVAL:
+        raise SlotError("slot: an interval monitor has no fire times to name; "
+                        "leave slot out")
+    utc = slot.astimezone(UTC)
+    if utc > now + NAMED_AHEAD:
+        raise SlotError(f"slot {_shown(utc)} is in the future: at most "
+                        f"{NAMED_AHEAD.seconds} seconds after now ({_shown(now)})")
+    if utc.year < 1970:
+        raise SlotError(f"slot {_shown(utc)} is before 1970: not supported")
+    expr, tz, sem = monitor.schedule, monitor.timezone, monitor.cron_semantics
+    try:
+        following = schedule.next_fire(expr, tz, utc - _MICRO, sem)
+        before = schedule.previous_fire(expr, tz, utc, sem)
+    except schedule.ScheduleError as exc:
+        raise SlotError(f"slot {_shown(utc)}: {exc}") from None
+    if following != utc:
+        near = " and ".join(_shown(t) for t in (before, following) if t is not None)
+        raise SlotError(f"slot {_shown(utc)} is not a fire time of '{expr}' ({tz}); "
+                        f"the nearest are {near}")
+    return utc
+
+
+def _shown(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def advance(monitor, slot: datetime, first_ping_at: datetime,
+            claimed: frozenset[datetime] = frozenset()) -> datetime:
+    """``next_expected_at`` once a run for ``slot`` (first ping at
+    ``first_ping_at``) exists: the earliest slot still unaccounted for.
+
+    claimed: as for :func:`slot_for`. cron: a run for an
+    earlier slot than the expected one changes nothing, one for a later slot
+    neither (the expected slot is still open: it gets a run or goes ``missed`` at
+    its own slot + grace); a run for the expected slot moves it to the first
+    later fire time without a run. interval: the slot after the run, when later.
+    """
+    expected = monitor.next_expected_at
+    if monitor.kind == INTERVAL:
+        following = slot_after(monitor, slot, first_ping_at)
+        return following if expected is None or following > expected else expected
+    if expected is not None and slot != expected:
+        return expected
+    return _unclaimed_after(monitor, slot, claimed)
+
+
+def _unclaimed_after(monitor, slot: datetime, claimed: frozenset[datetime]) -> datetime:
+    """The first fire time after ``slot`` that is not in ``claimed``."""
+    following = slot
+    while True:
+        following = schedule.next_fire(monitor.schedule, monitor.timezone, following,
+                                       monitor.cron_semantics)
+        if following not in claimed:
+            return following
 
 
 def slot_after(monitor, slot: datetime, first_ping_at: datetime) -> datetime:
@@ -101,6 +187,44 @@ def slot_after_edit(monitor, pending: datetime | None, old_period: timedelta | N
                               monitor.cron_semantics)
 
 
+GAP_FIRES = 1000  # the shortest gap between fire times is measured over this many
+
+
+def warnings(monitor, now: datetime) -> list[dict[str, str]]:
+    """What may surprise about how ``monitor``'s runs are assigned to slots, as
+    ``{"code", "message"}`` items (the API's read-only ``warnings``).
+
+    ``grace_covers_gap``: the grace is at least the shortest gap between fire times
+    (over the next ``GAP_FIRES`` fire times from the start of ``now``'s hour, the
+    same answer for a whole hour: cached), or for an interval monitor at least its
+    period: several slots are open at once and a first ping goes to the latest
+    of them (docs/slots.md).
+    """
+    grace = monitor.grace
+    if grace is None:
+        return []
+    if monitor.kind == INTERVAL:
+        gap, what = monitor.period, "the period"
+    else:
+        hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        try:
+            gap = schedule.shortest_gap(monitor.schedule, monitor.timezone, hour,
+                                        monitor.cron_semantics, GAP_FIRES)
+        except schedule.ScheduleError:  # saved around validation: evaluation_error says
+            return []
+        what = "the shortest gap between fire times"
+    if gap is None or grace < gap:
+        return []
+    return [{"code": "grace_covers_gap", "message": (
+        f"grace {_seconds(grace)} is at least {what} ({_seconds(gap)}): several slots "
+        "are open at once; a first ping goes to the latest of them that has no run, and "
+        "an earlier one without a run is reported missed at its own slot + grace")}]
+
+
+def _seconds(td: timedelta) -> str:
+    return f"{int(td.total_seconds())} s"
+
+
 @dataclass
 class Overdue:
     """Slots whose grace has run out with no run started.
@@ -119,33 +243,45 @@ class Overdue:
     next_expected: datetime
 
 
-def overdue(monitor, until: datetime, liveness=None) -> Overdue | None:
-    """The slots from ``next_expected_at`` on whose grace ended at or before ``until``.
+def overdue(monitor, until: datetime, liveness=None,
+            claimed: frozenset[datetime] = frozenset()) -> Overdue | None:
+    """The slots from ``next_expected_at`` on whose grace ended at or before ``until``
+    and that have no run.
 
-    liveness: a :class:`monitors.liveness.Liveness` (default: always up). Returns
-    None when no slot is overdue. Counts are exact however many slots there are:
-    interval slots by arithmetic, cron ones with :func:`schedule.count_fires`.
+    liveness: a :class:`monitors.liveness.Liveness` (default: always up); claimed:
+    slots from ``next_expected_at`` on that already have a run
+    (:func:`monitors.runs.claimed_slots`: a later slot's run came while an earlier
+    one was still within its grace). Returns None when no slot is overdue. Counts
+    are exact however many slots there are: interval slots by arithmetic, cron
+    ones with :func:`schedule.count_fires`.
     """
     first = monitor.next_expected_at
     if first is None or until < first + monitor.grace:
         return None
     grace, horizon = monitor.grace, until - monitor.grace  # slots <= horizon are overdue
+    taken = sorted(c for c in claimed if c >= first)
+
+    def count(lo: datetime, hi: datetime) -> int:
+        return _count(monitor, first, lo, hi) - sum(1 for c in taken if lo <= c <= hi)
+
     unknown_by_outage: dict[datetime, int] = {}
     for w in (liveness.windows if liveness else ()):
         lo = max(first, w.start - grace)
         hi = horizon if w.end is None else min(horizon, w.end - grace)
-        n = _count(monitor, first, lo, hi)
+        n = count(lo, hi)
         if n:
             unknown_by_outage[w.outage_start] = n
-    total = _count(monitor, first, first, horizon)
+    total = count(first, horizon)
     if monitor.kind == INTERVAL:
         period = monitor.period
         recent = [first + i * period for i in range(max(0, total - MAX_RUN_ROWS), total)]
         following = first + total * period
     else:
         expr, tz, sem = monitor.schedule, monitor.timezone, monitor.cron_semantics
-        recent = schedule.last_fires(expr, tz, first - _MICRO, horizon, sem, MAX_RUN_ROWS)
-        following = schedule.next_fire(expr, tz, horizon, sem)
+        recent = [slot for slot in schedule.last_fires(
+            expr, tz, first - _MICRO, horizon, sem, MAX_RUN_ROWS + len(taken))
+            if slot not in claimed][-MAX_RUN_ROWS:]
+        following = _unclaimed_after(monitor, horizon, claimed)
     missed, unknown = [], []
     for slot in recent:
         late = liveness is not None and liveness.window_at(slot + grace) is not None

@@ -2,8 +2,8 @@
 
 URL forms, each for GET, HEAD and POST::
 
-    /ping/<uuid>[/start|/fail|/log|/<exit status 0-255>][?rid=<uuid>]
-    /ping/<project ping key>/<slug>[/start|/fail|/log|/<exit status>][?rid=<uuid>]
+    /ping/<uuid>[/start|/fail|/log|/<exit status 0-255>][?rid=<uuid>][&slot=<time>]
+    /ping/<project ping key>/<slug>[/start|/fail|/log|/<exit status>][?rid=<uuid>][&slot=<time>]
 
 :class:`PingRoute` sends these URLs to :func:`ping` ahead of Django's middleware
 (as WSGI middleware around the Django application, in ``cronradar.wsgi`` and
@@ -13,15 +13,20 @@ deployment that loads Django's bare handler).
 ``/ping/<ping key>/<slug>?create=1`` makes the monitor when the slug is new
 (:func:`monitors.pings.create_on_ping`) and answers 201 ``Created``.
 
+``slot`` names the scheduled time the run is for (RFC 3339 or Unix seconds,
+:func:`parse_slot`; checked against the monitor by :func:`monitors.slots.named_slot`).
+
 Responses are plain text: 200 ``OK``; 404 unknown monitor; 400 bad exit status,
-action, rid or creation parameter; 405 other methods; 429 over
+action, rid, slot or creation parameter (nothing stored); 405 other methods; 429 over
 ``CRONRADAR_PING_RATE`` (with ``Retry-After``; not stored, counted in the
 monitor's ``dropped_pings``). No session, CSRF or login.
 """
 import ipaddress
 import logging
 import math
+import re
 import time
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from uuid import UUID
 
@@ -70,6 +75,33 @@ def _parse_action(action: str | None) -> tuple[str, int | None]:
     if any(ch.isdigit() for ch in action):
         raise ValueError(f"exit status must be an integer from 0 to 255, got {_shown(action)}")
     raise ValueError(f"unknown ping action '{_shown(action)}': use start, fail, log or 0-255")
+
+
+_RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)"
+                      r"(?:[Zz]|([+\- ])(\d{2}):(\d{2}))")
+SLOT_FORMAT = ("slot must be an RFC 3339 time with its offset (2026-01-05T10:00:00Z, "
+               "2026-01-05T10:00:00%2B02:00) or Unix seconds (1767607200)")
+
+
+def parse_slot(raw: str) -> datetime:
+    """The ``slot`` query parameter as an aware UTC time: Unix seconds, or RFC 3339
+    with its offset, where a space stands for the offset's ``+`` too (a query
+    string decodes an unescaped ``+`` as a space). Raises ValueError (the message)."""
+    if raw.isascii() and raw.isdigit() and len(raw) <= 11:
+        return datetime.fromtimestamp(int(raw), UTC)
+    match = _RFC3339.fullmatch(raw)
+    if match is None:
+        raise ValueError(f"{SLOT_FORMAT}, got '{_shown(raw)}'")
+    day, clock, sign, hours, minutes = match.groups()
+    try:
+        local = datetime.fromisoformat(f"{day}T{clock}")
+        offset = timedelta(0) if sign is None else (
+            (-1 if sign == "-" else 1) * timedelta(hours=int(hours), minutes=int(minutes)))
+        if offset >= timedelta(days=1):
+            raise ValueError("offset")
+        return (local - offset).replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{SLOT_FORMAT}, got '{_shown(raw)}'") from None
 
 
 def _shown(text: str) -> str:
@@ -194,6 +226,12 @@ def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
         rid = _as_uuid(raw_rid.strip())
         if rid is None:
             return _text(400, "rid must be a UUID, e.g. ?rid=$(uuidgen)")
+    slot = None
+    if (raw_slot := request.GET.get("slot")) is not None:
+        try:
+            slot = parse_slot(raw_slot)
+        except ValueError as e:
+            return _text(400, str(e))
     created = False
     if "slug" in lookup:
         where = pings.lookup(ping_key=lookup["project__ping_key"], slug=lookup["slug"])
@@ -225,11 +263,15 @@ def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
     except ValueError as e:
         return _text(400, str(e))
     ping_input = pings.PingInput(
-        kind=kind, exit_status=exit_status, rid=rid, method=request.method,
+        kind=kind, exit_status=exit_status, rid=rid, slot=slot, method=request.method,
         remote_addr=_client_address(request),
         user_agent=request.META.get("HTTP_USER_AGENT", ""), body=body, body_size=size,
     )
-    if pings.ingest_at(where, ping_input, timezone.now()) is None:
+    try:
+        stored = pings.ingest_at(where, ping_input, timezone.now())
+    except pings.SlotError as e:
+        return _text(400, f"{e}; nothing was stored")
+    if stored is None:
         return _text(404, "not found: no monitor with this ping URL")
     return CREATED if created else OK
 

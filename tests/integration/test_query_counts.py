@@ -71,6 +71,33 @@ def test_end_ping_without_rid_closes_open_run(monitor, django_assert_num_queries
     assert Run.objects.get(monitor=monitor, slot_at=T0 + s(3)).outcome == "succeeded"
 
 
+def test_a_cron_heartbeat_with_grace_wider_than_the_gap_costs_the_same(
+        make_monitor, django_assert_num_queries):
+    # */5 with grace 600 s, pinged on time: no slot later than the expected one can
+    # have a run, so none is looked for (monitors.runs.may_have_claimed)
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=T0 - s(60))
+    ingest(m.pk, PingInput("success"), T0 + s(2))
+    with django_assert_num_queries(2 + READS + WRITES):
+        ingest(m.pk, PingInput("success"), T0 + s(302))
+    with django_assert_num_queries(2 + READS + WRITES):
+        ingest(m.pk, PingInput("start"), T0 + s(602))
+    with django_assert_num_queries(2 + READS + WRITES):
+        ingest(m.pk, PingInput("success"), T0 + s(610))
+    assert list(Run.objects.order_by("slot_at").values_list("slot_at", flat=True)) == [
+        T0, T0 + s(300), T0 + s(600)]
+
+
+def test_a_ping_after_a_slot_without_a_run_reads_the_claimed_slots_once(
+        make_monitor, django_assert_num_queries):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=T0 - s(60))
+    ingest(m.pk, PingInput("success"), T0 + s(302))  # T0 has no run: still expected
+    # as a heartbeat, and the runs of slots after the expected one
+    with django_assert_num_queries(2 + READS + WRITES + 1):
+        ingest(m.pk, PingInput("success"), T0 + s(420))
+    assert list(Run.objects.order_by("slot_at").values_list("slot_at", flat=True)) == [
+        T0, T0 + s(300)]
+
+
 def test_end_ping_without_start(monitor, django_assert_num_queries):
     # a heartbeat: no open run, so a new one (a missed row of its slot comes with
     # the pending runs): as many as closing an open run
@@ -370,10 +397,10 @@ def test_a_monitor_that_cannot_be_evaluated_does_not_hold_back_its_batch(make_mo
         ingest(m.pk, PingInput("success"), T0)
     real = slots.overdue
 
-    def overdue(monitor, until, alive=None):
+    def overdue(monitor, until, alive=None, claimed=frozenset()):
         if monitor.pk == bad.pk:
             raise ValueError("cannot compute")
-        return real(monitor, until, alive)
+        return real(monitor, until, alive, claimed)
 
     monkeypatch.setattr(slots, "overdue", overdue)
     assert evaluator.tick(T0 + s(4)) == 1

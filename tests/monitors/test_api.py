@@ -209,3 +209,49 @@ def test_slow_factor_through_the_api(api, value, ok):
         expected = {1.001: "at most 2 decimal places", "fast": "A valid number is required."}
         assert resp.json()["slow_factor"] == [
             expected.get(value, "must be more than 1 and at most 100 (or null: off)")]
+
+
+GAP_WARNING = ("grace 600 s is at least the shortest gap between fire times (300 s): several "
+               "slots are open at once; a first ping goes to the latest of them that has no "
+               "run, and an earlier one without a run is reported missed at its own slot + "
+               "grace")
+
+
+def test_a_grace_covering_the_gap_between_fire_times_is_a_warning(api, monkeypatch):
+    monkeypatch.setattr(timezone, "now", lambda: T0)
+    resp = api.post("/api/v1/monitors/", {"name": "sync", "kind": "cron",
+                                          "schedule": "*/5 * * * *", "grace": 600},
+                    format="json")
+    assert resp.status_code == 201, resp.json()
+    body = resp.json()
+    assert body["warnings"] == [{"code": "grace_covers_gap", "message": GAP_WARNING}]
+    url = f"/api/v1/monitors/{body['id']}/"
+    assert api.get(url).json()["warnings"] == body["warnings"]
+    # sent back (ignored), with a grace shorter than the gap: no warning
+    resp = api.patch(url, {"grace": 299, "warnings": []}, format="json")
+    assert (resp.status_code, resp.json()["warnings"]) == (200, [])
+    resp = api.patch(url, {"grace": 300}, format="json")
+    assert [w["code"] for w in resp.json()["warnings"]] == ["grace_covers_gap"]
+
+
+@pytest.mark.parametrize("grace,codes", [(59, []), (60, ["grace_covers_gap"])])
+def test_an_interval_monitors_grace_covering_its_period_is_a_warning(api, grace, codes):
+    resp = api.post("/api/v1/monitors/", {"name": "beat", "kind": "interval", "period": 60,
+                                          "grace": grace}, format="json")
+    assert resp.status_code == 201, resp.json()
+    assert [w["code"] for w in resp.json()["warnings"]] == codes
+    if codes:
+        assert resp.json()["warnings"][0]["message"].startswith(
+            "grace 60 s is at least the period (60 s): ")
+
+
+def test_the_shortest_gap_is_measured_over_the_next_1000_fire_times(api, monkeypatch):
+    # 03:30 daily in Europe/Berlin, with a 23 h grace: the gaps are 24 h except
+    # around a DST change, when one is 23 h (spring) and one 25 h (autumn); the
+    # next 1,000 fire times from Jan 5 include one
+    monkeypatch.setattr(timezone, "now", lambda: T0)
+    resp = api.post("/api/v1/monitors/", {
+        "name": "nightly", "kind": "cron", "schedule": "30 3 * * *",
+        "timezone": "Europe/Berlin", "grace": 23 * 3600}, format="json")
+    assert resp.json()["warnings"][0]["message"].startswith(
+        "grace 82800 s is at least the shortest gap between fire times (82800 s)")

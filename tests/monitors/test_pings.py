@@ -1,7 +1,7 @@
 """Ping ingest (monitors.pings): stored fields, run pairing, idempotency, detections
 (failed, overlap, too_fast), attempts per slot, create on ping."""
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -468,3 +468,89 @@ def test_the_runs_of_a_claimed_later_slot_are_read_for_the_double_launch_check(m
     assert m.next_expected_at == T0
     assert _slot_runs(m, later, []) == []
     assert _slot_runs(m, later, [], frozenset({later})) == [run]
+
+
+# --- a ping that names its slot (?slot=) ------------------------------------------------
+
+def _slots(m):
+    return list(Run.objects.filter(monitor=m).order_by("slot_at", "pk")
+                .values_list("slot_at", "outcome"))
+
+
+def test_a_named_slot_is_the_runs_slot_and_earlier_unclaimed_slots_still_go_missed(
+        make_monitor):
+    from monitors import evaluator
+
+    # */5, grace 600: at T0+7min a start names T0+5min although T0 has no run
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=T0 - s(60))
+    ingest(m.pk, PingInput("start", slot=T0 + s(300)), T0 + s(420))
+    ingest(m.pk, PingInput("start", slot=T0 + s(600)), T0 + s(560))  # 40 s early
+    m.refresh_from_db()
+    assert (m.next_expected_at, m.next_evaluation_at) == (T0, T0 + s(600))
+    evaluator.tick(T0 + s(600))
+    assert _slots(m) == [(T0, "missed"), (T0 + s(300), "running"), (T0 + s(600), "running")]
+    assert Incident.objects.get(monitor=m).missed_count == 1
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + s(900)
+
+
+def test_an_end_ping_naming_its_slot_closes_that_slots_open_run(make_monitor):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=T0 - s(60))
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    ingest(m.pk, PingInput("start"), T0 + s(302))
+    ingest(m.pk, PingInput("fail", slot=T0), T0 + s(320))  # not the latest open run
+    assert _slots(m) == [(T0, "failed"), (T0 + s(300), "running")]
+    ingest(m.pk, PingInput("success", slot=T0 + s(600)), T0 + s(630))  # end only
+    assert _slots(m)[-1] == (T0 + s(600), "succeeded")
+    assert Run.objects.get(slot_at=T0 + s(600)).started_at is None
+
+
+def test_a_named_slot_that_already_succeeded_gets_another_run(make_monitor):
+    # the double-launch detection's case (a run for a slot that already succeeded)
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), created=T0 - s(60))
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    ingest(m.pk, PingInput("success"), T0 + s(30))
+    ingest(m.pk, PingInput("start", slot=T0), T0 + s(3000))
+    assert _slots(m) == [(T0, "succeeded"), (T0, "running")]
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + s(3600)
+
+
+def test_a_named_slot_takes_over_its_missed_row(make_monitor):
+    from monitors import evaluator
+
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), created=T0 - s(60))
+    evaluator.tick(T0 + s(300))
+    ingest(m.pk, PingInput("success"), T0 + s(3600 + 10))  # the monitor's first ping
+    evaluator.tick(T0 + s(7200 + 300))  # the evaluator reports from the first ping on
+    assert _slots(m) == [(T0, "missed"), (T0 + s(3600), "succeeded"),
+                         (T0 + s(7200), "missed")]
+    ingest(m.pk, PingInput("success", slot=T0 + s(7200)), T0 + s(7200 + 900))
+    assert _slots(m) == [(T0, "missed"), (T0 + s(3600), "succeeded"),
+                         (T0 + s(7200), "succeeded")]
+
+
+@pytest.mark.parametrize("fields,slot,message", [
+    ({"period": s(60)}, T0, "slot: an interval monitor has no fire times to name; "
+                            "leave slot out"),
+    ({"kind": "cron", "schedule": "*/5 * * * *", "timezone": "Europe/Berlin"}, T0 + s(60),
+     "slot 2026-01-05T12:01:00Z is not a fire time of '*/5 * * * *' (Europe/Berlin); the "
+     "nearest are 2026-01-05T12:00:00Z and 2026-01-05T12:05:00Z"),
+    ({"kind": "cron", "schedule": "* * * * *"}, datetime(1969, 12, 31, 23, 59, tzinfo=UTC),
+     "slot 1969-12-31T23:59:00Z is before 1970: not supported"),
+    ({"kind": "cron", "schedule": "* * * * *"}, T0 + s(120),
+     "slot 2026-01-05T12:02:00Z is in the future: at most 60 seconds after now "
+     "(2026-01-05T12:00:30Z)"),
+])
+def test_a_slot_that_cannot_be_the_monitors_is_refused_and_nothing_stored(
+        make_monitor, fields, slot, message):
+    from monitors.pings import SlotError
+
+    m = make_monitor(created=T0 - s(60), **fields)
+    for kind in ("start", "success"):
+        with pytest.raises(SlotError) as err:
+            ingest(m.pk, PingInput(kind, slot=slot), T0 + s(30))
+        assert str(err.value) == message
+    assert not Ping.objects.exists() and not Run.objects.exists()
+    m.refresh_from_db()
+    assert m.last_ping_at is None

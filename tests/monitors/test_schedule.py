@@ -29,6 +29,7 @@ from monitors.schedule import (
     next_fire,
     next_interval,
     previous_fire,
+    shortest_gap,
     validate_cron,
     validate_timezone,
 )
@@ -900,3 +901,17 @@ def test_transitions_helper_sanity():
     assert iso("2020-03-29T01:00:00+00:00") in transitions("Europe/Berlin")
     assert transitions("UTC") == ()
     assert max(transitions("Asia/Tehran")).date() == date(2022, 9, 21)  # DST abolished
+
+
+@pytest.mark.parametrize("expr,tz,fires,gap", [
+    ("*/5 * * * *", "UTC", 1000, timedelta(minutes=5)),
+    ("0 9,17 * * *", "UTC", 1000, timedelta(hours=8)),
+    ("0 0 * * *", "UTC", 1, None),
+    # Jan 5 to the spring change is 83 days: over 80 fire times every gap is 24 h,
+    # over 1,000 the spring-forward day is 23 h
+    ("30 3 * * *", "Europe/Berlin", 80, timedelta(hours=24)),
+    ("30 3 * * *", "Europe/Berlin", 1000, timedelta(hours=23)),
+])
+def test_shortest_gap_over_the_next_fire_times(expr, tz, fires, gap):
+    after = datetime(2026, 1, 5, 12, tzinfo=UTC)
+    assert shortest_gap(expr, tz, after, DEBIAN, fires) == gap

@@ -1,5 +1,7 @@
 """monitors.slots: which slot a run belongs to (early, late and end-only pings), and a
 monitor's status."""
+from datetime import UTC, datetime
+
 import pytest
 
 from alerts.models import Incident
@@ -97,3 +99,132 @@ def test_skipped_slots_are_those_an_earlier_run_was_open_at_counted_exactly():
         (T0 + s(10 * i), 2) for i in (8, 9, *range(12, 20))]
     # a slot that already has a run (claimed by a slot assignment) is no skipped one
     assert slots.skipped(m, due, runs, alive, frozenset({T0 + s(20), T0 + s(110)})).count == 15
+
+
+def _at(h, mi, sec=0):
+    return datetime(2026, 1, 5, h, mi, sec, tzinfo=UTC)
+
+
+def _runs(m):
+    return list(Run.objects.filter(monitor=m).order_by("slot_at", "pk")
+                .values_list("slot_at", "outcome"))
+
+
+def _job(m, first_ping):
+    ingest(m.pk, PingInput("start"), first_ping)
+    ingest(m.pk, PingInput("success"), first_ping + s(20))
+
+
+def test_grace_wider_than_the_gap_reports_the_slot_without_a_run(make_monitor):
+    # */5 with grace 600 s: runs first-pinged at 09:55:02, 10:05:02, 10:10:02, none
+    # for 10:00 (getsentry/sentry#54639)
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=_at(9, 50, 30))
+    _job(m, _at(9, 55, 2))
+    _job(m, _at(10, 5, 2))
+    m.refresh_from_db()
+    # 10:00 is still open: next_expected_at stays there (never past it)
+    assert (m.next_expected_at, m.next_evaluation_at) == (_at(10, 0), _at(10, 10))
+    assert evaluator.tick(_at(10, 9, 59)) == 0
+    assert evaluator.tick(_at(10, 10)) == 1  # 10:00 + grace
+    assert _runs(m) == [(_at(9, 55), "succeeded"), (_at(10, 0), "missed"),
+                        (_at(10, 5), "succeeded")]
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.missed_count, inc.opened_at) == ("missed", 1, _at(10, 10))
+    m.refresh_from_db()  # 10:05 has its run: 10:10 is the next one expected
+    assert (m.next_expected_at, m.next_evaluation_at) == (_at(10, 10), _at(10, 20))
+    _job(m, _at(10, 10, 2))
+    assert _runs(m)[-1] == (_at(10, 10), "succeeded")
+    m.refresh_from_db()
+    assert m.next_expected_at == _at(10, 15)
+    evaluator.tick(_at(10, 20))
+    assert Run.objects.filter(monitor=m, outcome="missed").count() == 1
+
+
+def test_a_late_run_takes_an_earlier_slot_still_within_grace(make_monitor):
+    # 10:05 has its run; a first ping at 10:07 belongs to 10:00, still within its
+    # grace and without a run; 10:05 then counts, and 10:10 is expected next
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=_at(9, 58))
+    _job(m, _at(10, 5, 2))
+    _job(m, _at(10, 7))
+    m.refresh_from_db()
+    assert _runs(m) == [(_at(10, 0), "succeeded"), (_at(10, 5), "succeeded")]
+    assert (m.next_expected_at, m.next_evaluation_at) == (_at(10, 10), _at(10, 20))
+    assert evaluator.tick(_at(10, 19, 59)) == 0
+    evaluator.tick(_at(10, 20))
+    assert _runs(m)[-1] == (_at(10, 10), "missed")
+    assert Incident.objects.get(monitor=m).missed_count == 1
+
+
+def test_when_every_slot_within_grace_has_a_run_a_ping_is_another_run_of_the_latest(
+        make_monitor):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=_at(9, 54),
+                     max_attempts=2)
+    _job(m, _at(9, 55, 2))
+    _job(m, _at(10, 0, 2))
+    _job(m, _at(10, 2))  # 09:55 and 10:00 have runs: another run of 10:00
+    assert _runs(m) == [(_at(9, 55), "succeeded"), (_at(10, 0), "succeeded"),
+                        (_at(10, 0), "succeeded")]
+    m.refresh_from_db()
+    assert m.next_expected_at == _at(10, 5)
+
+
+def test_the_evaluator_writes_off_a_skipped_slot_it_was_late_for(make_monitor):
+    # the evaluator did not run between 10:05 + grace and the early ping for 10:10:
+    # 10:05 is still reported, not skipped
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(60), created=_at(10, 4))
+    _job(m, _at(10, 9, 30))  # 30 s early for 10:10; 10:05 had no run
+    m.refresh_from_db()
+    assert (m.next_expected_at, m.next_evaluation_at) == (_at(10, 5), _at(10, 6))
+    evaluator.tick(_at(10, 9, 51))
+    assert _runs(m) == [(_at(10, 5), "missed"), (_at(10, 10), "succeeded")]
+    assert Incident.objects.get(monitor=m).missed_count == 1
+    m.refresh_from_db()
+    assert m.next_expected_at == _at(10, 15)
+
+
+@pytest.mark.parametrize("kinds", [("success",), ("start", "success")])
+def test_a_fast_clock_never_alerts_when_grace_is_wider_than_the_gap(make_monitor, kinds):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=T0 - s(60))
+    fires = [T0 + s(300 * i) for i in range(6)]
+    pings = [(slot - s(30) + s(i), kind) for slot in fires for i, kind in enumerate(kinds)]
+    _run_hours(m, pings, T0 + s(1800 + 590))
+    assert not Incident.objects.exists()
+    assert _runs(m) == [(slot, "succeeded") for slot in fires]
+
+
+NOW = datetime(2026, 1, 5, 10, 7, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("expected,claimed,at,slot", [
+    (_at(10, 0), {_at(10, 5)}, _at(10, 7), _at(10, 0)),  # latest without a run
+    (_at(10, 0), set(), _at(10, 7), _at(10, 5)),  # latest: 10:00 goes missed
+    (_at(10, 0), {_at(10, 5)}, _at(10, 10, 30), _at(10, 10)),
+    (_at(10, 10), set(), _at(10, 9, 30), _at(10, 10)),  # early: all within grace have runs
+    (_at(10, 10), set(), _at(10, 8), _at(10, 5)),  # another run of the latest
+    (_at(10, 0), {_at(10, 5)}, _at(10, 14, 30), _at(10, 10)),  # 10:00 past grace
+])
+def test_slot_for_with_grace_wider_than_the_gap(expected, claimed, at, slot):
+    m = Monitor(kind="cron", schedule="*/5 * * * *", timezone="UTC", cron_semantics="debian",
+                grace=s(600), next_expected_at=expected)
+    assert slots.slot_for(m, at, frozenset(claimed)) == slot
+
+
+def test_overdue_skips_slots_that_have_runs():
+    m = Monitor(kind="cron", schedule="*/5 * * * *", timezone="UTC", cron_semantics="debian",
+                grace=s(600), next_expected_at=_at(10, 0))
+    got = slots.overdue(m, _at(10, 25), claimed=frozenset({_at(10, 5), _at(10, 15)}))
+    assert (got.missed, got.missed_count, got.next_expected) == (
+        [_at(10, 0), _at(10, 10)], 2, _at(10, 20))
+
+
+def test_overdue_during_an_outage_does_not_count_slots_that_have_runs():
+    from monitors.liveness import Liveness, Window
+
+    m = Monitor(kind="cron", schedule="*/5 * * * *", timezone="UTC", cron_semantics="debian",
+                grace=s(600), next_expected_at=_at(10, 0))
+    # grace ends 10:10 .. 10:25 fall into the unknown window [10:12, 10:22]
+    alive = Liveness((Window(_at(10, 12), _at(10, 22), _at(10, 12), _at(10, 22)),))
+    got = slots.overdue(m, _at(10, 25), alive, frozenset({_at(10, 5)}))
+    assert (got.missed, got.missed_count, got.unknown, got.unknown_by_outage,
+            got.next_expected) == ([_at(10, 0), _at(10, 15)], 2, [_at(10, 10)],
+                                   {_at(10, 12): 1}, _at(10, 20))

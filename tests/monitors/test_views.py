@@ -162,3 +162,75 @@ def test_ping_rate_limit_drops_and_counts(client, api, make_monitor, settings):
     assert api.get(f"/api/v1/monitors/{m.pk}/").json()["dropped_pings"] == 2
     other = make_monitor(period=3600 * S, grace=60 * S)
     assert client.get(f"/ping/{other.uuid}").status_code == 200  # per ping URL
+
+
+# --- ?slot= ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw,slot", [
+    ("1767614400", "2026-01-05T12:00:00+00:00"),
+    ("2026-01-05T12:00:00Z", "2026-01-05T12:00:00+00:00"),
+    ("2026-01-05t12:00:00z", "2026-01-05T12:00:00+00:00"),
+    ("2026-01-05T13:00:00+01:00", "2026-01-05T12:00:00+00:00"),
+    ("2026-01-05T13:00:00 01:00", "2026-01-05T12:00:00+00:00"),  # an unescaped + decoded
+    ("2026-01-05 07:00:00.000-05:00", "2026-01-05T12:00:00+00:00"),
+])
+def test_parse_slot(raw, slot):
+    assert views.parse_slot(raw).isoformat() == slot
+
+
+@pytest.mark.parametrize("raw", ["", "soon", "2026-01-05T12:00:00", "2026-01-05",
+                                 "2026-01-05T12:00:00+24:00", "2026-13-05T12:00:00Z",
+                                 "-1767614400", "1767614400.5", "0001-01-01T00:00:00+01:00",
+                                 "123456789012"])
+def test_parse_slot_refuses(raw):
+    with pytest.raises(ValueError) as err:
+        views.parse_slot(raw)
+    assert str(err.value) == (f"{views.SLOT_FORMAT}, got '{raw}'")
+
+
+@pytest.fixture
+def ping_clock(monkeypatch):
+    """The ping view's clock, stopped at T0 + 30 s."""
+    from types import SimpleNamespace
+
+    from tests.conftest import T0
+
+    monkeypatch.setattr(views, "timezone", SimpleNamespace(now=lambda: T0 + 30 * S))
+    return T0
+
+
+@pytest.mark.parametrize("suffix", ["/start", "", "/fail", "/0", "/3"])
+def test_every_ping_url_form_takes_a_slot(client, make_monitor, ping_clock, suffix):
+    m = make_monitor(name="backup", kind="cron", schedule="*/5 * * * *", grace=600 * S,
+                     created=ping_clock - 60 * S)
+    assert client.get(f"/ping/{m.uuid}{suffix}?slot=2026-01-05T11:55:00Z").status_code == 200
+    assert client.post(f"/ping/{m.project.ping_key}/backup{suffix}?slot=1767614400"
+                       ).status_code == 200
+    assert sorted(Run.objects.values_list("slot_at", flat=True)) == [
+        ping_clock - 300 * S, ping_clock]
+
+
+@pytest.mark.parametrize("query,message", [
+    ("slot=noon", f"{views.SLOT_FORMAT}, got 'noon'\n"),
+    ("slot=2026-01-05T12:01:00%2B00:00",
+     "slot 2026-01-05T12:01:00Z is not a fire time of '*/5 * * * *' (UTC); the nearest "
+     "are 2026-01-05T12:00:00Z and 2026-01-05T12:05:00Z; nothing was stored\n"),
+    ("slot=2026-01-05T12:05:00Z", "slot 2026-01-05T12:05:00Z is in the future: at most 60 "
+                                  "seconds after now (2026-01-05T12:00:30Z); nothing was stored\n"),
+])
+def test_a_bad_slot_is_a_400_and_nothing_is_stored(client, make_monitor, ping_clock,
+                                                     query, message):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=600 * S,
+                     created=ping_clock - 60 * S)
+    for suffix in ("/start", ""):
+        resp = client.get(f"/ping/{m.uuid}{suffix}?{query}")
+        assert (resp.status_code, resp.content.decode()) == (400, message)
+    assert not Ping.objects.exists() and not Run.objects.exists()
+
+
+def test_an_interval_monitor_refuses_a_slot(client, make_monitor, ping_clock):
+    m = make_monitor(period=60 * S)
+    resp = client.get(f"/ping/{m.uuid}?slot=1767614400")
+    assert (resp.status_code, resp.content) == (
+        400, b"slot: an interval monitor has no fire times to name; leave slot out; "
+             b"nothing was stored\n")

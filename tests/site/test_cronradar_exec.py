@@ -173,3 +173,31 @@ def test_a_bad_url_never_costs_the_job(url, tmp_path):
     assert done.returncode == 6 and (tmp_path / "out").read_text() == "ran\n"
     assert done.stderr.startswith(b"cronradar exec: not pinging, ")
     assert time.monotonic() - started < 5  # no retrying what cannot work
+
+
+def test_slot_goes_with_both_pings(service, request):
+    from datetime import UTC, datetime
+
+    api = service.project_api(request.node.name[:90])
+    m = api.post("/monitors/", json={"name": "minutely", "kind": "cron",
+                                     "schedule": "* * * * *", "grace": 600}).json()
+    slot = datetime.fromtimestamp(time.time() // 60 * 60 - 60, UTC)  # a minute ago
+    done = subprocess.run([*WRAPPER, "--url", m["ping_url"], "--slot",
+                           slot.isoformat(), "--", "sh", "-c", "exit 2"],
+                          capture_output=True, timeout=60)
+    assert (done.returncode, done.stderr) == (2, b"")
+    [run] = api.get(f"/monitors/{m['id']}/runs/").json()
+    assert (run["slot_at"], run["outcome"], run["exit_status"]) == (
+        slot.isoformat().replace("+00:00", "Z"), "failed", 2)
+
+
+def test_a_slot_cronradar_refuses_is_reported_and_the_job_runs(monitor, tmp_path):
+    api, m = monitor  # an interval monitor: no fire times to name
+    done = subprocess.run([*WRAPPER, "--url", m["ping_url"], "--slot", "1767614400", "--",
+                           "sh", "-c", f"echo ran > {tmp_path / 'out'}; exit 0"],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0 and (tmp_path / "out").read_text() == "ran\n"
+    assert done.stderr.count(
+        b"cronradar exec: ping refused (HTTP 400: slot: an interval monitor has no fire "
+        b"times to name; leave slot out; nothing was stored)") == 2
+    assert pings(api, m) == []

@@ -24,3 +24,13 @@ def test_the_schema_describes_each_channel_kinds_config_and_the_docs_page_is_loc
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html and "cdn" not in html
     assert api.options("/api/v1/monitors/by-slug/x/").json()["name"] == "By slug"
     assert client.options("/api/v1/docs/").status_code == 405
+
+
+def test_the_schema_has_the_monitors_read_only_warnings(client):
+    doc = client.get("/api/v1/schema/?format=json").json()
+    schemas = doc["components"]["schemas"]
+    assert schemas["Monitor"]["properties"]["warnings"]["readOnly"] is True
+    assert schemas["Monitor"]["properties"]["warnings"]["items"] == {
+        "$ref": "#/components/schemas/MonitorWarning"}
+    assert schemas["MonitorWarning"]["required"] == ["code", "message"]
+    assert "warnings" not in schemas["MonitorRequest"]["properties"]
