@@ -100,6 +100,14 @@ def impact(project):
     return OutageImpact.objects.create(outage=outage, project=project, unknown_slots=6)
 
 
+@pytest.fixture
+def outage_notice(impact):
+    """The ``outage.summary`` notice of ``impact`` (no delivery)."""
+    from alerts import notices
+
+    return notices.outage_summary(impact, [])
+
+
 OUTAGE_TEXT = ("CronRadar could not receive pings from 2025-01-01T12:00:05Z to "
                "2025-01-01T12:00:20Z: 6 expected runs of project acme fell in that time and "
                "are recorded as unknown, not missed.")
