@@ -8,6 +8,7 @@ from monitors.models import Ping
 from tests.alerts.integrations.conftest import (
     FACTS,
     OPENED,
+    OUTAGE_TEXT,
     TEST_TEXT,
     channel,
     channel_page,
@@ -72,3 +73,10 @@ def test_discord_test_notification(test_notice):
         "embeds": [{"title": "CronRadar test notification", "color": 0x2E7D32,
                     "description": f"{TEST_TEXT}\n\n[Channel]({channel_page(ch)})",
                     "fields": [], "footer": {"text": "CronRadar"}}]}
+
+
+def test_discord_outage_summary(project, outage_notice):
+    assert json.loads(discord.build_notice(channel(project, "discord", url="https://d.test/w"),
+                                           outage_notice).body)["embeds"] == [{
+        "title": "CronRadar was unreachable", "description": OUTAGE_TEXT, "color": 0x4A90D9,
+        "fields": [], "footer": {"text": "CronRadar"}}]

@@ -6,6 +6,7 @@ from alerts.delivery import transmit
 from alerts.integrations import email
 from tests.alerts.integrations.conftest import (
     FACTS,
+    OUTAGE_TEXT,
     TEST_TEXT,
     ack_link,
     channel,
@@ -55,3 +56,10 @@ def test_email_test_notification(test_notice):
         ("ops@example.com",), "[TEST] CronRadar test notification",
         f"{TEST_TEXT}\n\nChannel: {channel_page(ch)}",
         f'<p>{TEST_TEXT}</p><p><a href="{channel_page(ch)}">Channel</a></p>')
+
+
+def test_email_outage_summary(project, outage_notice):
+    message = email.build_notice(channel(project, "email", to=["ops@example.com"]),
+                                 outage_notice)
+    assert (message.subject, message.text, message.html) == (
+        "[INFO] CronRadar was unreachable", OUTAGE_TEXT, f"<p>{OUTAGE_TEXT}</p>")

@@ -7,6 +7,7 @@ from alerts.integrations import ntfy
 from alerts.models import IncidentEvent
 from tests.alerts.integrations.conftest import (
     OPENED,
+    OUTAGE_TEXT,
     TEST_TEXT,
     ack_link,
     channel,
@@ -75,3 +76,9 @@ def test_ntfy_test_notification(test_notice):
     assert (req.url, json.loads(req.body)) == ("https://example.com/ntfy/", {
         "topic": "ops", "title": "CronRadar test notification", "message": TEST_TEXT,
         "priority": 2, "tags": ["white_check_mark"], "click": channel_page(ch)})
+
+
+def test_ntfy_outage_summary(project, outage_notice):
+    req = ntfy.build_notice(channel(project, "ntfy", url="https://ntfy.sh/t"), outage_notice)
+    assert json.loads(req.body) == {"topic": "t", "title": "CronRadar was unreachable",
+                                    "message": OUTAGE_TEXT, "priority": 2, "tags": ["warning"]}
