@@ -227,6 +227,9 @@ class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
 
     def to_representation(self, channel):
         data = super().to_representation(channel)
+        shown = getattr(KINDS.get(channel.kind), "shown_config", None)
+        if shown is not None and isinstance(data["config"], dict):
+            data["config"] = shown(data["config"])
         if not tenancy.can(self.context["request"], channel.project, Membership.Role.ADMIN):
             data["config"] = {k: v if k in SHOWN_TO_READERS else "***"
                               for k, v in (data["config"] or {}).items()}
@@ -294,7 +297,8 @@ class DeliverySerializer(serializers.ModelSerializer):
     """One notification to one channel: ``status`` pending / sending / delivered /
     failed (given up), ``attempts``, ``last_error``, ``next_attempt_at`` (while it is
     still to be sent). ``event``: ``incident.opened``, ``incident.resolved``,
-    ``incident.channel_removed`` or ``outage.summary``."""
+    ``incident.channel_removed``, or a notice's kind (``outage.summary``,
+    ``channel.failing``, ``channel.recovered``); ``incident`` is null for a notice."""
 
     event = serializers.SerializerMethodField()
 
@@ -304,7 +308,8 @@ class DeliverySerializer(serializers.ModelSerializer):
                   "created_at", "next_attempt_at", "delivered_at"]
 
     def get_event(self, d) -> str:
-        return "outage.summary" if d.outage_id else f"incident.{d.event.kind}"
+        kind = d.event.kind
+        return kind if kind in IncidentEvent.NOTICES else f"incident.{kind}"
 
 
 class IncidentEventSerializer(serializers.ModelSerializer):
@@ -489,9 +494,10 @@ def _set_tiers(policy: EscalationPolicy, tiers: list[dict]) -> None:
 
 
 class ChannelTest(generics.GenericAPIView):
-    """``POST /api/v1/channels/<id>/test/``: send a test notification now (an
-    ``incident.opened`` of a made-up monitor, severity ``info``) and answer what
-    the receiver said: ``{"ok", "status_code", "error"}``. Nothing is stored."""
+    """``POST /api/v1/channels/<id>/test/``: send a test notification now (a
+    ``test`` notice with an event id of its own, see
+    :func:`alerts.channels.send_test`) and answer what the receiver said:
+    ``{"ok", "status_code", "error"}``."""
 
     serializer_class = None
 

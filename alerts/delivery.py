@@ -48,7 +48,6 @@ import httpx
 from django.conf import settings
 from django.core import mail
 from django.db import connection, transaction
-from django.db.models import prefetch_related_objects
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -238,15 +237,13 @@ def prepare(claims: list[Claim]) -> list[Attempt]:
     # One simple statement per related table (an index lookup each; one join of
     # them all cost PostgreSQL more to plan than to run), one instance per row.
     _attach(rows, "channel", Channel)
-    events = _attach([d for d in rows if d.event_id is not None], "event", IncidentEvent)
-    monitors = _attach(_attach(events, "incident", Incident), "monitor", Monitor)
-    _attach(monitors, "project", Project)
+    events = _attach(rows, "event", IncidentEvent)
+    of_incidents = [e for e in events if e.incident_id is not None]
+    monitors = _attach(_attach(of_incidents, "incident", Incident), "monitor", Monitor)
+    _attach([*monitors, *(e for e in events if e.incident_id is None)], "project", Project)
     common.prefetch_latest(monitors)
-    prefetch_related_objects([d for d in rows if d.outage_id is not None],
-                             "outage__outage", "outage__project")  # rare: the ORM's way
     whole = _whole(events)
-    built = {d.pk: d for d in rows if Delivery.channel.is_cached(d)
-             and (d.outage_id is not None or d.event_id in whole)}
+    built = {d.pk: d for d in rows if Delivery.channel.is_cached(d) and d.event_id in whole}
     return [Attempt(c, built[c.delivery_id], *_build(built[c.delivery_id]))
             for c in claims if c.delivery_id in built]
 
@@ -270,10 +267,12 @@ def _attach(objs: list, name: str, model) -> list:
 
 
 def _whole(events: list) -> set[int]:
-    """Ids of ``events`` whose incident, monitor and project were all found."""
-    return {e.pk for e in events if IncidentEvent.incident.is_cached(e)
-            and Incident.monitor.is_cached(e.incident)
-            and Monitor.project.is_cached(e.incident.monitor)}
+    """Ids of ``events`` whose incident, monitor and project were all found (a
+    notice of no incident: its project)."""
+    return {e.pk for e in events if (
+        IncidentEvent.project.is_cached(e) if e.incident_id is None else
+        IncidentEvent.incident.is_cached(e) and Incident.monitor.is_cached(e.incident)
+        and Monitor.project.is_cached(e.incident.monitor))}
 
 
 def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, str]:
@@ -281,8 +280,8 @@ def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, 
     channel = delivery.channel
     try:
         kind = KINDS[channel.kind]
-        if delivery.outage_id is not None:
-            return kind.build_outage(channel, delivery.outage), ""
+        if delivery.event.incident_id is None:  # a notice (alerts.notices)
+            return kind.build_notice(channel, delivery.event), ""
         return kind.build_request(channel, delivery.event), ""
     except Exception as exc:  # any builder failure is a config/data problem: no retry
         logger.exception("delivery %s: cannot build the request", delivery.pk)
@@ -294,7 +293,8 @@ def attempt(a: Attempt, client: httpx.Client | None = None, clock=timezone.now) 
     fill in its outcome. Never raises for a failed send."""
     a.started_at, started = clock(), time.monotonic()
     if a.request is not None:
-        a.status_code, a.error, a.retryable, a.retry_after = transmit(a.request, client)
+        a.status_code, a.error, a.retryable, a.retry_after = transmit(a.request, client,
+                                                                      a.started_at)
     a.duration_ms = round((time.monotonic() - started) * 1000)
     a.finished_at = clock()
 
@@ -434,14 +434,17 @@ def _record_health(outcomes: list[tuple[int, str, str, datetime]]) -> None:
             channel.filter(failing_since=None).update(failing_since=since)
 
 
-def transmit(request, client: httpx.Client | None = None
+def transmit(request, client: httpx.Client | None = None, at: datetime | None = None
              ) -> tuple[int | None, str, bool, float | None]:
     """Send one built request: an HTTP POST, or an email through Django's mail
-    backend (its "status code" 250, SMTP's OK, on success). Returns (status_code,
-    error, retryable, retry_after); never raises for a failed send."""
+    backend (its "status code" 250, SMTP's OK, on success). ``at``: when this
+    attempt starts (default: now); a signed webhook's ``webhook-timestamp`` and
+    ``webhook-signature`` are made for it here, just before the request goes out
+    (:meth:`OutgoingRequest.stamped`). Returns (status_code, error, retryable,
+    retry_after); never raises for a failed send."""
     if isinstance(request, OutgoingEmail):
         return _mail(request)
-    return _post(client or _shared_client(), request)
+    return _post(client or _shared_client(), request.stamped(at or timezone.now()))
 
 
 def _mail(message: OutgoingEmail) -> tuple[int | None, str, bool, float | None]:

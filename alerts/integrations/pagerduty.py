@@ -14,8 +14,10 @@ replaced by ``/change/enqueue`` (developer docs, events-API-v2 "Send a Change Ev
 Severity is the incident's (the monitor's ``severity``, else ``critical`` for
 missed/stuck/deadline/failed and ``warning`` for overlap/too_fast/slow/skipped/
 double_launch); a slow, skipped or double_launch incident raised to another cause
-sends an ``escalated`` event: a new ``trigger``
-with the same ``dedup_key`` and the new severity and class. PagerDuty
+sends an ``escalated`` event: a new ``trigger`` with the same ``dedup_key`` and
+the new severity and class. A trigger's ``links`` are Acknowledge (signed, no
+login), the incident's and the monitor's dashboard pages; its ``custom_details``
+carry the tail of the last ping's body (500 characters). PagerDuty
 answers 202 when it accepts an event, 400 for an invalid one and 429 when rate
 limiting.
 """
@@ -53,10 +55,11 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         monitor = incident.monitor
         project = monitor.project.name
         facts = common.context(incident)
-        document["links"] = [{"href": facts["links"][key], "text": text} for key, text in (
-            ("acknowledge", "Acknowledge"), ("monitor", "Monitor")) if facts["links"][key]]
+        document["links"] = [{"href": url, "text": label}
+                             for label, url in common.page_links(facts)
+                             if label != "Resolve"]
         document["payload"] = {
-            "summary": incident.summary[:SUMMARY_MAX],
+            "summary": common.cut(incident.summary, SUMMARY_MAX),
             "source": f"{project}/{monitor.slug}",
             "severity": incident.severity,
             "timestamp": common.isoformat(incident.opened_at),
@@ -76,30 +79,58 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
                 "last_ping_body": facts["last_ping_body"],
             },
         }
-    url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
-    return common.json_post(url, document)
+    return common.json_post(_events_url(channel), document)
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
-    """The Change Event for an ``OutageImpact``: ``{"routing_key", "payload":
-    {"summary", "source", "timestamp", "custom_details"}}``."""
-    outage = impact.outage
-    events_url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """A notice of no incident. ``outage.summary``: a Change Event ``{"routing_key",
+    "payload": {"summary", "source", "timestamp", "custom_details"}}``. ``test``: a
+    ``trigger`` of severity ``info`` with the dedup key ``cronradar-test-<channel
+    id>``, which :func:`build_test_close` resolves. Raises ``ValueError`` for
+    another kind."""
+    events_url = _events_url(channel)
+    if event.kind == "test":
+        return common.json_post(events_url, {
+            "routing_key": channel.config["routing_key"], "event_action": "trigger",
+            "dedup_key": _test_key(channel),
+            "links": [{"href": common.channel_page(channel), "text": "Channel"}],
+            "payload": {"summary": common.cut(common.testing_text(channel), SUMMARY_MAX),
+                        "source": "cronradar", "severity": "info",
+                        "timestamp": common.isoformat(event.at), "class": "test",
+                        "custom_details": {"event_id": event.pk}}})
+    if event.kind != "outage.summary":
+        raise common.unknown_notice(event)
+    d = event.detail
     document = {
         "routing_key": channel.config["routing_key"],
         "payload": {
-            "summary": common.outage_text(impact)[:SUMMARY_MAX],
+            "summary": common.cut(common.outage_text(event), SUMMARY_MAX),
             "source": "cronradar",
-            "timestamp": common.isoformat(outage.summarized_at),
+            "timestamp": common.isoformat(event.at),
             "custom_details": {
-                "project": impact.project.name,
-                "outage_started_at": common.isoformat(outage.started_at),
-                "outage_ended_at": common.isoformat(outage.ended_at),
-                "unknown_slots": impact.unknown_slots,
+                "project": event.project.name,
+                "outage_started_at": d["started_at"],
+                "outage_ended_at": d["ended_at"],
+                "unknown_slots": d["unknown_slots"],
             },
         },
     }
     return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)
+
+
+def build_test_close(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The ``resolve`` of a ``test`` notice's trigger, so no test alert stays open."""
+    return common.json_post(_events_url(channel), {
+        "routing_key": channel.config["routing_key"], "event_action": "resolve",
+        "dedup_key": _test_key(channel)})
+
+
+def _test_key(channel: Channel) -> str:
+    return f"cronradar-test-{channel.pk}"
+
+
+def _events_url(channel: Channel) -> str:
+    return channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
 
 
 CONFIG_SCHEMA = {"type": "object", "title": "pagerduty", "required": ["routing_key"],

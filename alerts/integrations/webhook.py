@@ -1,16 +1,25 @@
 """Generic signed JSON webhook (CronRadar's own format).
 
-Channel config: ``{"url": "http(s)://...", "secret": "<hex>"}``.
+Channel config: ``{"url": "http(s)://...", "secret": "<hex>"}`` (a new channel's
+secret: 32 random bytes, hex).
 
 Request: ``POST <url>`` with headers
 
 - ``Content-Type: application/json``
 - ``User-Agent: CronRadar/0.1``
 - ``X-CronRadar-Event: incident.opened`` | ``incident.resolved`` |
-  ``incident.channel_removed`` | ``outage.summary``
+  ``incident.channel_removed`` | ``outage.summary`` | ``test``
 - ``X-CronRadar-Signature: sha256=<hex>``: HMAC-SHA256 of the raw request body
   bytes keyed with the channel secret (UTF-8). Verify it on the bytes you
   received, before parsing, with a constant-time comparison.
+- Standard Webhooks (github.com/standard-webhooks): ``webhook-id`` (the
+  ``event_id``, as a string: the receiver's idempotency key),
+  ``webhook-timestamp`` (Unix seconds when this attempt started) and
+  ``webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">``,
+  keyed with the secret's UTF-8 bytes (the channel's ``signing_secret``,
+  ``whsec_`` + base64 of them, is that key in the standard's form). Timestamp and
+  signature are made for each attempt, so a retry is never stale; receivers
+  reject timestamps more than 5 minutes old (docs/examples/verify_webhook.*).
 
 Body (schema ``cronradar.incident.v1``; compact JSON, keys sorted, UTF-8)::
 
@@ -45,15 +54,23 @@ Body (schema ``cronradar.incident.v1``; compact JSON, keys sorted, UTF-8)::
 the incident is open; close whatever ``incident.opened`` made (the incident's
 own ``incident.resolved`` will not come here).
 
-``outage.summary`` (schema ``cronradar.outage.v1``): CronRadar's ping endpoint
+``outage.summary`` (schema ``cronradar.outage.v2``): CronRadar's ping endpoint
 was unreachable; slots of the project whose grace ended then were recorded
 ``unknown`` instead of alerting one by one::
 
-    {"schema": "cronradar.outage.v1", "event": "outage.summary",
-     "event_id": "outage-12",              // a string, unlike incident events
+    {"schema": "cronradar.outage.v2", "event": "outage.summary",
+     "event_id": 43,                       // an integer, from the same sequence as every event
      "occurred_at": "...",                 // when the summary was made
      "outage": {"started_at": "...", "ended_at": "...", "unknown_slots": 7},
      "project": "acme"}
+
+``test`` (schema ``cronradar.test.v1``, header ``X-CronRadar-Event: test``): a
+test notification sent from the channel's page or the API; ``incident`` is null::
+
+    {"schema": "cronradar.test.v1", "event": "test", "event_id": 44,
+     "occurred_at": "...", "incident": null, "message": "This is a test ...",
+     "channel": {"id": 5, "name": "ops hook", "kind": "webhook"}, "project": "acme",
+     "links": {"channel_page": "https://cron.example.com/channels/5/"}}
 
 Timestamps are ISO-8601 UTC with a ``Z`` suffix. ``incident`` is the incident
 as it is when the request is built, so a late-delivered ``incident.opened`` may
@@ -62,6 +79,7 @@ changing one bumps the schema version. A receiver should dedupe on ``event_id``.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 
@@ -69,7 +87,8 @@ from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
 
 SCHEMA = "cronradar.incident.v1"
-OUTAGE_SCHEMA = "cronradar.outage.v1"
+OUTAGE_SCHEMA = "cronradar.outage.v2"
+TEST_SCHEMA = "cronradar.test.v1"
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -112,37 +131,58 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
             "tags": monitor.tags,
         },
     })
-    return _signed(channel, name, body)
+    return _signed(channel, name, event.pk, body)
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
-    """The signed ``outage.summary`` POST for an ``OutageImpact`` (module docstring)."""
-    outage = impact.outage
-    body = common.encode_json({
-        "schema": OUTAGE_SCHEMA,
-        "event": "outage.summary",
-        "event_id": f"outage-{impact.pk}",
-        "occurred_at": common.isoformat(outage.summarized_at),
-        "outage": {
-            "started_at": common.isoformat(outage.started_at),
-            "ended_at": common.isoformat(outage.ended_at),
-            "unknown_slots": impact.unknown_slots,
-        },
-        "project": impact.project.name,
-    })
-    return _signed(channel, "outage.summary", body)
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The signed POST of a notice of no incident (module docstring):
+    ``outage.summary`` (schema ``cronradar.outage.v2``) or ``test`` (schema
+    ``cronradar.test.v1``). Raises ``ValueError`` for another kind."""
+    if event.kind == "outage.summary":
+        d = event.detail
+        document = {
+            "schema": OUTAGE_SCHEMA,
+            "event": "outage.summary",
+            "event_id": event.pk,
+            "occurred_at": common.isoformat(event.at),
+            "outage": {"started_at": d["started_at"], "ended_at": d["ended_at"],
+                       "unknown_slots": d["unknown_slots"]},
+            "project": event.project.name,
+        }
+    elif event.kind == "test":
+        document = {
+            "schema": TEST_SCHEMA,
+            "event": "test",
+            "event_id": event.pk,
+            "occurred_at": common.isoformat(event.at),
+            "incident": None,
+            "message": common.testing_text(channel),
+            "channel": {"id": channel.pk, "name": channel.name, "kind": channel.kind},
+            "project": event.project.name,
+            "links": {"channel_page": common.channel_page(channel)},
+        }
+    else:
+        raise common.unknown_notice(event)
+    return _signed(channel, event.kind, event.pk, common.encode_json(document))
 
 
-def _signed(channel: Channel, name: str, body: bytes) -> common.OutgoingRequest:
+def _signed(channel: Channel, name: str, event_id: int, body: bytes
+            ) -> common.OutgoingRequest:
+    """The POST of ``body``, signed both ways: ``X-CronRadar-Signature`` now, the
+    Standard Webhooks headers (``webhook-id`` now, timestamp and signature when
+    each attempt starts: :meth:`~alerts.integrations.common.OutgoingRequest.stamped`)."""
+    url, secret = channel.config["url"], channel.config["secret"]
     return common.OutgoingRequest(
-        url=channel.config["url"],
+        url=url,
         body=body,
         headers={
             "Content-Type": "application/json",
             "User-Agent": common.USER_AGENT,
             "X-CronRadar-Event": name,
-            "X-CronRadar-Signature": "sha256=" + sign(channel.config["secret"], body),
+            "X-CronRadar-Signature": "sha256=" + sign(secret, body),
+            "webhook-id": str(event_id),
         },
+        signing_key=secret.encode(),
     )
 
 
@@ -151,19 +191,39 @@ def sign(secret: str, body: bytes) -> str:
     return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+def signing_secret(secret: str) -> str:
+    """The Standard Webhooks form of a channel ``secret``: ``whsec_`` and the
+    base64 of its UTF-8 bytes (the key of both signatures)."""
+    return "whsec_" + base64.b64encode(secret.encode()).decode()
+
+
+def shown_config(config: dict) -> dict:
+    """``config`` as the API shows it: with the read-only ``signing_secret``."""
+    if "secret" not in config:
+        return config
+    return {**config, "signing_secret": signing_secret(config["secret"])}
+
+
 CONFIG_SCHEMA = {"type": "object", "title": "webhook", "required": ["url"],
                  "additionalProperties": False, "properties": {
                      "url": {"type": "string", "format": "uri", "description": "http(s) URL"},
-                     "secret": {"type": "string", "description": "HMAC key for the "
-                                "signature header (generated when left out)"}}}
+                     "secret": {"type": "string", "description": "HMAC key of both "
+                                "signatures, its UTF-8 bytes (generated when left out: 32 "
+                                "random bytes, hex)"},
+                     "signing_secret": {"type": "string", "readOnly": True, "description":
+                                        "the secret in Standard Webhooks' form: whsec_ and "
+                                        "base64 of its UTF-8 bytes (ignored when sent)"}}}
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:
-    """``{"url", "secret"?}`` -> ``{"url", "secret"}``.
+    """``{"url", "secret"?}`` -> ``{"url", "secret"}``; a ``signing_secret`` sent
+    back (read-only, from :func:`shown_config`) is ignored.
 
     A missing secret is kept from ``previous`` (the stored config, on a change),
     or generated for a new channel. Raises ``ValueError("<field>: <message>")``.
     """
+    if isinstance(config, dict):
+        config = {k: v for k, v in config.items() if k != "signing_secret"}
     common.check_fields(config, {"url", "secret"})
     url = common.validate_url(config, "url")
     secret = config.get("secret")
