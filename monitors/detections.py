@@ -100,6 +100,17 @@ def sentence(code: Code, timezone: str, **facts) -> str:
     return text
 
 
+def local_time(at: datetime, timezone: str) -> str:
+    """``at`` as a date and time in ``timezone`` (an IANA name: the monitor's) with
+    its UTC offset, for summaries: ``2025-01-01 12:00:00 UTC`` in UTC, else e.g.
+    ``2025-07-01 14:00:00 Europe/Berlin (UTC+02:00)``."""
+    if timezone == "UTC":
+        return f"{at.astimezone(ZoneInfo('UTC')):%Y-%m-%d %H:%M:%S} UTC"
+    t = at.astimezone(ZoneInfo(timezone))
+    offset = t.strftime("%z")
+    return f"{t:%Y-%m-%d %H:%M:%S} {timezone} (UTC{offset[:3]}:{offset[3:]})"
+
+
 def _clock(t: datetime, dated: bool) -> str:
     """09:00, or 09:00:06 when the seconds are not zero; the date first if ``dated``."""
     text = f"{t:%H:%M}" if t.second == 0 and t.microsecond == 0 else f"{t:%H:%M:%S}"

@@ -124,16 +124,17 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
             d.stuck_runs.append(run.pk)
             d.detections.append(Detection(
                 Kind.STUCK, now,
-                f"run started at {run.started_at:%Y-%m-%d %H:%M:%S} UTC is still open after "
-                f"max_runtime {_secs(run.timeout_at - run.started_at)}",
+                f"run started at {detections.local_time(run.started_at, monitor.timezone)} is "
+                f"still open after max_runtime {_secs(run.timeout_at - run.started_at)}",
                 detail={"run": run.pk}))
         if run.deadline_at and not run.deadline_checked and run.deadline_at <= now:
             d.deadline_runs.append(run.pk)
             if run.slot_at not in met:
                 d.detections.append(Detection(
                     Kind.DEADLINE, now,
-                    f"the run for {run.slot_at:%Y-%m-%d %H:%M:%S} UTC had not succeeded "
-                    f"{_secs(run.deadline_at - run.slot_at)} after its scheduled time",
+                    f"the run for {detections.local_time(run.slot_at, monitor.timezone)} had "
+                    f"not succeeded {_secs(run.deadline_at - run.slot_at)} after its "
+                    "scheduled time",
                     detail={"run": run.pk, "slot": run.slot_at.isoformat()}))
                 met.add(run.slot_at)
     return d

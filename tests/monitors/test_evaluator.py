@@ -1,11 +1,12 @@
 """Evaluator: missed / stuck / deadline / recovered, downtime, back-off, and the
 batched path."""
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from alerts.models import Incident
-from monitors import evaluator, slots
+from monitors import detections, evaluator, slots
 from monitors.models import Monitor, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, s
@@ -411,3 +412,21 @@ def test_skipped_slots_count_towards_the_failure_threshold(make_monitor):
     assert not Incident.objects.exists()  # one skipped slot: under the threshold
     evaluator.tick(T0 + s(10))
     assert Incident.objects.get(monitor=m).cause == "skipped"
+
+
+def test_stuck_and_deadline_summaries_give_times_in_the_monitors_zone(make_monitor):
+    """Times in a summary are the monitor's local time with its offset (UTC ones
+    say UTC)."""
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(60), deadline=s(120),
+                     max_runtime=s(90), timezone="Asia/Kolkata", created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(30))
+    evaluator.tick(T0 + s(120))
+    inc = Incident.objects.get(monitor=m)
+    stuck = inc.events.get(kind="opened").message
+    deadline = inc.events.get(kind="deadline").message
+    local = (T0 + s(30)).astimezone(ZoneInfo("Asia/Kolkata"))
+    assert stuck == (f"run started at {local:%Y-%m-%d %H:%M:%S} Asia/Kolkata (UTC+05:30) is "
+                     "still open after max_runtime 90s")
+    assert deadline == (f"the run for {T0.astimezone(ZoneInfo('Asia/Kolkata')):%Y-%m-%d %H:%M:%S}"
+                        " Asia/Kolkata (UTC+05:30) had not succeeded 120s after its scheduled time")
+    assert detections.local_time(T0, "UTC") == f"{T0:%Y-%m-%d %H:%M:%S} UTC"
