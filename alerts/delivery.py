@@ -29,6 +29,8 @@ due again when the claim expires. Dedupe on ``event_id`` (webhooks) or rely on
 PagerDuty's ``dedup_key``.
 
 Each outcome also updates the channel's health (``last_error``, ``failing_since``).
+A failing channel's first delivery releases its retries waiting in backoff at
+once (:func:`_catch_up`), but those waiting after a 429.
 """
 from __future__ import annotations
 
@@ -346,13 +348,15 @@ def record(attempts: list[Attempt]) -> list[str]:
     return statuses
 
 
-OUTCOME_FIELDS = ("status", "attempts", "last_error", "delivered_at", "next_attempt_at")
+OUTCOME_FIELDS = ("status", "attempts", "last_error", "delivered_at", "next_attempt_at",
+                  "rate_limited")
 
 
 def _outcome(d: Delivery, a: Attempt, number: int) -> None:
     """Set ``d``'s :data:`OUTCOME_FIELDS` after its attempt ``number``."""
     now, error = a.finished_at, a.error
     d.attempts, d.last_error = number, error[:ERROR_MAX]
+    d.rate_limited = a.status_code == 429
     if a.status_code is not None and 200 <= a.status_code < 300:
         d.status, d.delivered_at, d.next_attempt_at = Delivery.Status.DELIVERED, now, None
     elif a.retryable and not _exhausted(d, number, now):
@@ -412,26 +416,45 @@ def _record_health(outcomes: list[tuple[int, str, str, datetime]]) -> None:
     """Channels' ``last_error`` and ``failing_since`` after outcomes (channel id,
     status, error, time), in the order they happened: a failure sets
     ``last_error`` and, unless already failing, ``failing_since``; a delivery
-    clears ``failing_since``."""
-    last: dict[int, tuple[str | None, datetime | None, bool]] = {}
+    clears ``failing_since``. A channel that was failing and delivered catches up
+    (:func:`_catch_up`) when its batch ends delivered."""
+    # channel -> (its last failure's error, failing since at the end of the batch
+    # (None: delivered last), its first delivery's time (None: none in the batch))
+    last: dict[int, tuple[str | None, datetime | None, datetime | None]] = {}
     for channel_id, status, error, at in outcomes:
-        fail_error, since, cleared = last.get(channel_id, (None, None, False))
+        fail_error, since, delivered = last.get(channel_id, (None, None, None))
         if status == Delivery.Status.DELIVERED:
-            last[channel_id] = (fail_error, None, True)
+            last[channel_id] = (fail_error, None, delivered or at)
         else:
-            last[channel_id] = (error, since or at, cleared)
-    healthy = [ch for ch, (_, since, _) in last.items() if since is None]
-    if healthy:  # the common case, one statement for all of them
-        Channel.objects.filter(pk__in=healthy).exclude(failing_since=None).update(
-            failing_since=None)
-    for channel_id, (fail_error, since, cleared) in last.items():
+            last[channel_id] = (error, since or at, delivered)
+    delivered = sorted(ch for ch, (_, _, first) in last.items() if first is not None)
+    # The common case (channels that work) is this one statement. The rows are
+    # locked, in id order, so that a failing channel recovers exactly once.
+    recovering = set(Channel.objects.select_for_update().filter(pk__in=delivered)
+                     .exclude(failing_since=None).order_by("pk")
+                     .values_list("pk", flat=True)) if delivered else set()
+    for channel_id, (fail_error, since, first) in last.items():
         channel = Channel.objects.filter(pk=channel_id)
         if fail_error is not None:
             channel.update(last_error=fail_error[:ERROR_MAX])
-        if since is not None and cleared:  # it recovered in this batch, then failed again
+        if channel_id in recovering:  # delivered again (and perhaps failed again since)
             channel.update(failing_since=since)
+            if since is None:
+                _catch_up(channel_id, first)
         elif since is not None:
             channel.filter(failing_since=None).update(failing_since=since)
+
+
+def _catch_up(channel_id: int, at: datetime) -> None:
+    """A failing channel delivered at ``at``: its deliveries waiting in backoff after
+    a network error, a timeout or a 5xx are due at ``at`` (claimed as the channel's
+    cap allows), so a receiver that comes back after an outage gets its backlog
+    in seconds, not over the next ten minutes of backoff. Retries under a 429
+    (``rate_limited``) keep their time: the receiver asked for it. Hits
+    delivery_channel_status."""
+    Delivery.objects.filter(channel_id=channel_id, status=Delivery.Status.PENDING,
+                            rate_limited=False, next_attempt_at__gt=at
+                            ).update(next_attempt_at=at)
 
 
 def transmit(request, client: httpx.Client | None = None

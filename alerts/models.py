@@ -308,6 +308,9 @@ class Delivery(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=500, blank=True, default="")
+    # A retry waiting because the receiver answered 429 (rate limited): it keeps its
+    # time when the channel delivers again (others are released then: alerts.delivery).
+    rate_limited = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
