@@ -241,12 +241,14 @@ def prepare(claims: list[Claim]) -> list[Attempt]:
     # them all cost PostgreSQL more to plan than to run), one instance per row.
     _attach(rows, "channel", Channel)
     events = _attach([d for d in rows if d.event_id is not None], "event", IncidentEvent)
-    monitors = _attach(_attach(events, "incident", Incident), "monitor", Monitor)
+    notices = {e.pk for e in events if e.incident_id is None}
+    monitors = _attach(_attach([e for e in events if e.pk not in notices], "incident",
+                               Incident), "monitor", Monitor)
     _attach(monitors, "project", Project)
     common.prefetch_latest(monitors)
     prefetch_related_objects([d for d in rows if d.outage_id is not None],
                              "outage__outage", "outage__project")  # rare: the ORM's way
-    whole = _whole(events)
+    whole = _whole(events) | notices
     built = {d.pk: d for d in rows if Delivery.channel.is_cached(d)
              and (d.outage_id is not None or d.event_id in whole)}
     return [Attempt(c, built[c.delivery_id], *_build(built[c.delivery_id]))
@@ -285,6 +287,8 @@ def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, 
         kind = KINDS[channel.kind]
         if delivery.outage_id is not None:
             return kind.build_outage(channel, delivery.outage), ""
+        if delivery.event.incident_id is None:
+            return kind.build_notice(channel, delivery.event), ""
         return kind.build_request(channel, delivery.event), ""
     except Exception as exc:  # any builder failure is a config/data problem: no retry
         logger.exception("delivery %s: cannot build the request", delivery.pk)

@@ -239,18 +239,25 @@ class IncidentEvent(models.Model):
     ``step`` names an event that notifies (``opened``, ``tier:<tier>:<round>``,
     ``renotify:<n>``, ``acknowledged``, ``resolved``): unique per incident, so two
     evaluators, a restart or a retried task can never make one step twice.
+
+    A notice of no incident (``channel.failing``, ``channel.recovered``: see
+    :mod:`alerts.notices`) is an event without ``incident``; what it says is in
+    ``detail``.
     """
 
     Kind = models.TextChoices("Kind", [
         ("OPENED", "opened"), *[(k.name, k.value) for k in PROBLEMS],
         ("ESCALATED", "escalated"), ("RENOTIFIED", "renotified"),
         ("ACKNOWLEDGED", "acknowledged"), ("RESOLVED", "resolved"),
-        ("CHANNEL_REMOVED", "channel_removed"), ("STABLE", "stable")])
+        ("CHANNEL_REMOVED", "channel_removed"), ("STABLE", "stable"),
+        ("CHANNEL_FAILING", "channel.failing"), ("CHANNEL_RECOVERED", "channel.recovered")])
     # Events whose notification opens the incident on a channel (PagerDuty trigger).
     PAGING = ("opened", "escalated", "renotified")
 
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="events")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # None: a notice of no incident (alerts.notices)
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="events",
+                                 null=True, blank=True)
+    kind = models.CharField(max_length=24, choices=Kind.choices)
     at = models.DateTimeField()
     count = models.PositiveBigIntegerField(default=1)
     last_at = models.DateTimeField(null=True, blank=True)

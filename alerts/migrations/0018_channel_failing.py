@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('alerts', '0016_event_reason_codes'),
+        ('alerts', '0017_notices'),
     ]
 
     operations = [
