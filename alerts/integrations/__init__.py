@@ -1,6 +1,6 @@
 """Notification integrations: one module per ``Channel.kind``.
 
-Every kind module exposes the same three functions:
+Every kind module exposes the same four functions:
 
 - ``build_request(channel, event) -> OutgoingRequest | OutgoingEmail``: the HTTP
   POST (or, for ``email``, the message) that
@@ -11,6 +11,10 @@ Every kind module exposes the same three functions:
 - ``build_outage(channel, impact) -> OutgoingRequest``: the ``outage.summary``
   notification of a :class:`monitors.models.OutageImpact` (slots of the
   channel's project recorded ``unknown`` while CronRadar was unreachable).
+- ``build_notice(channel, event) -> OutgoingRequest | OutgoingEmail``: a notice
+  of no incident (an ``IncidentEvent`` without ``incident``, :mod:`alerts.notices`):
+  ``channel.failing`` / ``channel.recovered`` (:mod:`alerts.health`), sent as
+  information that never pages. Raises ``ValueError`` for another kind.
 - ``validate_config(config, previous=None) -> dict``: checks a channel
   ``config`` submitted to the API and returns the normalized dict to store;
   ``previous`` is the stored config on a change (a secret left out is kept).

@@ -37,6 +37,14 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
                     COLOURS["info"])
 
 
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The message POST of a ``channel.failing`` (amber) / ``channel.recovered``
+    (green) notice."""
+    title, text = common.channel_text(event)
+    colour = COLOURS["warning"] if event.kind == "channel.failing" else RESOLVED_COLOUR
+    return _message(channel, title, text, common.channel_fact_rows(event), colour)
+
+
 def _message(channel, title, text, facts, colour) -> common.OutgoingRequest:
     fields = [{"name": common.cut(k, 256), "value": common.cut(v, 1024), "inline": True}
               for k, v in facts[:25]]

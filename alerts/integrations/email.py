@@ -49,6 +49,18 @@ def build_outage(channel: Channel, impact) -> common.OutgoingEmail:
                     f"<p>{escape(text)}</p>")
 
 
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingEmail:
+    """The message of a ``channel.failing`` / ``channel.recovered`` notice (also
+    the one the organisation's admins get: :mod:`alerts.health`)."""
+    title, text = common.channel_text(event)
+    rows = common.channel_fact_rows(event)
+    plain = "\n".join([text, "", *(f"{k}: {v}" for k, v in rows)])
+    html = "".join([f"<p>{escape(text)}</p><table>", *(
+        f"<tr><th align=left>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows),
+        "</table>"])
+    return _message(channel, f"[INFO] {title}", plain, html)
+
+
 def _message(channel, subject, text, html) -> common.OutgoingEmail:
     one_line = " ".join(subject.split())
     return common.OutgoingEmail(to=tuple(channel.config["to"]),

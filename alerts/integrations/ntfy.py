@@ -45,6 +45,15 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
                               "tags": ["warning"]})
 
 
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The publish POST of a ``channel.failing`` / ``channel.recovered`` notice
+    (priority 3, the default: it never wakes anyone)."""
+    title, text = common.channel_text(event)
+    tag = "warning" if event.kind == "channel.failing" else "white_check_mark"
+    return _publish(channel, {"title": title, "message": common.cut(text, MESSAGE_MAX),
+                              "priority": 3, "tags": [tag]})
+
+
 def _publish(channel, document) -> common.OutgoingRequest:
     parts = urlsplit(channel.config["url"])
     root = urlunsplit((parts.scheme, parts.netloc, "/", "", ""))

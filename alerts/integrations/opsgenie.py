@@ -21,6 +21,7 @@ from alerts.models import Channel, IncidentEvent
 
 HOSTS = {"us": "https://api.opsgenie.com", "eu": "https://api.eu.opsgenie.com"}
 PRIORITY = {"critical": "P1", "error": "P2", "warning": "P3", "info": "P4"}
+MESSAGE_MAX, DESCRIPTION_MAX = 130, 15000  # the Alert API's limits
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -55,6 +56,16 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
     return _post(channel, f"{_base(channel)}/v2/alerts", {
         "message": "CronRadar was unreachable", "alias": f"cronradar-outage-{impact.pk}",
         "description": common.outage_text(impact), "priority": "P5", "source": "CronRadar"})
+
+
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """A P5 (informational) alert of a ``channel.failing`` / ``channel.recovered``
+    notice, its alias the notice's event id."""
+    title, text = common.channel_text(event)
+    return _post(channel, f"{_base(channel)}/v2/alerts", {
+        "message": common.cut(title, MESSAGE_MAX), "alias": f"cronradar-notice-{event.pk}",
+        "description": common.cut(text, DESCRIPTION_MAX), "priority": "P5",
+        "source": "CronRadar"})
 
 
 def _base(channel) -> str:

@@ -10,7 +10,8 @@ send ``event_action: "resolve"`` with only ``routing_key``, ``event_action`` and
 ``dedup_key``. ``dedup_key`` is the incident's ``dedup_key``, so PagerDuty folds
 every event of one incident into one alert. An outage summary is a Change Event
 (informational, never pages), sent to the events URL with its final ``/enqueue``
-replaced by ``/change/enqueue`` (developer docs, events-API-v2 "Send a Change Event").
+replaced by ``/change/enqueue`` (developer docs, events-API-v2 "Send a Change Event");
+so is a ``channel.failing`` / ``channel.recovered`` notice.
 Severity is the incident's (the monitor's ``severity``, else ``critical`` for
 missed/stuck/deadline/failed and ``warning`` for overlap/too_fast/slow); a slow
 incident raised to another cause sends an ``escalated`` event: a new ``trigger``
@@ -96,6 +97,27 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
                 "outage_ended_at": common.isoformat(outage.ended_at),
                 "unknown_slots": impact.unknown_slots,
             },
+        },
+    }
+    return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)
+
+
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The Change Event (never pages) of a ``channel.failing`` /
+    ``channel.recovered`` notice: ``{"routing_key", "payload": {"summary",
+    "source", "timestamp", "custom_details": {"event", "event_id", "channel",
+    "project"}}}``."""
+    events_url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
+    title, text = common.channel_text(event)
+    document = {
+        "routing_key": channel.config["routing_key"],
+        "payload": {
+            "summary": common.cut(f"{title}. {text}", SUMMARY_MAX),
+            "source": "cronradar",
+            "timestamp": common.isoformat(event.at),
+            "custom_details": {"event": event.kind, "event_id": event.pk,
+                               "channel": common.channel_facts(event),
+                               "project": channel.project.name},
         },
     }
     return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)

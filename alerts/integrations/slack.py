@@ -112,6 +112,23 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
     return common.json_post(channel.config["url"], message)
 
 
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The incoming-webhook POST of a ``channel.failing`` / ``channel.recovered``
+    notice: a header and the text."""
+    title, text = common.channel_text(event)
+    icon = ":warning:" if event.kind == "channel.failing" else ":white_check_mark:"
+    message = {
+        "text": _escape(f"CronRadar: {title}"),
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "emoji": True,
+                                        "text": common.cut(f"{icon} {title}", HEADER_MAX)}},
+            {"type": "section", "text": {"type": "mrkdwn",
+                                         "text": common.cut(_escape(text), SECTION_MAX)}},
+        ],
+    }
+    return common.json_post(channel.config["url"], message)
+
+
 CONFIG_SCHEMA = {"type": "object", "title": "slack", "required": ["url"],
                  "additionalProperties": False, "properties": {
                      "url": {"type": "string", "format": "uri",

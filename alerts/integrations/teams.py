@@ -36,6 +36,12 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
     return _card(channel, "CronRadar was unreachable", common.outage_text(impact), [], [])
 
 
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The card POST of a ``channel.failing`` / ``channel.recovered`` notice."""
+    title, text = common.channel_text(event)
+    return _card(channel, title, text, common.channel_fact_rows(event), [])
+
+
 def _card(channel, title, text, facts, actions) -> common.OutgoingRequest:
     text = common.cut(text, TEXT_MAX)
     while True:

@@ -7,7 +7,8 @@ Request: ``POST <url>`` with headers
 - ``Content-Type: application/json``
 - ``User-Agent: CronRadar/0.1``
 - ``X-CronRadar-Event: incident.opened`` | ``incident.resolved`` |
-  ``incident.channel_removed`` | ``outage.summary``
+  ``incident.channel_removed`` | ``outage.summary`` | ``channel.failing`` |
+  ``channel.recovered``
 - ``X-CronRadar-Signature: sha256=<hex>``: HMAC-SHA256 of the raw request body
   bytes keyed with the channel secret (UTF-8). Verify it on the bytes you
   received, before parsing, with a constant-time comparison.
@@ -54,6 +55,19 @@ was unreachable; slots of the project whose grace ended then were recorded
      "outage": {"started_at": "...", "ended_at": "...", "unknown_slots": 7},
      "project": "acme"}
 
+``channel.failing`` / ``channel.recovered`` (schema ``cronradar.channel.v1``):
+another channel of the project keeps failing, or delivers again
+(``alerts.health``)::
+
+    {"schema": "cronradar.channel.v1", "event": "channel.failing",  // or "channel.recovered"
+     "event_id": 43,                       // from the same sequence as incident events
+     "occurred_at": "...",                 // when it was announced
+     "channel": {"id": 5, "name": "Ops hook", "kind": "webhook",
+                 "failing_since": "...",   // the first failed attempt of this failure
+                 "last_error": "HTTP 500",
+                 "held": 3},               // its notifications pending or being sent
+     "project": "acme"}
+
 Timestamps are ISO-8601 UTC with a ``Z`` suffix. ``incident`` is the incident
 as it is when the request is built, so a late-delivered ``incident.opened`` may
 already carry ``resolved_at``. Fields may be added within ``v1``; removing or
@@ -69,6 +83,7 @@ from alerts.models import Channel, IncidentEvent
 
 SCHEMA = "cronradar.incident.v1"
 OUTAGE_SCHEMA = "cronradar.outage.v1"
+CHANNEL_SCHEMA = "cronradar.channel.v1"
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -130,6 +145,20 @@ def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
         "project": impact.project.name,
     })
     return _signed(channel, "outage.summary", body)
+
+
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The signed POST of a ``channel.failing`` / ``channel.recovered`` notice
+    (schema ``cronradar.channel.v1``, module docstring)."""
+    body = common.encode_json({
+        "schema": CHANNEL_SCHEMA,
+        "event": event.kind,
+        "event_id": event.pk,
+        "occurred_at": common.isoformat(event.at),
+        "channel": common.channel_facts(event),
+        "project": channel.project.name,
+    })
+    return _signed(channel, event.kind, body)
 
 
 def _signed(channel: Channel, name: str, body: bytes) -> common.OutgoingRequest:

@@ -15,4 +15,18 @@ class Migration(migrations.Migration):
             name='rate_limited',
             field=models.BooleanField(default=False),
         ),
+        migrations.AddField(
+            model_name='channel',
+            name='failing_check_at',
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='channel',
+            name='failing_notified_at',
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddIndex(
+            model_name='channel',
+            index=models.Index(condition=models.Q(('failing_check_at__isnull', False)), fields=['failing_check_at'], name='channel_failing_check'),
+        ),
     ]

@@ -129,3 +129,29 @@ FACTS = [("Monitor", "Nightly backup (acme/nightly-backup)"), ("Cause", "failed"
          ("Severity", "error"), ("Opened", "2025-01-01T12:00:05Z"),
          ("Scheduled", "2025-01-01T13:00:00+01:00"), ("Last ping", "2025-01-01T12:00:04Z"),
          ("Run took", "3s")]
+
+
+BROKEN = {"id": 9, "name": "Ops hook", "kind": "webhook", "failing_since": "2025-01-01T12:00:05Z",
+          "last_error": "HTTP 500: boom", "held": 3}  # the channel a channel.* notice is about
+FAILING_TITLE = "Channel failing: Ops hook"
+FAILING_TEXT = ("Notifications to Ops hook (webhook) have been failing since "
+                "2025-01-01T12:00:05Z: HTTP 500: boom. 3 notifications are held and will be "
+                "sent when it works again.")
+RECOVERED_TEXT = ("Notifications to Ops hook (webhook) are delivered again; it had been failing "
+                  "since 2025-01-01T12:00:05Z (last error: HTTP 500: boom). 3 notifications "
+                  "still to send.")
+BROKEN_FACTS = [("Channel", "Ops hook (webhook #9)"), ("Failing since", "2025-01-01T12:00:05Z"),
+                ("Last error", "HTTP 500: boom"), ("Held", "3")]
+
+
+@pytest.fixture
+def failing():
+    """A ``channel.failing`` notice (alerts.health) about :data:`BROKEN`, at RESOLVED."""
+    return IncidentEvent.objects.create(kind="channel.failing", at=RESOLVED,
+                                        detail={"channel": BROKEN})
+
+
+@pytest.fixture
+def recovered():
+    return IncidentEvent.objects.create(kind="channel.recovered", at=RESOLVED,
+                                        detail={"channel": BROKEN})

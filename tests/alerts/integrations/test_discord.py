@@ -4,7 +4,13 @@ import json
 import pytest
 
 from alerts.integrations import discord
-from tests.alerts.integrations.conftest import FACTS, ack_link, channel
+from tests.alerts.integrations.conftest import (
+    BROKEN_FACTS,
+    FACTS,
+    RECOVERED_TEXT,
+    ack_link,
+    channel,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -32,3 +38,14 @@ def test_discord_message_and_limits(project, event):
     embed = big["embeds"][0]
     assert len(embed["title"]) + len(embed["description"]) + sum(
         len(f["name"]) + len(f["value"]) for f in embed["fields"]) + len("CronRadar") <= 6000
+
+
+def test_discord_channel_notice(project, recovered):
+    req = discord.build_notice(channel(project, "discord", url="https://discord.test/api/w"),
+                               recovered)
+    assert json.loads(req.body) == {
+        "content": "Channel recovered: Ops hook", "allowed_mentions": {"parse": []},
+        "embeds": [{"title": "Channel recovered: Ops hook", "description": RECOVERED_TEXT,
+                    "color": discord.RESOLVED_COLOUR, "footer": {"text": "CronRadar"},
+                    "fields": [{"name": k, "value": v, "inline": True}
+                               for k, v in BROKEN_FACTS]}]}

@@ -4,7 +4,13 @@ from django.core import mail
 
 from alerts.delivery import transmit
 from alerts.integrations import email
-from tests.alerts.integrations.conftest import ack_link, channel
+from tests.alerts.integrations.conftest import (
+    BROKEN_FACTS,
+    FAILING_TEXT,
+    FAILING_TITLE,
+    ack_link,
+    channel,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -24,3 +30,11 @@ def test_email_message(project, event):
     [sent] = mail.outbox
     assert (sent.subject, sent.to, sent.alternatives[0].mimetype) == (
         "[ERROR] Incident opened: Nightly backup", ["ops@example.com"], "text/html")
+
+
+def test_email_channel_notice(project, failing):
+    message = email.build_notice(channel(project, "email", to=["ops@example.com"]), failing)
+    assert (message.to, message.subject) == (("ops@example.com",), f"[INFO] {FAILING_TITLE}")
+    assert message.text == "\n".join([FAILING_TEXT, "", *(f"{k}: {v}" for k, v in BROKEN_FACTS)])
+    assert message.html == (f"<p>{FAILING_TEXT}</p><table>" + "".join(
+        f"<tr><th align=left>{k}</th><td>{v}</td></tr>" for k, v in BROKEN_FACTS) + "</table>")

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from alerts.integrations import ntfy
-from tests.alerts.integrations.conftest import ack_link, channel
+from tests.alerts.integrations.conftest import FAILING_TEXT, FAILING_TITLE, ack_link, channel
 
 pytestmark = pytest.mark.django_db
 
@@ -19,3 +19,10 @@ def test_ntfy_publish(project, event):
         "tags": ["rotating_light"]}
     assert body["actions"][0] == {"action": "view", "label": "Acknowledge",
                                   "url": ack_link(event), "clear": True}
+
+
+def test_ntfy_channel_notice_never_wakes_anyone(project, failing):
+    req = ntfy.build_notice(channel(project, "ntfy", url="https://ntfy.test/ops"), failing)
+    assert (req.url, json.loads(req.body)) == ("https://ntfy.test/", {
+        "topic": "ops", "title": FAILING_TITLE, "message": FAILING_TEXT, "priority": 3,
+        "tags": ["warning"]})

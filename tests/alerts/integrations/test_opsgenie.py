@@ -5,7 +5,13 @@ import pytest
 
 from alerts.integrations import opsgenie
 from alerts.models import IncidentEvent
-from tests.alerts.integrations.conftest import DEDUP, OPENED, ack_link, channel
+from tests.alerts.integrations.conftest import (
+    DEDUP,
+    OPENED,
+    RECOVERED_TEXT,
+    ack_link,
+    channel,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -31,3 +37,12 @@ def test_opsgenie_create_acknowledge_close(project, event):
                                     "note": "acknowledged by ana"}
     done = IncidentEvent(incident=event.incident, kind="resolved", at=OPENED, message="ok")
     assert opsgenie.build_request(ch, done).url.endswith("/close?identifierType=alias")
+
+
+def test_opsgenie_channel_notice_is_a_p5_alert(project, recovered):
+    req = opsgenie.build_notice(channel(project, "opsgenie", api_key="K"), recovered)
+    assert (req.url, req.headers["Authorization"]) == ("https://api.opsgenie.com/v2/alerts",
+                                                       "GenieKey K")
+    assert json.loads(req.body) == {
+        "message": "Channel recovered: Ops hook", "alias": f"cronradar-notice-{recovered.pk}",
+        "description": RECOVERED_TEXT, "priority": "P5", "source": "CronRadar"}

@@ -7,7 +7,10 @@ import pytest
 from alerts.integrations import OutgoingRequest, pagerduty
 from alerts.models import Channel, Incident, IncidentEvent
 from tests.alerts.integrations.conftest import (
+    BROKEN,
     DEDUP,
+    FAILING_TEXT,
+    FAILING_TITLE,
     JSON_HEADERS,
     OPENED,
     OUTAGE_TEXT,
@@ -162,3 +165,15 @@ def test_pagerduty_gets_a_new_trigger_with_the_raised_severity(make_monitor, pro
     assert {d["dedup_key"] for d in docs} == {str(incident.dedup_key)}
     assert (docs[1]["payload"]["severity"], docs[1]["payload"]["class"]) == ("critical",
                                                                             "failed")
+
+
+def test_pagerduty_channel_notice_is_a_change_event(project, failing):
+    req = pagerduty.build_notice(channel(project, "pagerduty", routing_key="R"), failing)
+    assert req == OutgoingRequest(
+        url="https://events.pagerduty.com/v2/change/enqueue",
+        body=canonical({"routing_key": "R", "payload": {
+            "summary": f"{FAILING_TITLE}. {FAILING_TEXT}", "source": "cronradar",
+            "timestamp": "2025-01-01T12:03:00Z",
+            "custom_details": {"event": "channel.failing", "event_id": failing.pk,
+                               "channel": BROKEN, "project": "acme"}}}),
+        headers=JSON_HEADERS)

@@ -8,6 +8,8 @@ from alerts.integrations import OutgoingRequest, slack
 from alerts.models import Incident, IncidentEvent
 from monitors.models import Ping
 from tests.alerts.integrations.conftest import (
+    FAILING_TEXT,
+    FAILING_TITLE,
     JSON_HEADERS,
     OUTAGE_TEXT,
     RESOLVED,
@@ -162,3 +164,13 @@ def test_slack_shows_the_severity(project, incident, opened, severity, emoji):
     body = json.loads(slack.build_request(channel(project, "slack", url="https://h.test/x"),
                                           IncidentEvent.objects.get(pk=opened.pk)).body)
     assert body["blocks"][0]["text"]["text"] == f"{emoji} Incident opened: Nightly backup"
+
+
+def test_slack_channel_notice(project, failing):
+    req = slack.build_notice(channel(project, "slack", url="https://hooks.slack.test/x"), failing)
+    assert json.loads(req.body) == {
+        "text": f"CronRadar: {FAILING_TITLE}",
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "emoji": True,
+                                        "text": f":warning: {FAILING_TITLE}"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": FAILING_TEXT}}]}

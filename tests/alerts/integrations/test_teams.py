@@ -6,7 +6,15 @@ import pytest
 
 from alerts.integrations import teams
 from alerts.models import Incident, IncidentEvent
-from tests.alerts.integrations.conftest import FACTS, OPENED, ack_link, channel
+from tests.alerts.integrations.conftest import (
+    BROKEN_FACTS,
+    FACTS,
+    FAILING_TEXT,
+    FAILING_TITLE,
+    OPENED,
+    ack_link,
+    channel,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -38,3 +46,14 @@ def test_teams_stays_under_28_kb(project, event):
     event.kind = "escalated"
     req = teams.build_request(channel(project, "teams", url="https://x.test/w"), event)
     assert len(req.body) <= 28 * 1024
+
+
+def test_teams_channel_notice(project, failing):
+    req = teams.build_notice(channel(project, "teams", url="https://x.test/w"), failing)
+    card = json.loads(req.body)["attachments"][0]["content"]
+    assert card["body"] == [
+        {"type": "TextBlock", "text": FAILING_TITLE, "weight": "Bolder", "size": "Medium",
+         "wrap": True},
+        {"type": "TextBlock", "text": FAILING_TEXT, "wrap": True},
+        {"type": "FactSet", "facts": [{"title": k, "value": v} for k, v in BROKEN_FACTS]}]
+    assert card["actions"] == []

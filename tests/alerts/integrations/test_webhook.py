@@ -9,6 +9,7 @@ import pytest
 from alerts.integrations import OutgoingRequest, webhook
 from alerts.models import IncidentEvent
 from tests.alerts.integrations.conftest import (
+    BROKEN,
     DEDUP,
     JSON_HEADERS,
     RESOLVED,
@@ -174,3 +175,17 @@ def test_webhook_escalated(project, incident, opened):
     assert req.headers["X-CronRadar-Event"] == "incident.escalated"
     assert json.loads(req.body) == webhook_document(up, incident, "incident.escalated",
                                                     "2025-01-01T12:03:00Z")
+
+
+@pytest.mark.parametrize("notice", ["failing", "recovered"])
+def test_webhook_channel_notice(project, notice, request):
+    event = request.getfixturevalue(notice)
+    req = webhook.build_notice(channel(project, "webhook", url="https://x.test/", secret=SECRET),
+                               event)
+    body = canonical({
+        "schema": "cronradar.channel.v1", "event": f"channel.{notice}", "event_id": event.pk,
+        "occurred_at": "2025-01-01T12:03:00Z", "channel": BROKEN, "project": "acme"})
+    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert req == OutgoingRequest(url="https://x.test/", body=body, headers={
+        **JSON_HEADERS, "X-CronRadar-Event": f"channel.{notice}",
+        "X-CronRadar-Signature": f"sha256={signature}"})
