@@ -294,7 +294,8 @@ class DeliverySerializer(serializers.ModelSerializer):
     """One notification to one channel: ``status`` pending / sending / delivered /
     failed (given up), ``attempts``, ``last_error``, ``next_attempt_at`` (while it is
     still to be sent). ``event``: ``incident.opened``, ``incident.resolved``,
-    ``incident.channel_removed`` or ``outage.summary``."""
+    ``incident.channel_removed``, ``outage.summary``, ``channel.failing`` or
+    ``channel.recovered`` (a notice of no incident: ``incident`` null)."""
 
     event = serializers.SerializerMethodField()
 
@@ -304,7 +305,9 @@ class DeliverySerializer(serializers.ModelSerializer):
                   "created_at", "next_attempt_at", "delivered_at"]
 
     def get_event(self, d) -> str:
-        return "outage.summary" if d.outage_id else f"incident.{d.event.kind}"
+        if d.outage_id:
+            return "outage.summary"
+        return d.event.kind if d.event.incident_id is None else f"incident.{d.event.kind}"
 
 
 class IncidentEventSerializer(serializers.ModelSerializer):
