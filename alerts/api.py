@@ -294,8 +294,8 @@ class DeliverySerializer(serializers.ModelSerializer):
     """One notification to one channel: ``status`` pending / sending / delivered /
     failed (given up), ``attempts``, ``last_error``, ``next_attempt_at`` (while it is
     still to be sent). ``event``: ``incident.opened``, ``incident.resolved``,
-    ``incident.channel_removed``, ``outage.summary``, ``channel.failing`` or
-    ``channel.recovered`` (a notice of no incident: ``incident`` null)."""
+    ``incident.channel_removed``, or a notice's kind (``outage.summary``,
+    ``channel.failing``, ``channel.recovered``); ``incident`` is null for a notice."""
 
     event = serializers.SerializerMethodField()
 
@@ -305,9 +305,8 @@ class DeliverySerializer(serializers.ModelSerializer):
                   "created_at", "next_attempt_at", "delivered_at"]
 
     def get_event(self, d) -> str:
-        if d.outage_id:
-            return "outage.summary"
-        return d.event.kind if d.event.incident_id is None else f"incident.{d.event.kind}"
+        kind = d.event.kind
+        return kind if kind in IncidentEvent.NOTICES else f"incident.{kind}"
 
 
 class IncidentEventSerializer(serializers.ModelSerializer):
@@ -492,9 +491,10 @@ def _set_tiers(policy: EscalationPolicy, tiers: list[dict]) -> None:
 
 
 class ChannelTest(generics.GenericAPIView):
-    """``POST /api/v1/channels/<id>/test/``: send a test notification now (an
-    ``incident.opened`` of a made-up monitor, severity ``info``) and answer what
-    the receiver said: ``{"ok", "status_code", "error"}``. Nothing is stored."""
+    """``POST /api/v1/channels/<id>/test/``: send a test notification now (a
+    ``test`` notice with an event id of its own, see
+    :func:`alerts.channels.send_test`) and answer what the receiver said:
+    ``{"ok", "status_code", "error"}``."""
 
     serializer_class = None
 

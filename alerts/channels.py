@@ -13,12 +13,11 @@ from datetime import datetime
 
 from django.db import transaction
 
-from alerts import incidents
+from alerts import incidents, notices
 from alerts.delivery import transmit
 from alerts.integrations import KINDS
-from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
-from alerts.timeline import alerting_of, deliver, notified_channels, targets
-from monitors.detections import Kind
+from alerts.models import Channel, Delivery, Incident, IncidentEvent
+from alerts.timeline import alerting_of, notified_channels, targets
 from monitors.models import Monitor
 
 
@@ -83,42 +82,36 @@ def set_alerting(monitor, changes: dict) -> None:
     alerting.save()
 
 
-CLOSES_ITS_TEST = ("pagerduty", "opsgenie")  # tools that keep an alert open until resolved
-
-
 def send_test(channel: Channel, at: datetime) -> tuple[int | None, str]:
     """Send ``channel`` a test notification now, synchronously, through the same
-    builder and transport as real ones (the SSRF guard included), storing
-    nothing: an ``opened`` event of a made-up monitor and incident (PagerDuty and
-    Opsgenie then get its resolve too, so no test alert stays open). Returns
-    (status_code, error) of the first request; error is "" when it was delivered."""
-    monitor = Monitor(project=channel.project, name="CronRadar test notification",
-                      slug="test", tags=["test"], timezone="UTC", kind=Monitor.Kind.INTERVAL)
-    incident = Incident(monitor=monitor, cause=Kind.FAILED, severity=Alerting.Severity.INFO,
-                        summary="This is a test notification from CronRadar: all is well.",
-                        dedup_key=f"cronradar-test-{channel.pk}", opened_at=at)
-    event = IncidentEvent(incident=incident, kind=IncidentEvent.Kind.OPENED, at=at,
-                          message="test notification")
+    builder and transport as real ones (the SSRF guard included): a ``test``
+    notice (:func:`alerts.notices.issue`, stored so that its id is a real event
+    id; no delivery row, it is sent here), built by the kind's ``build_notice``.
+    Kinds that keep an alert open until it is closed (PagerDuty, Opsgenie:
+    ``build_test_close``) then get its close, so no test alert stays open.
+    Returns (status_code, error) of the first request; error is "" when it was
+    delivered."""
+    kind = KINDS[channel.kind]
+    event = notices.issue("test", channel.project_id, at, {"channel": channel.pk}, [])
+    event.project = channel.project
     try:
-        request = KINDS[channel.kind].build_request(channel, event)
+        request = kind.build_notice(channel, event)
     except Exception as exc:  # a channel whose config cannot make a request
         return None, f"build error: {type(exc).__name__}: {exc}"
     status_code, error, _, _ = transmit(request)
-    if error == "" and channel.kind in CLOSES_ITS_TEST:  # leave no test alert open there
-        resolved = IncidentEvent(incident=incident, kind=IncidentEvent.Kind.RESOLVED, at=at,
-                                 message="test notification")
-        transmit(KINDS[channel.kind].build_request(channel, resolved))
+    if error == "" and hasattr(kind, "build_test_close"):  # leave no test alert open there
+        transmit(kind.build_test_close(channel, event))
     return status_code, error
 
 
-def notify_outage(impact) -> None:
+def notify_outage(impact) -> IncidentEvent:
     """Send ``impact`` (a :class:`monitors.models.OutageImpact`: slots of one project
     recorded ``unknown`` during an outage of CronRadar) to every live channel of its
-    project, as one ``outage.summary`` notification each."""
+    project: one ``outage.summary`` notice (:func:`alerts.notices.outage_summary`),
+    one delivery per channel. Returns the notice."""
     channels = Channel.objects.filter(project_id=impact.project_id, deleted_at__isnull=True)
-    at = impact.outage.summarized_at
-    deliver([(None, None, impact.pk, ch, at, at)
-              for ch in channels.order_by("pk").values_list("pk", flat=True)])
+    return notices.outage_summary(impact, list(channels.order_by("pk").values_list("pk",
+                                                                                  flat=True)))
 
 
 # --- subscribers (connected in AlertsConfig.ready) ----------------------------------------

@@ -50,7 +50,6 @@ import httpx
 from django.conf import settings
 from django.core import mail
 from django.db import connection, transaction
-from django.db.models import prefetch_related_objects
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -244,17 +243,13 @@ def prepare(claims: list[Claim]) -> list[Attempt]:
     # One simple statement per related table (an index lookup each; one join of
     # them all cost PostgreSQL more to plan than to run), one instance per row.
     _attach(rows, "channel", Channel)
-    events = _attach([d for d in rows if d.event_id is not None], "event", IncidentEvent)
-    notices = {e.pk for e in events if e.incident_id is None}
-    monitors = _attach(_attach([e for e in events if e.pk not in notices], "incident",
-                               Incident), "monitor", Monitor)
-    _attach(monitors, "project", Project)
+    events = _attach(rows, "event", IncidentEvent)
+    of_incidents = [e for e in events if e.incident_id is not None]
+    monitors = _attach(_attach(of_incidents, "incident", Incident), "monitor", Monitor)
+    _attach([*monitors, *(e for e in events if e.incident_id is None)], "project", Project)
     common.prefetch_latest(monitors)
-    prefetch_related_objects([d for d in rows if d.outage_id is not None],
-                             "outage__outage", "outage__project")  # rare: the ORM's way
-    whole = _whole(events) | notices
-    built = {d.pk: d for d in rows if Delivery.channel.is_cached(d)
-             and (d.outage_id is not None or d.event_id in whole)}
+    whole = _whole(events)
+    built = {d.pk: d for d in rows if Delivery.channel.is_cached(d) and d.event_id in whole}
     return [Attempt(c, built[c.delivery_id], *_build(built[c.delivery_id]))
             for c in claims if c.delivery_id in built]
 
@@ -278,10 +273,12 @@ def _attach(objs: list, name: str, model) -> list:
 
 
 def _whole(events: list) -> set[int]:
-    """Ids of ``events`` whose incident, monitor and project were all found."""
-    return {e.pk for e in events if IncidentEvent.incident.is_cached(e)
-            and Incident.monitor.is_cached(e.incident)
-            and Monitor.project.is_cached(e.incident.monitor)}
+    """Ids of ``events`` whose incident, monitor and project were all found (a
+    notice of no incident: its project)."""
+    return {e.pk for e in events if (
+        IncidentEvent.project.is_cached(e) if e.incident_id is None else
+        IncidentEvent.incident.is_cached(e) and Incident.monitor.is_cached(e.incident)
+        and Monitor.project.is_cached(e.incident.monitor))}
 
 
 def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, str]:
@@ -289,9 +286,7 @@ def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, 
     channel = delivery.channel
     try:
         kind = KINDS[channel.kind]
-        if delivery.outage_id is not None:
-            return kind.build_outage(channel, delivery.outage), ""
-        if delivery.event.incident_id is None:
+        if delivery.event.incident_id is None:  # a notice (alerts.notices)
             return kind.build_notice(channel, delivery.event), ""
         return kind.build_request(channel, delivery.event), ""
     except Exception as exc:  # any builder failure is a config/data problem: no retry

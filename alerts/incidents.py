@@ -174,7 +174,7 @@ def open_many(found: list) -> list:
     event_ids = sql.insert_many(IncidentEvent, names, [
         [incident_id, *fields.values()] for incident_id, fields in zip(incident_ids, events,
                                                                        strict=True)])
-    deliver([(event_id, incident_id, None, ch, d.at, d.at)
+    deliver([(event_id, incident_id, ch, d.at, d.at)
               for event_id, incident_id, (monitor, d, _, opening)
               in zip(event_ids, incident_ids, planned, strict=True)
               for ch in opening.channels])

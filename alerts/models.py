@@ -234,7 +234,18 @@ class Incident(models.Model):
 
 
 class IncidentEvent(models.Model):
-    """One entry of an incident's timeline.
+    """One entry of an incident's timeline, or a notice of no incident.
+
+    Every notification is of one row of this table, so its primary key is the
+    ``event_id`` receivers see and no two notices share one (the ``webhook-id``
+    of Standard Webhooks). A notice of no incident (``incident`` null) has a
+    ``project`` (whose channels it goes to) and its facts in ``detail``:
+    ``outage.summary`` (``impact``, ``outage``, ``started_at``, ``ended_at``,
+    ``unknown_slots``: one per :class:`monitors.models.OutageImpact`, its
+    ``step`` ``outage:<impact id>``), ``test`` (a channel's test notification,
+    ``detail.channel``), ``channel.failing`` / ``channel.recovered`` (a channel's
+    health). Written by :func:`alerts.notices.issue`; ``step``, when set, is
+    unique among notices, so one is never issued twice.
 
     A problem seen again while the incident is open is counted on the incident's
     event of that kind (``count``, ``last_at``) instead of adding one, so a
@@ -247,10 +258,6 @@ class IncidentEvent(models.Model):
     ``step`` names an event that notifies (``opened``, ``tier:<tier>:<round>``,
     ``renotify:<n>``, ``acknowledged``, ``resolved``): unique per incident, so two
     evaluators, a restart or a retried task can never make one step twice.
-
-    A notice of no incident (``channel.failing``, ``channel.recovered``: see
-    :mod:`alerts.notices`) is an event without ``incident``; what it says is in
-    ``detail``.
     """
 
     Kind = models.TextChoices("Kind", [
@@ -258,33 +265,40 @@ class IncidentEvent(models.Model):
         ("ESCALATED", "escalated"), ("RENOTIFIED", "renotified"),
         ("ACKNOWLEDGED", "acknowledged"), ("RESOLVED", "resolved"),
         ("CHANNEL_REMOVED", "channel_removed"), ("STABLE", "stable"),
+        # notices of no incident (incident is null)
+        ("OUTAGE_SUMMARY", "outage.summary"), ("TEST", "test"),
         ("CHANNEL_FAILING", "channel.failing"), ("CHANNEL_RECOVERED", "channel.recovered")])
+    NOTICES = ("outage.summary", "test", "channel.failing", "channel.recovered")
     # Events whose notification opens the incident on a channel (PagerDuty trigger).
     PAGING = ("opened", "escalated", "renotified")
 
-    # None: a notice of no incident (alerts.notices)
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="events",
                                  null=True, blank=True)
+    # a notice's project (null for an incident's events: the incident's monitor says it)
+    project = models.ForeignKey("accounts.Project", on_delete=models.CASCADE, null=True,
+                                blank=True, related_name="notices")
     kind = models.CharField(max_length=24, choices=Kind.choices)
     at = models.DateTimeField()
     count = models.PositiveBigIntegerField(default=1)
     last_at = models.DateTimeField(null=True, blank=True)
     message = models.CharField(max_length=500, blank=True, default="")
     detail = models.JSONField(default=dict, blank=True)
-    step = models.CharField(max_length=32, null=True, blank=True)
+    step = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         ordering = ["at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["incident", "step"], name="one_event_per_step",
                                     condition=Q(step__isnull=False)),
+            models.UniqueConstraint(fields=["step"], name="one_notice_per_step",
+                                    condition=Q(step__isnull=False, incident__isnull=True)),
         ]
 
 
 class Delivery(models.Model):
-    """One notification to one channel: of an incident event, or of an outage
-    summary (``outage``: a :class:`monitors.models.OutageImpact`). Exactly one
-    of ``event`` and ``outage`` is set.
+    """One notification to one channel of one ``event``: an incident's event or a
+    notice of no incident (an outage summary, a channel's health; see
+    :class:`IncidentEvent`).
 
     The row is the schedule (see :mod:`alerts.delivery`): ``next_attempt_at``
     (indexed) is when it is due, a claim is ``status`` ``sending`` with a new
@@ -304,15 +318,13 @@ class Delivery(models.Model):
 
     ACTIVE = (Status.PENDING, Status.SENDING)
 
-    # event, outage, channel: no index of their own, the constraints' and
+    # event, channel: no index of their own, the constraints' and
     # delivery_channel_status lead with them (each claim and outcome rewrites every
     # index of the row: fewer indexes, less work per notification)
     event = models.ForeignKey(IncidentEvent, on_delete=models.CASCADE, related_name="deliveries",
-                              null=True, blank=True, db_index=False)
+                              db_index=False)
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="deliveries",
                                  null=True, blank=True)
-    outage = models.ForeignKey("monitors.OutageImpact", on_delete=models.CASCADE,
-                               related_name="deliveries", null=True, blank=True, db_index=False)
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries",
                                 db_index=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
@@ -330,9 +342,6 @@ class Delivery(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["event", "channel"], name="one_delivery_per_channel"),
-            models.UniqueConstraint(fields=["outage", "channel"], name="one_outage_delivery"),
-            models.CheckConstraint(condition=Q(event__isnull=True) ^ Q(outage__isnull=True),
-                                   name="delivery_of_event_or_outage"),
         ]
         indexes = [
             # claim_due(): the due rows, and for each whether an earlier one of the

@@ -6,8 +6,8 @@ flapping, channels):
 - :func:`targets`: the channels an incident of a monitor opens on;
 - :func:`notified_channels`: the channels holding an incident open;
 - :func:`stamp`: the time of a new event (times never go backwards in a timeline);
-- :func:`notify` / :func:`deliver`: the deliveries of an event (or an outage
-  summary), claimed as soon as the transaction commits.
+- :func:`notify` / :func:`deliver`: the deliveries of an event (or a notice,
+  :mod:`alerts.notices`), claimed as soon as the transaction commits.
 """
 from __future__ import annotations
 
@@ -73,11 +73,11 @@ def notified_channels(incident: Incident) -> list[int]:
 
 def notify(event: IncidentEvent, channel_ids: Iterable[int]) -> None:
     """One delivery of ``event`` per channel, due at the event's time."""
-    deliver([(event.pk, event.incident_id, None, ch, event.at, event.at)
+    deliver([(event.pk, event.incident_id, ch, event.at, event.at)
              for ch in channel_ids])
 
 
-DELIVERY_FIELDS = ("event_id", "incident_id", "outage_id", "channel_id", "created_at",
+DELIVERY_FIELDS = ("event_id", "incident_id", "channel_id", "created_at",
                    "next_attempt_at")
 
 

@@ -143,7 +143,8 @@ M("alerts", "IncidentEvent").objects.create(
     detail={"tier": 2, "round": 1, "reason": "every notification of tier 1 failed"})
 delivery = M("alerts", "Delivery").objects.create(event=opened, incident=incident, channel=hook,
                                                  next_attempt_at=now)
-M("alerts", "Delivery").objects.create(outage=impact, channel=hook, next_attempt_at=now)
+outage_delivery = M("alerts", "Delivery").objects.create(outage=impact, channel=hook,
+                                                        next_attempt_at=now)
 M("alerts", "DeliveryAttempt").objects.create(delivery=delivery, number=1, at=now,
                                              status_code=500, error="HTTP 500")
 ContentType = M("contenttypes", "ContentType")
@@ -197,13 +198,28 @@ print(json.dumps({
     "project": [Project.objects.get().monitors.get().slug,
                 Project.objects.get().channels.get().name],
     "incident": [Incident.objects.get().monitor.project.organisation.name,
-                 Delivery.objects.filter(event__isnull=False).get().incident_id == incident.pk],
-    "codes": sorted(e.detail.get("code") for e in IncidentEvent.objects.all()),
-    "codes_known": sorted(str(Reason(e.detail["code"])) for e in IncidentEvent.objects.all()),
+                 Delivery.objects.filter(event__incident__isnull=False).get().incident_id
+                 == incident.pk],
+    "codes": sorted(e.detail.get("code")
+                    for e in IncidentEvent.objects.filter(incident_id=incident.pk)),
+    "codes_known": sorted(str(Reason(e.detail["code"]))
+                          for e in IncidentEvent.objects.filter(incident_id=incident.pk)),
     "events_changed": [sorted(set(as_dict(a["detail"])) ^ set(as_dict(b["detail"])))
                        for a, b in zip(sorted(before["alerts_incidentevent"], key=by_id),
-                                       sorted(after["alerts_incidentevent"], key=by_id),
-                                       strict=True)],
+                                       sorted(after["alerts_incidentevent"], key=by_id))],
+    "events_kept": [{k: v for k, v in row.items() if k not in ("detail", "project_id")}
+                    for row in sorted(after["alerts_incidentevent"], key=by_id)][:2]
+                   == [{k: v for k, v in row.items() if k != "detail"}
+                       for row in sorted(before["alerts_incidentevent"], key=by_id)],
+    "notice": [(e.kind, e.incident_id, e.project_id == project.pk, e.step, e.detail,
+                e.at == now, sorted(e.deliveries.values_list("pk", flat=True)))
+               for e in IncidentEvent.objects.filter(incident__isnull=True)],
+    "outage_delivery": outage_delivery.pk,
+    "impact": [impact.pk, outage.pk, now.isoformat().replace("+00:00", "Z")],
+    "deliveries_kept": [{k: v for k, v in row.items() if k not in ("event_id", "outage_id")}
+                        for row in sorted(before["alerts_delivery"], key=by_id)]
+                       == [{k: v for k, v in row.items() if k != "event_id"}
+                           for row in sorted(after["alerts_delivery"], key=by_id)],
 }, default=str))
 """
 
@@ -250,10 +266,10 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["tables_before"] == got["tables_after"]  # no table made or dropped
-    assert got["changed"] == ["alerts_incidentevent", "django_content_type"]
+    assert got["changed"] == ["alerts_delivery", "alerts_incidentevent", "django_content_type"]
     assert {"monitors_organisation", "monitors_membership", "monitors_profile",
             "monitors_project", "monitors_apikey", "monitors_monitor", "monitors_run",
-            "monitors_ping", "alerts_delivery", "alerts_deliveryattempt",
+            "monitors_ping", "alerts_deliveryattempt",
             "django_admin_log", "auth_permission"} <= set(got["same_rows"])
     assert got["rows"]["monitors_apikey"] == got["rows"]["alerts_deliveryattempt"] == 1
     assert got["rows"]["alerts_delivery"] == 2
@@ -268,6 +284,13 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
     assert got["project"] == ["backup", "hook"] and got["incident"] == ["acme", True]
     assert got["codes"] == ["all_failed", "maintenance"] == got["codes_known"]
     assert got["events_changed"] == [["code"], ["code"]]  # only the code was added
+    assert got["events_kept"] and got["deliveries_kept"]  # every other value as it was
+    # the outage delivery (alerts 0017): one outage.summary notice of its impact, from
+    # the one sequence of event ids, and the delivery points at it
+    impact, outage, at = got["impact"]
+    assert got["notice"] == [["outage.summary", None, True, f"outage:{impact}", {
+        "impact": impact, "outage": outage, "started_at": at, "ended_at": at,
+        "unknown_slots": 3}, True, [got["outage_delivery"]]]]
 
 
 ZERO_AND_BACK = """

@@ -1,6 +1,6 @@
 """Notification integrations: one module per ``Channel.kind``.
 
-Every kind module exposes the same four functions:
+Every kind module exposes the same functions:
 
 - ``build_request(channel, event) -> OutgoingRequest | OutgoingEmail``: the HTTP
   POST (or, for ``email``, the message) that
@@ -8,13 +8,16 @@ Every kind module exposes the same four functions:
   ``resolved`` or ``channel_removed``, the last being a resolve for that one
   channel; any other kind raises ``ValueError``). Pure: no I/O besides reading
   the event's incident, monitor and project.
-- ``build_outage(channel, impact) -> OutgoingRequest``: the ``outage.summary``
-  notification of a :class:`monitors.models.OutageImpact` (slots of the
-  channel's project recorded ``unknown`` while CronRadar was unreachable).
-- ``build_notice(channel, event) -> OutgoingRequest | OutgoingEmail``: a notice
-  of no incident (an ``IncidentEvent`` without ``incident``, :mod:`alerts.notices`):
-  ``channel.failing`` / ``channel.recovered`` (:mod:`alerts.health`), sent as
-  information that never pages. Raises ``ValueError`` for another kind.
+- ``build_notice(channel, event) -> OutgoingRequest | OutgoingEmail``: the
+  notification of a notice of no incident (an ``IncidentEvent`` with
+  ``incident`` null, see :mod:`alerts.notices`): ``outage.summary`` (slots of the
+  channel's project recorded ``unknown`` while CronRadar was unreachable; facts
+  in ``event.detail``), ``test`` (the channel's test notification) or
+  ``channel.failing`` / ``channel.recovered`` (another channel of the project
+  broke or works again: :mod:`alerts.health`; never pages); any other kind
+  raises ``ValueError``. Reads ``event.project``.
+  PagerDuty and Opsgenie also have ``build_test_close(channel, event)``: what
+  closes the alert a ``test`` notice opened.
 - ``validate_config(config, previous=None) -> dict``: checks a channel
   ``config`` submitted to the API and returns the normalized dict to store;
   ``previous`` is the stored config on a change (a secret left out is kept).

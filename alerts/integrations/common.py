@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.urls import reverse
 
 from alerts import links
 from alerts.models import IncidentEvent
@@ -101,14 +102,34 @@ def isoformat(value: datetime | None) -> str | None:
     return text.removesuffix("+00:00") + "Z"
 
 
-def outage_text(impact) -> str:
-    """One sentence describing an ``outage.summary`` for people."""
-    outage = impact.outage
-    n = impact.unknown_slots
+def outage_text(event) -> str:
+    """One sentence describing an ``outage.summary`` notice for people."""
+    d = event.detail
+    n = d["unknown_slots"]
     runs = "1 expected run" if n == 1 else f"{n} expected runs"
-    return (f"CronRadar could not receive pings from {isoformat(outage.started_at)} to "
-            f"{isoformat(outage.ended_at)}: {runs} of project {impact.project.name} "
+    return (f"CronRadar could not receive pings from {d['started_at']} to "
+            f"{d['ended_at']}: {runs} of project {event.project.name} "
             f"fell in that time and are recorded as unknown, not missed.")
+
+
+OUTAGE_TITLE = "CronRadar was unreachable"
+TEST_TITLE = "CronRadar test notification"
+
+
+def testing_text(channel) -> str:
+    """What a channel's test notification says."""
+    return (f"This is a test notification from CronRadar to channel {channel}: all is well. "
+            "Nothing is wrong with your monitors.")
+
+
+def channel_page(channel) -> str:
+    """The absolute URL of ``channel``'s page on the dashboard."""
+    return f"{settings.CRONRADAR_BASE_URL}{reverse('dashboard:channel', args=[channel.pk])}"
+
+
+def unknown_notice(event) -> ValueError:
+    """The error a ``build_notice`` raises for a notice kind it does not build."""
+    return ValueError(f"notice kind {event.kind!r} has no builder")
 
 
 CHANNEL_TITLES = {"channel.failing": "Channel failing", "channel.recovered": "Channel recovered"}

@@ -31,13 +31,22 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     return _message(channel, title, text, common.facts(event), colour)
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
-    """The message POST summarizing an ``OutageImpact``."""
-    return _message(channel, "CronRadar was unreachable", common.outage_text(impact), [],
-                    COLOURS["info"])
-
-
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The message POST of a notice of no incident: ``outage.summary`` or ``test``
+    (a link to the channel's page). Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
+    if event.kind == "outage.summary":
+        return _message(channel, common.OUTAGE_TITLE, common.outage_text(event), [],
+                        COLOURS["info"])
+    if event.kind == "test":
+        text = f"{common.testing_text(channel)}\n\n[Channel]({common.channel_page(channel)})"
+        return _message(channel, common.TEST_TITLE, text, [], RESOLVED_COLOUR)
+    raise common.unknown_notice(event)
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The message POST of a ``channel.failing`` (amber) / ``channel.recovered``
     (green) notice."""
     title, text = common.channel_text(event)

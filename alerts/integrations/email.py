@@ -42,14 +42,24 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingEmai
     return _message(channel, f"[{severity}] {title}", plain, html)
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingEmail:
-    """The message summarizing an ``OutageImpact``."""
-    text = common.outage_text(impact)
-    return _message(channel, "[INFO] CronRadar was unreachable", text,
-                    f"<p>{escape(text)}</p>")
-
-
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingEmail:
+    """The message of a notice of no incident: ``outage.summary`` or ``test`` (with
+    the channel's dashboard link). Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
+    if event.kind == "outage.summary":
+        text = common.outage_text(event)
+        return _message(channel, f"[INFO] {common.OUTAGE_TITLE}", text,
+                        f"<p>{escape(text)}</p>")
+    if event.kind == "test":
+        text, url = common.testing_text(channel), common.channel_page(channel)
+        return _message(channel, f"[TEST] {common.TEST_TITLE}", f"{text}\n\nChannel: {url}",
+                        f'<p>{escape(text)}</p><p><a href="{escape(url)}">Channel</a></p>')
+    raise common.unknown_notice(event)
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingEmail:
     """The message of a ``channel.failing`` / ``channel.recovered`` notice (also
     the one the organisation's admins get: :mod:`alerts.health`)."""
     title, text = common.channel_text(event)

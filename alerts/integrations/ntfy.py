@@ -38,14 +38,26 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     return _publish(channel, document)
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
-    """The publish POST summarizing an ``OutageImpact`` (priority 2)."""
-    return _publish(channel, {"title": "CronRadar was unreachable",
-                              "message": common.outage_text(impact), "priority": 2,
-                              "tags": ["warning"]})
-
-
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The publish POST of a notice of no incident: ``outage.summary`` (priority 2)
+    or ``test`` (priority 2, opening the channel's page). Raises ``ValueError`` for
+    another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
+    if event.kind == "outage.summary":
+        return _publish(channel, {"title": common.OUTAGE_TITLE,
+                                  "message": common.outage_text(event), "priority": 2,
+                                  "tags": ["warning"]})
+    if event.kind == "test":
+        return _publish(channel, {"title": common.TEST_TITLE,
+                                  "message": common.testing_text(channel), "priority": 2,
+                                  "tags": ["white_check_mark"],
+                                  "click": common.channel_page(channel)})
+    raise common.unknown_notice(event)
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The publish POST of a ``channel.failing`` / ``channel.recovered`` notice
     (priority 3, the default: it never wakes anyone)."""
     title, text = common.channel_text(event)

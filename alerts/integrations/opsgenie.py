@@ -51,14 +51,39 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
                   "note": common.cut(event.message or action, 25000)})
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
-    """A P5 (informational) alert summarizing an ``OutageImpact``."""
-    return _post(channel, f"{_base(channel)}/v2/alerts", {
-        "message": "CronRadar was unreachable", "alias": f"cronradar-outage-{impact.pk}",
-        "description": common.outage_text(impact), "priority": "P5", "source": "CronRadar"})
-
-
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """A notice of no incident. ``outage.summary``: a P5 (informational) alert.
+    ``test``: a P5 alert with the alias ``cronradar-test-<channel id>``, which
+    :func:`build_test_close` closes. Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
+    if event.kind == "outage.summary":
+        return _post(channel, f"{_base(channel)}/v2/alerts", {
+            "message": common.OUTAGE_TITLE,
+            "alias": f"cronradar-outage-{event.detail['impact']}",
+            "description": common.outage_text(event), "priority": "P5", "source": "CronRadar"})
+    if event.kind == "test":
+        return _post(channel, f"{_base(channel)}/v2/alerts", {
+            "message": common.TEST_TITLE, "alias": _test_alias(channel),
+            "description": common.testing_text(channel), "priority": "P5",
+            "source": "CronRadar", "details": {"channel_page": common.channel_page(channel),
+                                               "event_id": str(event.pk)}})
+    raise common.unknown_notice(event)
+
+
+def build_test_close(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The close of a ``test`` notice's alert, so no test alert stays open."""
+    return _post(channel, f"{_base(channel)}/v2/alerts/{quote(_test_alias(channel))}/close"
+                 "?identifierType=alias", {"source": "CronRadar", "user": "CronRadar",
+                                           "note": "test notification"})
+
+
+def _test_alias(channel) -> str:
+    return f"cronradar-test-{channel.pk}"
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """A P5 (informational) alert of a ``channel.failing`` / ``channel.recovered``
     notice, its alias the notice's event id."""
     title, text = common.channel_text(event)

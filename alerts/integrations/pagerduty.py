@@ -76,38 +76,69 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
                 "last_ping_body": facts["last_ping_body"],
             },
         }
-    url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
-    return common.json_post(url, document)
+    return common.json_post(_events_url(channel), document)
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
-    """The Change Event for an ``OutageImpact``: ``{"routing_key", "payload":
-    {"summary", "source", "timestamp", "custom_details"}}``."""
-    outage = impact.outage
-    events_url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
+def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """A notice of no incident. ``outage.summary``: a Change Event ``{"routing_key",
+    "payload": {"summary", "source", "timestamp", "custom_details"}}``. ``test``: a
+    ``trigger`` of severity ``info`` with the dedup key ``cronradar-test-<channel
+    id>``, which :func:`build_test_close` resolves. Raises ``ValueError`` for
+    another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
+    events_url = _events_url(channel)
+    if event.kind == "test":
+        return common.json_post(events_url, {
+            "routing_key": channel.config["routing_key"], "event_action": "trigger",
+            "dedup_key": _test_key(channel),
+            "links": [{"href": common.channel_page(channel), "text": "Channel"}],
+            "payload": {"summary": common.cut(common.testing_text(channel), SUMMARY_MAX),
+                        "source": "cronradar", "severity": "info",
+                        "timestamp": common.isoformat(event.at), "class": "test",
+                        "custom_details": {"event_id": event.pk}}})
+    if event.kind != "outage.summary":
+        raise common.unknown_notice(event)
+    d = event.detail
     document = {
         "routing_key": channel.config["routing_key"],
         "payload": {
-            "summary": common.outage_text(impact)[:SUMMARY_MAX],
+            "summary": common.cut(common.outage_text(event), SUMMARY_MAX),
             "source": "cronradar",
-            "timestamp": common.isoformat(outage.summarized_at),
+            "timestamp": common.isoformat(event.at),
             "custom_details": {
-                "project": impact.project.name,
-                "outage_started_at": common.isoformat(outage.started_at),
-                "outage_ended_at": common.isoformat(outage.ended_at),
-                "unknown_slots": impact.unknown_slots,
+                "project": event.project.name,
+                "outage_started_at": d["started_at"],
+                "outage_ended_at": d["ended_at"],
+                "unknown_slots": d["unknown_slots"],
             },
         },
     }
     return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)
 
 
-def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+def build_test_close(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The ``resolve`` of a ``test`` notice's trigger, so no test alert stays open."""
+    return common.json_post(_events_url(channel), {
+        "routing_key": channel.config["routing_key"], "event_action": "resolve",
+        "dedup_key": _test_key(channel)})
+
+
+def _test_key(channel: Channel) -> str:
+    return f"cronradar-test-{channel.pk}"
+
+
+def _events_url(channel: Channel) -> str:
+    return channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The Change Event (never pages) of a ``channel.failing`` /
     ``channel.recovered`` notice: ``{"routing_key", "payload": {"summary",
     "source", "timestamp", "custom_details": {"event", "event_id", "channel",
     "project"}}}``."""
-    events_url = channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
+    events_url = _events_url(channel)
     title, text = common.channel_text(event)
     document = {
         "routing_key": channel.config["routing_key"],
@@ -117,7 +148,7 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
             "timestamp": common.isoformat(event.at),
             "custom_details": {"event": event.kind, "event_id": event.pk,
                                "channel": common.channel_facts(event),
-                               "project": channel.project.name},
+                               "project": event.project.name},
         },
     }
     return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)

@@ -98,21 +98,31 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     return common.json_post(channel.config["url"], message)
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
-    """The incoming-webhook POST summarizing an ``OutageImpact``."""
-    text = common.outage_text(impact)
-    message = {
-        "text": _escape(f"CronRadar: {text}"),
-        "blocks": [
-            {"type": "header", "text": {"type": "plain_text", "emoji": True,
-                                        "text": ":warning: CronRadar was unreachable"}},
-            {"type": "section", "text": {"type": "mrkdwn", "text": _escape(text)}},
-        ],
-    }
-    return common.json_post(channel.config["url"], message)
-
-
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The incoming-webhook POST of a notice of no incident: ``outage.summary`` or
+    ``test``. Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
+    if event.kind == "outage.summary":
+        header, text, link = f":warning: {common.OUTAGE_TITLE}", common.outage_text(event), None
+    elif event.kind == "test":
+        header, text = f":white_check_mark: {common.TEST_TITLE}", common.testing_text(channel)
+        link = common.channel_page(channel)
+    else:
+        raise common.unknown_notice(event)
+    blocks = [
+        {"type": "header", "text": {"type": "plain_text", "emoji": True, "text": header}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": _escape(text)}},
+    ]
+    if link:
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": f"<{link}|Channel>"}]})
+    return common.json_post(channel.config["url"],
+                            {"text": _escape(f"CronRadar: {text}"), "blocks": blocks})
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The incoming-webhook POST of a ``channel.failing`` / ``channel.recovered``
     notice: a header and the text."""
     title, text = common.channel_text(event)

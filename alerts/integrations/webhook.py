@@ -7,8 +7,8 @@ Request: ``POST <url>`` with headers
 - ``Content-Type: application/json``
 - ``User-Agent: CronRadar/0.1``
 - ``X-CronRadar-Event: incident.opened`` | ``incident.resolved`` |
-  ``incident.channel_removed`` | ``outage.summary`` | ``channel.failing`` |
-  ``channel.recovered``
+  ``incident.channel_removed`` | ``outage.summary`` | ``test`` |
+  ``channel.failing`` | ``channel.recovered``
 - ``X-CronRadar-Signature: sha256=<hex>``: HMAC-SHA256 of the raw request body
   bytes keyed with the channel secret (UTF-8). Verify it on the bytes you
   received, before parsing, with a constant-time comparison.
@@ -45,15 +45,23 @@ Body (schema ``cronradar.incident.v1``; compact JSON, keys sorted, UTF-8)::
 the incident is open; close whatever ``incident.opened`` made (the incident's
 own ``incident.resolved`` will not come here).
 
-``outage.summary`` (schema ``cronradar.outage.v1``): CronRadar's ping endpoint
+``outage.summary`` (schema ``cronradar.outage.v2``): CronRadar's ping endpoint
 was unreachable; slots of the project whose grace ended then were recorded
 ``unknown`` instead of alerting one by one::
 
-    {"schema": "cronradar.outage.v1", "event": "outage.summary",
-     "event_id": "outage-12",              // a string, unlike incident events
+    {"schema": "cronradar.outage.v2", "event": "outage.summary",
+     "event_id": 43,                       // an integer, from the same sequence as every event
      "occurred_at": "...",                 // when the summary was made
      "outage": {"started_at": "...", "ended_at": "...", "unknown_slots": 7},
      "project": "acme"}
+
+``test`` (schema ``cronradar.test.v1``, header ``X-CronRadar-Event: test``): a
+test notification sent from the channel's page or the API; ``incident`` is null::
+
+    {"schema": "cronradar.test.v1", "event": "test", "event_id": 44,
+     "occurred_at": "...", "incident": null, "message": "This is a test ...",
+     "channel": {"id": 5, "name": "ops hook", "kind": "webhook"}, "project": "acme",
+     "links": {"channel_page": "https://cron.example.com/channels/5/"}}
 
 ``channel.failing`` / ``channel.recovered`` (schema ``cronradar.channel.v1``):
 another channel of the project keeps failing, or delivers again
@@ -82,7 +90,8 @@ from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
 
 SCHEMA = "cronradar.incident.v1"
-OUTAGE_SCHEMA = "cronradar.outage.v1"
+OUTAGE_SCHEMA = "cronradar.outage.v2"
+TEST_SCHEMA = "cronradar.test.v1"
 CHANNEL_SCHEMA = "cronradar.channel.v1"
 
 
@@ -129,25 +138,42 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     return _signed(channel, name, body)
 
 
-def build_outage(channel: Channel, impact) -> common.OutgoingRequest:
-    """The signed ``outage.summary`` POST for an ``OutageImpact`` (module docstring)."""
-    outage = impact.outage
-    body = common.encode_json({
-        "schema": OUTAGE_SCHEMA,
-        "event": "outage.summary",
-        "event_id": f"outage-{impact.pk}",
-        "occurred_at": common.isoformat(outage.summarized_at),
-        "outage": {
-            "started_at": common.isoformat(outage.started_at),
-            "ended_at": common.isoformat(outage.ended_at),
-            "unknown_slots": impact.unknown_slots,
-        },
-        "project": impact.project.name,
-    })
-    return _signed(channel, "outage.summary", body)
-
-
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The signed POST of a notice of no incident (module docstring):
+    ``outage.summary`` (schema ``cronradar.outage.v2``) or ``test`` (schema
+    ``cronradar.test.v1``). Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
+    if event.kind == "outage.summary":
+        d = event.detail
+        document = {
+            "schema": OUTAGE_SCHEMA,
+            "event": "outage.summary",
+            "event_id": event.pk,
+            "occurred_at": common.isoformat(event.at),
+            "outage": {"started_at": d["started_at"], "ended_at": d["ended_at"],
+                       "unknown_slots": d["unknown_slots"]},
+            "project": event.project.name,
+        }
+    elif event.kind == "test":
+        document = {
+            "schema": TEST_SCHEMA,
+            "event": "test",
+            "event_id": event.pk,
+            "occurred_at": common.isoformat(event.at),
+            "incident": None,
+            "message": common.testing_text(channel),
+            "channel": {"id": channel.pk, "name": channel.name, "kind": channel.kind},
+            "project": event.project.name,
+            "links": {"channel_page": common.channel_page(channel)},
+        }
+    else:
+        raise common.unknown_notice(event)
+    return _signed(channel, event.kind, common.encode_json(document))
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The signed POST of a ``channel.failing`` / ``channel.recovered`` notice
     (schema ``cronradar.channel.v1``, module docstring)."""
     body = common.encode_json({
@@ -156,7 +182,7 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
         "event_id": event.pk,
         "occurred_at": common.isoformat(event.at),
         "channel": common.channel_facts(event),
-        "project": channel.project.name,
+        "project": event.project.name,
     })
     return _signed(channel, event.kind, body)
 

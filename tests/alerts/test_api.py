@@ -8,7 +8,6 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import ApiKey
-from alerts import notices
 from alerts.models import Channel, Delivery, Incident
 from monitors.pings import PingInput, ingest
 from tests.alerts.conftest import ONE, seen
@@ -96,15 +95,6 @@ def test_deliveries_are_visible_per_incident_and_in_a_list(api, make_monitor, pr
     other = new_project("other")
     foreign = Channel.objects.create(project=other, kind="webhook", config={"url": "http://x"})
     assert api.get(f"/api/v1/deliveries/?channel={foreign.pk}").json() == []
-
-
-def test_a_channel_notice_is_listed_with_its_own_event_name(api, project):
-    hook = Channel.objects.create(project=project, kind="webhook", name="h",
-                                  config={"url": "https://h.test/x", "secret": "k"})
-    notices.issue("channel.failing", project.pk, T0, {"channel": {}}, [hook.pk])
-    [listed] = api.get("/api/v1/deliveries/").json()
-    assert (listed["event"], listed["incident"], listed["channel"]) == (
-        "channel.failing", None, hook.pk)
 
 
 @pytest.mark.parametrize("kind,config", [

@@ -1,7 +1,7 @@
 """alerts.channels: the "send test notification" action."""
 import pytest
 
-from alerts.models import Incident
+from alerts.models import Delivery, Incident, IncidentEvent
 from tests.live import Receiver
 
 pytestmark = pytest.mark.django_db
@@ -16,9 +16,16 @@ def test_send_a_test_notification(api, project):
         assert resp.json() == {"ok": True, "status_code": 200, "error": ""}
         [got] = receiver.requests
         body = got.json()
-        assert (body["event"], body["incident"]["severity"], body["monitor"]["name"]) == (
-            "incident.opened", "info", "CronRadar test notification")
-        assert not Incident.objects.exists()  # nothing stored
+        notice = IncidentEvent.objects.get(kind="test")
+        assert (notice.incident_id, notice.project_id, notice.detail) == (
+            None, project.pk, {"channel": ch["id"]})
+        assert got.headers["X-CronRadar-Event"] == "test"
+        assert (body["schema"], body["event"], body["event_id"], body["incident"]) == (
+            "cronradar.test.v1", "test", notice.pk, None)
+        assert b"cause" not in got.body
+        assert body["links"] == {"channel_page": f"http://127.0.0.1:8000/channels/{ch['id']}/"}
+        assert not Incident.objects.exists()  # no incident made up
+        assert not Delivery.objects.exists()  # sent here, not by the delivery engine
         receiver.status = 500
         assert api.post(f"/api/v1/channels/{ch['id']}/test/").json() == {
             "ok": False, "status_code": 500, "error": "HTTP 500: ok"}

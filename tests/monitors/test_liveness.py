@@ -7,7 +7,7 @@ import httpx
 import pytest
 import respx
 
-from alerts.models import Channel, Delivery, Incident
+from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from monitors import evaluator, liveness
 from monitors.liveness import FOREVER, Liveness, Window
 from monitors.models import LivenessSpan, Outage, OutageImpact, Run
@@ -102,8 +102,8 @@ def test_cronradar_down_15s_gives_unknown_slots_and_one_summary(project, make_mo
     assert outage.summarized_at == T0 + s(36.5)  # settled: end + 2 x threshold
     [call] = http.calls
     assert json.loads(call.request.content) == {
-        "schema": "cronradar.outage.v1", "event": "outage.summary",
-        "event_id": f"outage-{OutageImpact.objects.get().pk}",
+        "schema": "cronradar.outage.v2", "event": "outage.summary",
+        "event_id": IncidentEvent.objects.get(kind="outage.summary", incident=None).pk,
         "occurred_at": "2026-01-05T12:00:36.500000Z",
         "outage": {"started_at": "2026-01-05T12:00:01Z", "ended_at": "2026-01-05T12:00:16Z",
                    "unknown_slots": 6},

@@ -100,6 +100,14 @@ def impact(project):
     return OutageImpact.objects.create(outage=outage, project=project, unknown_slots=6)
 
 
+@pytest.fixture
+def outage_notice(impact):
+    """The ``outage.summary`` notice of ``impact`` (no delivery)."""
+    from alerts import notices
+
+    return notices.outage_summary(impact, [])
+
+
 OUTAGE_TEXT = ("CronRadar could not receive pings from 2025-01-01T12:00:05Z to "
                "2025-01-01T12:00:20Z: 6 expected runs of project acme fell in that time and "
                "are recorded as unknown, not missed.")
@@ -145,13 +153,13 @@ BROKEN_FACTS = [("Channel", "Ops hook (webhook #9)"), ("Failing since", "2025-01
 
 
 @pytest.fixture
-def failing():
+def failing(project):
     """A ``channel.failing`` notice (alerts.health) about :data:`BROKEN`, at RESOLVED."""
-    return IncidentEvent.objects.create(kind="channel.failing", at=RESOLVED,
+    return IncidentEvent.objects.create(kind="channel.failing", project=project, at=RESOLVED,
                                         detail={"channel": BROKEN})
 
 
 @pytest.fixture
-def recovered():
-    return IncidentEvent.objects.create(kind="channel.recovered", at=RESOLVED,
-                                        detail={"channel": BROKEN})
+def recovered(project):
+    return IncidentEvent.objects.create(kind="channel.recovered", project=project,
+                                        at=RESOLVED, detail={"channel": BROKEN})

@@ -129,8 +129,8 @@ def test_pagerduty_channel_removed_is_a_resolve(project, removed):
                                     "dedup_key": DEDUP}
 
 
-def test_pagerduty_outage_summary_is_a_change_event(project, impact):
-    req = pagerduty.build_outage(channel(project, "pagerduty", routing_key="R"), impact)
+def test_pagerduty_outage_summary_is_a_change_event(project, outage_notice):
+    req = pagerduty.build_notice(channel(project, "pagerduty", routing_key="R"), outage_notice)
     assert req == OutgoingRequest(
         url="https://events.pagerduty.com/v2/change/enqueue",
         body=canonical({"routing_key": "R", "payload": {

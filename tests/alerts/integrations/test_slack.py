@@ -133,8 +133,9 @@ def test_slack_channel_removed(project, removed):
         ":information_source: No longer following: Nightly backup")
 
 
-def test_slack_outage_summary(project, impact):
-    req = slack.build_outage(channel(project, "slack", url="https://hooks.slack.test/x"), impact)
+def test_slack_outage_summary(project, outage_notice):
+    req = slack.build_notice(channel(project, "slack", url="https://hooks.slack.test/x"),
+                             outage_notice)
     assert json.loads(req.body) == {
         "text": f"CronRadar: {OUTAGE_TEXT}",
         "blocks": [

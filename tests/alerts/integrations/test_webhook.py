@@ -146,12 +146,12 @@ def test_webhook_channel_removed(project, incident, removed):
                                                     "2025-01-01T12:03:00Z")
 
 
-def test_webhook_outage_summary(project, impact):
-    req = webhook.build_outage(channel(project, "webhook", url="https://x.test/", secret=SECRET),
-                               impact)
+def test_webhook_outage_summary(project, outage_notice):
+    req = webhook.build_notice(channel(project, "webhook", url="https://x.test/", secret=SECRET),
+                               outage_notice)
     body = canonical({
-        "schema": "cronradar.outage.v1", "event": "outage.summary",
-        "event_id": f"outage-{impact.pk}", "occurred_at": "2025-01-01T12:03:00Z",
+        "schema": "cronradar.outage.v2", "event": "outage.summary",
+        "event_id": outage_notice.pk, "occurred_at": "2025-01-01T12:03:00Z",
         "outage": {"started_at": "2025-01-01T12:00:05Z", "ended_at": "2025-01-01T12:00:20Z",
                    "unknown_slots": 6},
         "project": "acme"})
