@@ -227,6 +227,9 @@ class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
 
     def to_representation(self, channel):
         data = super().to_representation(channel)
+        shown = getattr(KINDS.get(channel.kind), "shown_config", None)
+        if shown is not None and isinstance(data["config"], dict):
+            data["config"] = shown(data["config"])
         if not tenancy.can(self.context["request"], channel.project, Membership.Role.ADMIN):
             data["config"] = {k: v if k in SHOWN_TO_READERS else "***"
                               for k, v in (data["config"] or {}).items()}

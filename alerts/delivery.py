@@ -299,7 +299,8 @@ def attempt(a: Attempt, client: httpx.Client | None = None, clock=timezone.now) 
     fill in its outcome. Never raises for a failed send."""
     a.started_at, started = clock(), time.monotonic()
     if a.request is not None:
-        a.status_code, a.error, a.retryable, a.retry_after = transmit(a.request, client)
+        a.status_code, a.error, a.retryable, a.retry_after = transmit(a.request, client,
+                                                                      a.started_at)
     a.duration_ms = round((time.monotonic() - started) * 1000)
     a.finished_at = clock()
 
@@ -471,14 +472,17 @@ def _catch_up(channel_id: int, at: datetime) -> None:
                             ).update(next_attempt_at=at)
 
 
-def transmit(request, client: httpx.Client | None = None
+def transmit(request, client: httpx.Client | None = None, at: datetime | None = None
              ) -> tuple[int | None, str, bool, float | None]:
     """Send one built request: an HTTP POST, or an email through Django's mail
-    backend (its "status code" 250, SMTP's OK, on success). Returns (status_code,
-    error, retryable, retry_after); never raises for a failed send."""
+    backend (its "status code" 250, SMTP's OK, on success). ``at``: when this
+    attempt starts (default: now); a signed webhook's ``webhook-timestamp`` and
+    ``webhook-signature`` are made for it here, just before the request goes out
+    (:meth:`OutgoingRequest.stamped`). Returns (status_code, error, retryable,
+    retry_after); never raises for a failed send."""
     if isinstance(request, OutgoingEmail):
         return _mail(request)
-    return _post(client or _shared_client(), request)
+    return _post(client or _shared_client(), request.stamped(at or timezone.now()))
 
 
 def _mail(message: OutgoingEmail) -> tuple[int | None, str, bool, float | None]:

@@ -65,7 +65,8 @@ class Channel(models.Model):
 
     @staticmethod
     def new_secret() -> str:
-        return secrets.token_hex(24)
+        """A new webhook secret: 32 random bytes, hex (the key is its UTF-8 text)."""
+        return secrets.token_hex(32)
 
 
 class EscalationPolicy(models.Model):

@@ -2,9 +2,12 @@
 formatting, config checks (see the package docstring for the contract)."""
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import ipaddress
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -27,11 +30,29 @@ NOTIFY_EVENT_KINDS = frozenset({*IncidentEvent.PAGING, IncidentEvent.Kind.ACKNOW
 
 @dataclass(frozen=True)
 class OutgoingRequest:
-    """One HTTP POST to send: ``body`` is sent byte for byte with ``headers``."""
+    """One HTTP POST to send: ``body`` is sent byte for byte with ``headers``.
+
+    ``signing_key``: the Standard Webhooks key of a request that carries a
+    ``webhook-id`` header; :meth:`stamped` adds its ``webhook-timestamp`` and
+    ``webhook-signature`` for the time of an attempt (the sender calls it just
+    before each attempt, so a retry after a backoff is never stale)."""
 
     url: str
     body: bytes
     headers: dict[str, str]
+    signing_key: bytes | None = None
+
+    def stamped(self, at: datetime) -> OutgoingRequest:
+        """This request as sent at ``at``: unchanged without a ``signing_key``; else
+        with ``webhook-timestamp`` (Unix seconds) and ``webhook-signature: v1,<base64
+        HMAC-SHA256 of "<webhook-id>.<timestamp>.<body>">`` (Standard Webhooks)."""
+        if self.signing_key is None:
+            return self
+        timestamp = str(int(at.timestamp()))
+        signed = b".".join([self.headers["webhook-id"].encode(), timestamp.encode(), self.body])
+        signature = base64.b64encode(hmac.new(self.signing_key, signed, hashlib.sha256).digest())
+        return replace(self, headers={**self.headers, "webhook-timestamp": timestamp,
+                                      "webhook-signature": f"v1,{signature.decode()}"})
 
 
 @dataclass(frozen=True)
@@ -64,28 +85,57 @@ def describe(event) -> tuple[str, str]:
     return title, event.message or incident.summary
 
 
-def facts(event) -> list[tuple[str, str]]:
+def facts(event, c: dict | None = None) -> list[tuple[str, str]]:
     """(name, value) pairs every notification shows: monitor, cause, severity,
-    scheduled time, last ping, run duration."""
+    opening time, scheduled time, last ping (times in the monitor's time zone
+    with its offset), run duration. ``c``: the incident's :func:`context`, when
+    the caller has it already."""
     incident = event.incident
     monitor = incident.monitor
-    c = context(incident)
+    c = c or context(incident)
     out = [("Monitor", f"{monitor.name} ({monitor.project.name}/{monitor.slug})"),
            ("Cause", incident.cause), ("Severity", incident.severity),
-           ("Opened", isoformat(incident.opened_at))]
+           ("Opened", local(incident.opened_at, monitor.timezone))]
     if c["scheduled_at"]:
         out.append(("Scheduled", c["scheduled_at"]))
-    if c["last_ping_at"]:
-        out.append(("Last ping", c["last_ping_at"]))
+    if monitor.last_ping_at is not None:
+        out.append(("Last ping", local(monitor.last_ping_at, monitor.timezone)))
     if c["run_duration"] is not None:
         out.append(("Run took", f"{c['run_duration']}s"))
     return out
 
 
+ELLIPSIS = "…"  # marks every cut: a reader always sees that text is missing
+
+
 def cut(text: str, limit: int) -> str:
-    """``text`` in at most ``limit`` characters (an ellipsis marks the cut):
-    integrations truncate to their service's limits, never fail on them."""
-    return text if len(text) <= limit else text[:max(0, limit - 1)] + "…"
+    """``text`` in at most ``limit`` characters, its end cut off and marked with
+    an ellipsis: integrations truncate to their service's limits, never fail on
+    them."""
+    return text if len(text) <= limit else text[:max(0, limit - 1)] + ELLIPSIS
+
+
+def tail(text: str, limit: int) -> str:
+    """The end of ``text`` in at most ``limit`` characters, its start cut off and
+    marked with an ellipsis (a log's last lines say most)."""
+    return text if len(text) <= limit else ELLIPSIS + text[len(text) - max(0, limit - 1):]
+
+
+def local(value: datetime, tz: str) -> str:
+    """``value`` in time zone ``tz`` with its offset, to the second
+    (``2025-01-01T13:00:05+01:00``): how people are shown times."""
+    return value.astimezone(ZoneInfo(tz)).replace(microsecond=0).isoformat()
+
+
+def page_links(c: dict) -> list[tuple[str, str]]:
+    """(label, absolute URL) of the links a person is offered in an incident's
+    :func:`context` ``c``: Acknowledge and Resolve (signed, no login), the
+    incident's and the monitor's dashboard pages; never an API URL (it answers
+    401 in a browser)."""
+    c = c["links"]
+    return [(label, c[key]) for key, label in (
+        ("acknowledge", "Acknowledge"), ("resolve", "Resolve"),
+        ("incident_page", "Incident"), ("monitor_page", "Monitor")) if c[key]]
 
 
 def encode_json(document: object) -> bytes:
@@ -276,21 +326,20 @@ def context(incident) -> dict:
     ``scheduled_at`` (the latest run's slot, in the monitor's time zone with its
     offset), ``timezone``, ``last_ping_at``, ``run_duration`` (seconds, of that run,
     when it ended), ``last_ping_body`` (the last 500 characters of the last ping's
-    body) and ``links`` (signed ``acknowledge`` and ``resolve`` links, valid
-    ``CRONRADAR_LINK_MAX_AGE``; the monitor's API URL). Reads the monitor's
-    latest run and ping (two small queries), unless :func:`prefetch_latest` read
-    them for a batch already."""
+    body; a longer body's start is cut off, marked with ``…``) and ``links``:
+    signed ``acknowledge`` and ``resolve`` links (valid ``CRONRADAR_LINK_MAX_AGE``),
+    the dashboard pages ``monitor_page`` and ``incident_page``, and the API URLs
+    ``monitor`` and ``incident`` (all absolute, from ``CRONRADAR_BASE_URL``).
+    Reads the monitor's latest run and ping (two small queries), unless
+    :func:`prefetch_latest` read them for a batch already."""
     monitor = incident.monitor
-    if monitor.pk is None or incident.pk is None:  # a test notification
-        return {"scheduled_at": None, "timezone": monitor.timezone, "last_ping_at": None,
-                "run_duration": None, "last_ping_body": "",
-                "links": {"acknowledge": None, "resolve": None, "monitor": None}}
     if hasattr(monitor, LATEST):
         run, ping = getattr(monitor, LATEST)
     else:
         run = monitor.runs.exclude(slot_at=None).order_by("-slot_at", "-pk").first()
         ping = monitor.pings.order_by("-received_at", "-pk").first()
     body = bytes(ping.body).decode("utf-8", "replace") if ping else ""
+    base = settings.CRONRADAR_BASE_URL
     return {
         "scheduled_at": (run.slot_at.astimezone(ZoneInfo(monitor.timezone)).isoformat()
                          if run else None),
@@ -298,10 +347,13 @@ def context(incident) -> dict:
         "last_ping_at": isoformat(monitor.last_ping_at),
         "run_duration": (int(run.duration.total_seconds())
                          if run and run.duration is not None else None),
-        "last_ping_body": body[-BODY_TAIL:],
+        "last_ping_body": tail(body, BODY_TAIL),
         "links": {
             "acknowledge": links.make(incident.pk, "ack"),
             "resolve": links.make(incident.pk, "resolve"),
-            "monitor": f"{settings.CRONRADAR_BASE_URL}/api/v1/monitors/{monitor.pk}/",
+            "monitor": f"{base}/api/v1/monitors/{monitor.pk}/",
+            "monitor_page": f"{base}{reverse('dashboard:monitor', args=[monitor.pk])}",
+            "incident": f"{base}/api/v1/incidents/{incident.pk}/",
+            "incident_page": f"{base}{reverse('dashboard:incident', args=[incident.pk])}",
         },
     }

@@ -4,8 +4,11 @@ Channel config: ``{"url": "https://discord.com/api/webhooks/…"}``. Request:
 ``POST <url>?wait=true`` (so a failure is an error status, not a silent 204)
 with ``content`` (at most 2,000 characters), one embed (title 256, description
 4,096, at most 25 fields of 256/1,024, footer; 6,000 characters in all) and
-``allowed_mentions`` empty, so a monitor name can never ping ``@everyone``.
-Texts are cut to those limits. 429 comes with ``Retry-After``.
+``allowed_mentions`` empty, so a monitor name can never ping ``@everyone``. An
+incident's description is its text, the tail of the last ping's body in a code
+block, and links: Acknowledge, Resolve, the incident's and the monitor's
+dashboard pages; times in the fields are in the monitor's time zone. Texts are
+cut to those limits, each cut ending with ``…``. 429 comes with ``Retry-After``.
 """
 from __future__ import annotations
 
@@ -23,12 +26,12 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     for an event kind that does not notify, ``KeyError`` without a ``url``."""
     common.check_notifiable(event)
     title, text = common.describe(event)
-    links = common.context(event.incident)["links"]
-    if links["acknowledge"]:
-        text += f"\n\n[Acknowledge]({links['acknowledge']}) · [Resolve]({links['resolve']})"
+    c = common.context(event.incident)
+    links = " · ".join(f"[{label}]({url})" for label, url in common.page_links(c))
     colour = (RESOLVED_COLOUR if event.kind in ("resolved", "acknowledged")
               else COLOURS.get(event.incident.severity, COLOURS["critical"]))
-    return _message(channel, title, text, common.facts(event), colour)
+    return _message(channel, title, text, common.facts(event, c), colour, links,
+                    c["last_ping_body"])
 
 
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -54,14 +57,25 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
     return _message(channel, title, text, common.channel_fact_rows(event), colour)
 
 
-def _message(channel, title, text, facts, colour) -> common.OutgoingRequest:
+def _message(channel, title, text, facts, colour, links: str = "", body: str = ""
+             ) -> common.OutgoingRequest:
+    """The message: ``text``, then the tail of the last ping's ``body`` in a code
+    block and the ``links`` line, in the embed's description; each cut to what the
+    embed limits leave (the text first, then the body's start), marked ``…``."""
     fields = [{"name": common.cut(k, 256), "value": common.cut(v, 1024), "inline": True}
               for k, v in facts[:25]]
     content = common.cut(title, 2000)
     title = common.cut(title, 256)
-    room = 6000 - len(title) - len("CronRadar") - sum(len(f["name"]) + len(f["value"])
-                                                        for f in fields)
-    embed = {"title": title, "description": common.cut(text, min(4096, max(room, 0))),
+    room = min(4096, 6000 - len(title) - len("CronRadar") - sum(
+        len(f["name"]) + len(f["value"]) for f in fields))
+    after = f"\n\n{links}" if links else ""
+    if body:
+        body = body.replace("`" * 3, "'" * 3)
+        frame = "\n\n**Last ping body**\n```\n\n```"
+        body = common.tail(body, max(0, min(len(body), room - len(after) - len(frame) - 200)))
+        after = f"\n\n**Last ping body**\n```\n{body}\n```{after}"
+    description = common.cut(text, max(room - len(after), 1)) + after
+    embed = {"title": title, "description": description,
              "color": colour, "fields": fields, "footer": {"text": "CronRadar"}}
     return common.json_post(_wait(channel.config["url"]), {
         "content": content, "embeds": [embed],

@@ -5,7 +5,10 @@ Channel config: ``{"to": ["ops@example.com", …]}`` (1-20 addresses). Each
 notification is one message with a text and an HTML part, from
 ``CRONRADAR_EMAIL_FROM``; the subject is ``[SEVERITY] <title>`` on one line
 (line breaks in names never reach a header); Django encodes non-ASCII headers
-(RFC 2047) and long lines (RFC 5322's 998-octet limit).
+(RFC 2047) and long lines (RFC 5322's 998-octet limit). An incident's message
+carries its facts (times in the monitor's time zone), the tail of the last
+ping's body and links: Acknowledge, Resolve, the incident's and the monitor's
+dashboard pages.
 """
 from __future__ import annotations
 
@@ -23,10 +26,8 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingEmai
     common.check_notifiable(event)
     title, text = common.describe(event)
     c = common.context(event.incident)
-    facts = common.facts(event)
-    links = [(label, c["links"][key]) for key, label in (
-        ("acknowledge", "Acknowledge"), ("resolve", "Resolve"), ("monitor", "Monitor"))
-        if c["links"][key]]
+    facts = common.facts(event, c)
+    links = common.page_links(c)
     body = c["last_ping_body"]
     plain = "\n".join([text, "", *(f"{k}: {v}" for k, v in facts),
                        *([f"\nLast ping body:\n{body}"] if body else []), "",

@@ -1,11 +1,15 @@
 """ntfy (docs.ntfy.sh, "Publish as JSON").
 
-Channel config: ``{"url": "https://ntfy.sh/<topic>", "token"?: "<access token>"}``.
-Request: ``POST`` to the server's root with ``{"topic", "title", "message",
-"priority", "tags", "click", "actions"}``: priority 1 (min) to 5 (max) from the
-severity (critical 5, error 4, warning 3, info 2; an acknowledgement or resolve
-3), view actions to acknowledge and resolve. With a token, ``Authorization:
-Bearer <token>``. ntfy answers 200.
+Channel config: ``{"url": "https://ntfy.sh/<topic>", "token"?: "<access token>"}``;
+a server under a path prefix works too (``https://example.com/ntfy/<topic>``: the
+last path segment is the topic, the rest the server's root). Request: ``POST``
+to the server's root with ``{"topic", "title", "message", "priority", "tags",
+"click", "actions"}``: priority 1 (min) to 5 (max) from the severity (critical
+5, error 4, warning 3, info 2; an acknowledgement or resolve 3); the message
+ends with the tail of the last ping's body; ``click`` opens the incident's
+dashboard page; view actions Acknowledge and Resolve (while it pages) and
+Monitor (the monitor's dashboard page). With a token, ``Authorization: Bearer
+<token>``. ntfy answers 200.
 """
 from __future__ import annotations
 
@@ -24,17 +28,18 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     common.check_notifiable(event)
     title, text = common.describe(event)
     paging = event.kind in IncidentEvent.PAGING
-    links = common.context(event.incident)["links"]
+    c = common.context(event.incident)
+    body = c["last_ping_body"]
+    tail = f"\n\nLast ping body:\n{body}" if body else ""
+    offered = ("Acknowledge", "Resolve", "Monitor") if paging else ("Monitor",)
     document = {
-        "title": title, "message": common.cut(text, MESSAGE_MAX),
+        "title": title, "message": common.cut(text, MESSAGE_MAX - len(tail)) + tail,
         "priority": PRIORITY.get(event.incident.severity, 5) if paging else 3,
         "tags": ["rotating_light" if paging else "white_check_mark"],
-        "actions": [{"action": "view", "label": label, "url": links[key], "clear": True}
-                    for key, label in (("acknowledge", "Acknowledge"), ("resolve", "Resolve"))
-                    if links[key] and paging],
+        "click": c["links"]["incident_page"],
+        "actions": [{"action": "view", "label": label, "url": url, "clear": label != "Monitor"}
+                    for label, url in common.page_links(c) if label in offered],
     }
-    if links["monitor"]:
-        document["click"] = links["monitor"]
     return _publish(channel, document)
 
 
@@ -67,11 +72,21 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
 
 
 def _publish(channel, document) -> common.OutgoingRequest:
-    parts = urlsplit(channel.config["url"])
-    root = urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
+    """The JSON publish: POST to the server's root (the topic URL without its last
+    path segment, so a server under a path prefix works) with the ``topic``."""
+    root, topic = _split(channel.config["url"])
     token = channel.config.get("token")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return common.json_post(root, {"topic": parts.path.strip("/"), **document}, **headers)
+    return common.json_post(root, {"topic": topic, **document}, **headers)
+
+
+def _split(url: str) -> tuple[str, str]:
+    """(server root URL ending in ``/``, topic) of a topic URL:
+    ``https://example.com/ntfy/alerts`` -> (``https://example.com/ntfy/``, ``alerts``)."""
+    parts = urlsplit(url)
+    prefix, _, topic = parts.path.strip("/").rpartition("/")
+    path = f"/{prefix}/" if prefix else "/"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", "")), topic
 
 
 CONFIG_SCHEMA = {"type": "object", "title": "ntfy", "required": ["url"],
@@ -86,9 +101,9 @@ def validate_config(config: dict, previous: dict | None = None) -> dict:
     missing token is kept from ``previous``."""
     common.check_fields(config, {"url", "token"})
     url = common.validate_url(config, "url")
-    topic = urlsplit(url).path.strip("/")
-    if not topic or "/" in topic:
-        raise ValueError("url: must name one topic, as https://ntfy.sh/<topic>")
+    if not _split(url)[1] or urlsplit(url).query or urlsplit(url).fragment:
+        raise ValueError("url: must name one topic, as https://ntfy.sh/<topic> (or "
+                         "https://example.com/<path>/<topic> for a server under a path)")
     cleaned = {"url": url}
     token = config.get("token", (previous or {}).get("token"))
     if token is not None:

@@ -1,12 +1,17 @@
 """Opsgenie Alert API v2 (docs.opsgenie.com, "Alert API").
 
-Channel config: ``{"api_key": "<integration key>", "region": "us" | "eu"}``
-(EU accounts use ``api.eu.opsgenie.com``). Paging events create an alert:
-``POST /v2/alerts`` with ``alias`` the incident's ``dedup_key`` (Opsgenie keeps
-one open alert per alias, so escalations and re-notifications fold into it),
-``message`` (at most 130 characters), ``description`` (15,000), ``priority``
-(P1 highest to P5, from the severity: critical P1, error P2, warning P3, info
-P4), ``tags`` (at most 20 of 50 characters) and ``details``. Acknowledgements
+Channel config: ``{"api_key": "<integration key>", "region": "us" | "eu",
+"api_url"?: "https://..."}`` (EU accounts use ``api.eu.opsgenie.com``;
+``api_url``, when set, replaces the region's host: a proxy, a test receiver).
+Paging events create an alert: ``POST /v2/alerts`` with ``alias`` the
+incident's ``dedup_key`` (Opsgenie keeps one open alert per alias, so
+escalations and re-notifications fold into it), ``message`` (at most 130
+characters), ``description`` (15,000), ``priority`` (P1 highest to P5, from the
+severity: critical P1, error P2, warning P3, info
+P4), ``tags`` (at most 20 of 50 characters) and ``details`` (the facts, times in
+the monitor's time zone, and links: Acknowledge, Resolve, the incident's and
+the monitor's dashboard pages, never an API URL); the description ends with the
+tail of the last ping's body. Acknowledgements
 ``POST /v2/alerts/<alias>/acknowledge?identifierType=alias``, resolves
 ``…/close?identifierType=alias``. Authorization ``GenieKey <api_key>``; Opsgenie
 answers 202. (Opsgenie is being folded into Jira Service Management; its end of
@@ -20,6 +25,7 @@ from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
 
 HOSTS = {"us": "https://api.opsgenie.com", "eu": "https://api.eu.opsgenie.com"}
+DESCRIPTION_MAX = 15000
 PRIORITY = {"critical": "P1", "error": "P2", "warning": "P3", "info": "P4"}
 MESSAGE_MAX, DESCRIPTION_MAX = 130, 15000  # the Alert API's limits
 
@@ -34,11 +40,13 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         monitor = incident.monitor
         title, text = common.describe(event)
         c = common.context(incident)
-        details = {k: v for k, v in common.facts(event)}
-        details.update({k: v for k, v in c["links"].items() if v})
+        details = dict(common.facts(event, c))
+        details.update(common.page_links(c))
+        body = c["last_ping_body"]
+        tail = f"\n\nLast ping body:\n{body}" if body else ""
         document = {
             "message": common.cut(title, 130), "alias": alias, "source": "CronRadar",
-            "description": common.cut(f"{text}\n\n{c['last_ping_body']}".strip(), 15000),
+            "description": common.cut(text, DESCRIPTION_MAX - len(tail)) + tail,
             "priority": PRIORITY.get(incident.severity, "P1"),
             "entity": common.cut(f"{monitor.project.name}/{monitor.slug}", 512),
             "tags": [common.cut(str(t), 50) for t in monitor.tags[:20]],
@@ -94,7 +102,9 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
 
 
 def _base(channel) -> str:
-    return HOSTS[channel.config.get("region", "us")]
+    """The API's base URL: ``api_url`` when set, else the ``region``'s host."""
+    return (channel.config.get("api_url") or HOSTS[channel.config.get("region", "us")]
+            ).rstrip("/")
 
 
 def _post(channel, url, document) -> common.OutgoingRequest:
@@ -104,17 +114,25 @@ def _post(channel, url, document) -> common.OutgoingRequest:
 CONFIG_SCHEMA = {"type": "object", "title": "opsgenie", "required": ["api_key"],
                  "additionalProperties": False, "properties": {
                      "api_key": {"type": "string", "description": "API integration key"},
-                     "region": {"type": "string", "enum": ["us", "eu"], "default": "us"}}}
+                     "region": {"type": "string", "enum": ["us", "eu"], "default": "us"},
+                     "api_url": {"type": "string", "format": "uri", "description":
+                                 "another API base URL (a proxy, a test receiver); "
+                                 "overrides region"}}}
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:
-    """``{"api_key", "region"?}`` -> ``{"api_key", "region"}`` (``us`` by default).
-    A missing ``api_key`` is kept from ``previous``."""
-    common.check_fields(config, {"api_key", "region"})
+    """``{"api_key", "region"?, "api_url"?}`` -> ``{"api_key", "region"}`` (``us``
+    by default) and ``api_url`` when given (an http(s) base URL the requests go to
+    instead of the region's host, e.g. ``https://proxy.example.com/opsgenie``). A
+    missing ``api_key`` is kept from ``previous``."""
+    common.check_fields(config, {"api_key", "region", "api_url"})
     key = config.get("api_key") or (previous or {}).get("api_key")
     if not isinstance(key, str) or not key.strip() or len(key) > 200:
         raise ValueError("api_key: a string of at most 200 characters is required")
     region = config.get("region", "us")
     if region not in HOSTS:
         raise ValueError("region: must be us or eu")
-    return {"api_key": key.strip(), "region": region}
+    cleaned = {"api_key": key.strip(), "region": region}
+    if config.get("api_url") is not None:
+        cleaned["api_url"] = common.validate_url(config, "api_url").rstrip("/")
+    return cleaned

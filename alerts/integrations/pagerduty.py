@@ -15,7 +15,10 @@ so is a ``channel.failing`` / ``channel.recovered`` notice.
 Severity is the incident's (the monitor's ``severity``, else ``critical`` for
 missed/stuck/deadline/failed and ``warning`` for overlap/too_fast/slow); a slow
 incident raised to another cause sends an ``escalated`` event: a new ``trigger``
-with the same ``dedup_key`` and the new severity and class. PagerDuty
+with the same ``dedup_key`` and the new severity and class. A trigger's
+``links`` are Acknowledge (signed, no login), the incident's and the monitor's
+dashboard pages; its ``custom_details`` carry the tail of the last ping's body
+(500 characters). PagerDuty
 answers 202 when it accepts an event, 400 for an invalid one and 429 when rate
 limiting.
 """
@@ -53,10 +56,11 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         monitor = incident.monitor
         project = monitor.project.name
         facts = common.context(incident)
-        document["links"] = [{"href": facts["links"][key], "text": text} for key, text in (
-            ("acknowledge", "Acknowledge"), ("monitor", "Monitor")) if facts["links"][key]]
+        document["links"] = [{"href": url, "text": label}
+                             for label, url in common.page_links(facts)
+                             if label != "Resolve"]
         document["payload"] = {
-            "summary": incident.summary[:SUMMARY_MAX],
+            "summary": common.cut(incident.summary, SUMMARY_MAX),
             "source": f"{project}/{monitor.slug}",
             "severity": incident.severity,
             "timestamp": common.isoformat(incident.opened_at),

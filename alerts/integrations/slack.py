@@ -5,16 +5,15 @@ Channel config: ``{"url": "https://hooks.slack.com/services/..."}``.
 Request: ``POST <url>`` with a JSON message (one per opened, resolved or
 channel-removed incident event, and per outage summary) ``{"text": ..., "blocks": [...]}``:
 ``blocks`` is a Block Kit layout (a ``header`` block, a ``section`` with the
-summary, a ``section`` with ``fields`` for monitor, cause and times); ``text``
-is the plain fallback Slack shows in notifications and screen readers. Times
-use Slack's ``<!date^epoch^{date_short_pretty} {time_secs}|fallback>`` token so
-each reader sees their own time zone. User-supplied text is escaped for mrkdwn
-(``&``, ``<``, ``>``). Slack answers 200 ``ok``; 4xx means a bad payload or a
-revoked hook.
+summary, a ``section`` with ``fields`` for monitor, cause and times, the tail
+of the last ping's body, and a ``context`` with links: Acknowledge, Resolve, the
+incident's and the monitor's dashboard pages); ``text`` is the plain fallback
+Slack shows in notifications and screen readers. Times are in the monitor's
+time zone with its offset. User-supplied text is escaped for mrkdwn (``&``,
+``<``, ``>``); texts are cut to Slack's limits, ending with ``…``. Slack answers
+200 ``ok``; 4xx means a bad payload or a revoked hook.
 """
 from __future__ import annotations
-
-from datetime import datetime
 
 from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
@@ -42,7 +41,7 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     fields = [
         f"*Monitor*\n{_escape(monitor.name)} ({_escape(where)})",
         f"*Cause*\n{incident.cause}",
-        f"*Opened*\n{_date(incident.opened_at)}",
+        f"*Opened*\n{common.local(incident.opened_at, monitor.timezone)}",
     ]
     kind = event.kind
     emoji = SEVERITY_EMOJI.get(incident.severity, ":rotating_light:")
@@ -72,7 +71,7 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         header = f":white_check_mark: Incident resolved: {monitor.name}"
         detail = event.message or "Resolved."
         text = f"CronRadar: incident resolved: {monitor.name}: {detail}"
-        fields.append(f"*Resolved*\n{_date(event.at)}")
+        fields.append(f"*Resolved*\n{common.local(event.at, monitor.timezone)}")
     facts = common.context(incident)
     if facts["scheduled_at"]:
         fields.append(f"*Scheduled*\n{facts['scheduled_at']}")
@@ -80,21 +79,20 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
         fields.append(f"*Run took*\n{facts['run_duration']}s")
     blocks = [
         {"type": "header",
-         "text": {"type": "plain_text", "text": header[:HEADER_MAX], "emoji": True}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": _escape(detail)[:SECTION_MAX]}},
-        {"type": "section", "fields": [{"type": "mrkdwn", "text": f[:FIELD_MAX]}
+         "text": {"type": "plain_text", "text": common.cut(header, HEADER_MAX), "emoji": True}},
+        {"type": "section", "text": {"type": "mrkdwn",
+                                     "text": common.cut(_escape(detail), SECTION_MAX)}},
+        {"type": "section", "fields": [{"type": "mrkdwn", "text": common.cut(f, FIELD_MAX)}
                                        for f in fields]},
     ]
     if facts["last_ping_body"]:
-        tail = _escape(facts["last_ping_body"].replace(FENCE, "'" * 3))[-(SECTION_MAX - 40):]
+        tail = common.tail(_escape(facts["last_ping_body"].replace(FENCE, "'" * 3)),
+                           SECTION_MAX - 40)
         blocks.append({"type": "section", "text": {
             "type": "mrkdwn", "text": f"*Last ping body*\n{FENCE}{tail}{FENCE}"}})
-    links = facts["links"]
-    if links["acknowledge"]:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": (
-            f"<{links['acknowledge']}|Acknowledge> · <{links['resolve']}|Resolve> · "
-            f"<{links['monitor']}|Monitor>")}]})
-    message = {"text": _escape(text), "blocks": blocks}
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(
+        f"<{url}|{label}>" for label, url in common.page_links(facts))}]})
+    message = {"text": common.cut(_escape(text), SECTION_MAX), "blocks": blocks}
     return common.json_post(channel.config["url"], message)
 
 
@@ -158,8 +156,3 @@ def _escape(text: str) -> str:
     """Escape the three characters Slack's mrkdwn treats as control characters."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
-
-def _date(value: datetime) -> str:
-    """A Slack date token for ``value`` with the ISO-8601 UTC text as fallback."""
-    epoch = int(value.timestamp())
-    return f"<!date^{epoch}^{{date_short_pretty}} {{time_secs}}|{common.isoformat(value)}>"

@@ -4,10 +4,12 @@ Channel config: ``{"url": "https://….logic.azure.com/workflows/…"}`` (the ol
 Office 365 connectors are retired). Request: ``POST <url>`` with
 ``{"type": "message", "attachments": [{"contentType":
 "application/vnd.microsoft.card.adaptive", "content": <Adaptive Card 1.4>}]}``:
-a title, the text, a fact set (monitor, cause, severity, times) and buttons to
-acknowledge, resolve and open the monitor. Teams caps a message at 28 KB: texts
-are cut to fit. Teams answers 202 when it accepts one (Microsoft Learn, incoming
-webhooks with Workflows).
+a title, the text, a fact set (monitor, cause, severity, times in the
+monitor's time zone), the tail of the last ping's body (monospace) and buttons:
+Acknowledge and Resolve (for an opened, escalated or re-notified incident), and
+the incident's and the monitor's dashboard pages. Teams caps a message at 28 KB:
+texts are cut to fit, each cut ending with ``…``. Teams answers 202 when it
+accepts one (Microsoft Learn, incoming webhooks with Workflows).
 """
 from __future__ import annotations
 
@@ -23,12 +25,12 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     an event kind that does not notify, ``KeyError`` without a ``url``."""
     common.check_notifiable(event)
     title, text = common.describe(event)
-    links = common.context(event.incident)["links"]
-    offered = ((("acknowledge", "Acknowledge"), ("resolve", "Resolve"))
-               if event.kind in IncidentEvent.PAGING else ()) + (("monitor", "Monitor"),)
-    actions = [{"type": "Action.OpenUrl", "title": label, "url": links[key]}
-               for key, label in offered if links[key]]
-    return _card(channel, title, text, common.facts(event), actions)
+    c = common.context(event.incident)
+    paging = event.kind in IncidentEvent.PAGING
+    actions = [{"type": "Action.OpenUrl", "title": label, "url": url}
+               for label, url in common.page_links(c)
+               if paging or label not in ("Acknowledge", "Resolve")]
+    return _card(channel, title, text, common.facts(event, c), actions, c["last_ping_body"])
 
 
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -51,21 +53,33 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
     return _card(channel, title, text, common.channel_fact_rows(event), [])
 
 
-def _card(channel, title, text, facts, actions) -> common.OutgoingRequest:
+def _card(channel, title, text, facts, actions, body: str = "") -> common.OutgoingRequest:
+    """The card; ``body``: the tail of the last ping's body, shown in a monospace
+    block. While the message is over 28 KB, the text and then the body's tail
+    are halved (each cut marked with ``…``)."""
     text = common.cut(text, TEXT_MAX)
     while True:
+        blocks = [
+            {"type": "TextBlock", "text": common.cut(title, 200), "weight": "Bolder",
+             "size": "Medium", "wrap": True},
+            {"type": "TextBlock", "text": text, "wrap": True},
+            {"type": "FactSet", "facts": [{"title": k, "value": v} for k, v in facts]},
+        ]
+        if body:
+            blocks += [{"type": "TextBlock", "text": "Last ping body", "weight": "Bolder",
+                        "wrap": True},
+                       {"type": "TextBlock", "text": body, "fontType": "Monospace",
+                        "wrap": True}]
         card = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
-                "type": "AdaptiveCard", "version": "1.4", "body": [
-                    {"type": "TextBlock", "text": common.cut(title, 200), "weight": "Bolder",
-                     "size": "Medium", "wrap": True},
-                    {"type": "TextBlock", "text": text, "wrap": True},
-                    {"type": "FactSet", "facts": [{"title": k, "value": v} for k, v in facts]},
-                ], "actions": actions}
+                "type": "AdaptiveCard", "version": "1.4", "body": blocks, "actions": actions}
         request = common.json_post(channel.config["url"], {"type": "message", "attachments": [
             {"contentType": "application/vnd.microsoft.card.adaptive", "content": card}]})
-        if len(request.body) <= MAX_BYTES or not text:
+        if len(request.body) <= MAX_BYTES or (len(text) <= 1 and len(body) <= 1):
             return request
-        text = common.cut(text, len(text) // 2)
+        if len(text) > 1:
+            text = common.cut(text, len(text) // 2)
+        else:
+            body = common.tail(body, len(body) // 2)
 
 
 CONFIG_SCHEMA = {"type": "object", "title": "teams", "required": ["url"],

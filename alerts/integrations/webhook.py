@@ -1,6 +1,7 @@
 """Generic signed JSON webhook (CronRadar's own format).
 
-Channel config: ``{"url": "http(s)://...", "secret": "<hex>"}``.
+Channel config: ``{"url": "http(s)://...", "secret": "<hex>"}`` (a new channel's
+secret: 32 random bytes, hex).
 
 Request: ``POST <url>`` with headers
 
@@ -12,6 +13,14 @@ Request: ``POST <url>`` with headers
 - ``X-CronRadar-Signature: sha256=<hex>``: HMAC-SHA256 of the raw request body
   bytes keyed with the channel secret (UTF-8). Verify it on the bytes you
   received, before parsing, with a constant-time comparison.
+- Standard Webhooks (github.com/standard-webhooks): ``webhook-id`` (the
+  ``event_id``, as a string: the receiver's idempotency key),
+  ``webhook-timestamp`` (Unix seconds when this attempt started) and
+  ``webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">``,
+  keyed with the secret's UTF-8 bytes (the channel's ``signing_secret``,
+  ``whsec_`` + base64 of them, is that key in the standard's form). Timestamp and
+  signature are made for each attempt, so a retry is never stale; receivers
+  reject timestamps more than 5 minutes old (docs/examples/verify_webhook.*).
 
 Body (schema ``cronradar.incident.v1``; compact JSON, keys sorted, UTF-8)::
 
@@ -83,6 +92,7 @@ changing one bumps the schema version. A receiver should dedupe on ``event_id``.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 
@@ -135,7 +145,7 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
             "tags": monitor.tags,
         },
     })
-    return _signed(channel, name, body)
+    return _signed(channel, name, event.pk, body)
 
 
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -170,7 +180,7 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
         }
     else:
         raise common.unknown_notice(event)
-    return _signed(channel, event.kind, common.encode_json(document))
+    return _signed(channel, event.kind, event.pk, common.encode_json(document))
 
 
 def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -184,19 +194,26 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
         "channel": common.channel_facts(event),
         "project": event.project.name,
     })
-    return _signed(channel, event.kind, body)
+    return _signed(channel, event.kind, event.pk, body)
 
 
-def _signed(channel: Channel, name: str, body: bytes) -> common.OutgoingRequest:
+def _signed(channel: Channel, name: str, event_id: int, body: bytes
+            ) -> common.OutgoingRequest:
+    """The POST of ``body``, signed both ways: ``X-CronRadar-Signature`` now, the
+    Standard Webhooks headers (``webhook-id`` now, timestamp and signature when
+    each attempt starts: :meth:`~alerts.integrations.common.OutgoingRequest.stamped`)."""
+    url, secret = channel.config["url"], channel.config["secret"]
     return common.OutgoingRequest(
-        url=channel.config["url"],
+        url=url,
         body=body,
         headers={
             "Content-Type": "application/json",
             "User-Agent": common.USER_AGENT,
             "X-CronRadar-Event": name,
-            "X-CronRadar-Signature": "sha256=" + sign(channel.config["secret"], body),
+            "X-CronRadar-Signature": "sha256=" + sign(secret, body),
+            "webhook-id": str(event_id),
         },
+        signing_key=secret.encode(),
     )
 
 
@@ -205,19 +222,39 @@ def sign(secret: str, body: bytes) -> str:
     return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+def signing_secret(secret: str) -> str:
+    """The Standard Webhooks form of a channel ``secret``: ``whsec_`` and the
+    base64 of its UTF-8 bytes (the key of both signatures)."""
+    return "whsec_" + base64.b64encode(secret.encode()).decode()
+
+
+def shown_config(config: dict) -> dict:
+    """``config`` as the API shows it: with the read-only ``signing_secret``."""
+    if "secret" not in config:
+        return config
+    return {**config, "signing_secret": signing_secret(config["secret"])}
+
+
 CONFIG_SCHEMA = {"type": "object", "title": "webhook", "required": ["url"],
                  "additionalProperties": False, "properties": {
                      "url": {"type": "string", "format": "uri", "description": "http(s) URL"},
-                     "secret": {"type": "string", "description": "HMAC key for the "
-                                "signature header (generated when left out)"}}}
+                     "secret": {"type": "string", "description": "HMAC key of both "
+                                "signatures, its UTF-8 bytes (generated when left out: 32 "
+                                "random bytes, hex)"},
+                     "signing_secret": {"type": "string", "readOnly": True, "description":
+                                        "the secret in Standard Webhooks' form: whsec_ and "
+                                        "base64 of its UTF-8 bytes (ignored when sent)"}}}
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:
-    """``{"url", "secret"?}`` -> ``{"url", "secret"}``.
+    """``{"url", "secret"?}`` -> ``{"url", "secret"}``; a ``signing_secret`` sent
+    back (read-only, from :func:`shown_config`) is ignored.
 
     A missing secret is kept from ``previous`` (the stored config, on a change),
     or generated for a new channel. Raises ``ValueError("<field>: <message>")``.
     """
+    if isinstance(config, dict):
+        config = {k: v for k, v in config.items() if k != "signing_secret"}
     common.check_fields(config, {"url", "secret"})
     url = common.validate_url(config, "url")
     secret = config.get("secret")

@@ -1,6 +1,7 @@
 """alerts.api: a monitor's channels and alerting settings, channels, incidents with
 their timelines, acknowledge and resolve, deliveries, escalation policies and
 maintenance windows."""
+import base64
 import json
 from datetime import timedelta
 
@@ -120,6 +121,26 @@ def test_channel_credentials_are_hidden_from_readers(api, project):
         "api_key": "***", "region": "eu"}
 
 
+def test_a_webhook_shows_its_standard_webhooks_signing_secret(api, project):
+    from tests.helpers import as_key
+
+    made = api.post("/api/v1/channels/", {"kind": "webhook", "config": {
+        "url": "https://a.test/h"}}, format="json").json()
+    secret = made["config"]["secret"]
+    assert len(bytes.fromhex(secret)) == 32  # a new channel's: 32 random bytes, as hex
+    assert made["config"]["signing_secret"] == (
+        "whsec_" + base64.b64encode(secret.encode()).decode())
+    assert Channel.objects.get().config == {"url": "https://a.test/h", "secret": secret}
+    # read-only: sent back as it was shown, it is ignored, the secret unchanged
+    again = api.patch(f"/api/v1/channels/{made['id']}/", {"config": {
+        **made["config"], "signing_secret": "whsec_bm9wZQ=="}}, format="json")
+    assert again.status_code == 200, again.json()
+    assert again.json()["config"] == made["config"]
+    reader = as_key(ApiKey.issue(project, read_only=True)[1])
+    assert reader.get(f"/api/v1/channels/{made['id']}/").json()["config"] == {
+        "url": "***", "secret": "***", "signing_secret": "***"}
+
+
 def test_one_incident_with_its_timeline(api, make_monitor, hook):
     m = make_monitor(period=3600 * S, grace=60 * S, channels=[hook])
     ingest(m.pk, PingInput("fail"), T0)
@@ -137,7 +158,8 @@ def test_changing_a_webhook_url_keeps_its_secret(api, project):
         "url": "https://a.test/h"}}, format="json").json()
     changed = api.patch(f"/api/v1/channels/{hook['id']}/", {"config": {"url": "https://b.test/h"}},
                         format="json").json()
-    assert changed["config"] == {"url": "https://b.test/h", "secret": hook["config"]["secret"]}
+    assert changed["config"] == {"url": "https://b.test/h", "secret": hook["config"]["secret"],
+                                 "signing_secret": hook["config"]["signing_secret"]}
     assert Channel.objects.get().config["secret"] == hook["config"]["secret"]
     rotated = api.patch(f"/api/v1/channels/{hook['id']}/", {"config": {
         "url": "https://b.test/h", "secret": "new"}}, format="json").json()

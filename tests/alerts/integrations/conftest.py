@@ -17,6 +17,10 @@ RESOLVED = datetime(2025, 1, 1, 12, 3, 0, tzinfo=UTC)
 MONITOR_UUID = uuid.UUID("5a6b7c8d-1111-4222-8333-444455556666")
 DEDUP = "1d1f4c1e-aaaa-4bbb-8ccc-dddddddddddd"
 SECRET = "s3cret-hook-key"
+BASE = "http://127.0.0.1:8000"  # CRONRADAR_BASE_URL in the tests
+# the last ping's body ("x" * 600 + "backup failed: disk full") cut to its last 500
+# characters, the cut marked
+TAIL = "…" + ("x" * 600 + "backup failed: disk full")[-499:]
 JSON_HEADERS = {"Content-Type": "application/json", "User-Agent": "CronRadar/0.1"}
 
 
@@ -47,11 +51,22 @@ def context(incident):
         "timezone": "Europe/Berlin",
         "last_ping_at": "2025-01-01T12:00:04Z",
         "run_duration": 3,
-        "last_ping_body": ("x" * 600 + "backup failed: disk full")[-500:],
+        "last_ping_body": TAIL,
         "links": {"acknowledge": links.make(incident.pk, "ack"),
                   "resolve": links.make(incident.pk, "resolve"),
-                  "monitor": f"http://127.0.0.1:8000/api/v1/monitors/{incident.monitor_id}/"},
+                  "monitor": f"{BASE}/api/v1/monitors/{incident.monitor_id}/",
+                  "monitor_page": f"{BASE}/monitors/{incident.monitor_id}/",
+                  "incident": f"{BASE}/api/v1/incidents/{incident.pk}/",
+                  "incident_page": f"{BASE}/incidents/{incident.pk}/"},
     }
+
+
+def page_links(incident) -> list[tuple[str, str]]:
+    """The links people are offered for ``incident``: no API URL."""
+    return [("Acknowledge", links.make(incident.pk, "ack")),
+            ("Resolve", links.make(incident.pk, "resolve")),
+            ("Incident", f"{BASE}/incidents/{incident.pk}/"),
+            ("Monitor", f"{BASE}/monitors/{incident.monitor_id}/")]
 
 
 @pytest.fixture
@@ -134,9 +149,29 @@ def ack_link(event):
 
 
 FACTS = [("Monitor", "Nightly backup (acme/nightly-backup)"), ("Cause", "failed"),
-         ("Severity", "error"), ("Opened", "2025-01-01T12:00:05Z"),
-         ("Scheduled", "2025-01-01T13:00:00+01:00"), ("Last ping", "2025-01-01T12:00:04Z"),
+         ("Severity", "error"), ("Opened", "2025-01-01T13:00:05+01:00"),
+         ("Scheduled", "2025-01-01T13:00:00+01:00"), ("Last ping", "2025-01-01T13:00:04+01:00"),
          ("Run took", "3s")]
+
+
+TEST_TEXT = ("This is a test notification from CronRadar to channel ops: all is well. Nothing "
+             "is wrong with your monitors.")
+
+
+@pytest.fixture
+def test_notice(project):
+    """(channel maker, the ``test`` notice of the channel it made): a channel named
+    ``ops`` of ``kind`` and ``config``, and its stored test notice."""
+    from alerts import notices
+
+    def make(kind, **config):
+        ch = Channel.objects.create(project=project, kind=kind, name="ops", config=config)
+        return ch, notices.issue("test", project.pk, OPENED, {"channel": ch.pk}, [])
+    return make
+
+
+def channel_page(ch) -> str:
+    return f"{BASE}/channels/{ch.pk}/"
 
 
 BROKEN = {"id": 9, "name": "Ops hook", "kind": "webhook", "failing_since": "2025-01-01T12:00:05Z",

@@ -6,13 +6,32 @@ from alerts.delivery import transmit
 from alerts.integrations import email
 from tests.alerts.integrations.conftest import (
     BROKEN_FACTS,
+    FACTS,
     FAILING_TEXT,
     FAILING_TITLE,
+    TEST_TEXT,
     ack_link,
     channel,
+    channel_page,
+    page_links,
 )
 
 pytestmark = pytest.mark.django_db
+
+
+def test_email_message_exactly(project, event):
+    message = email.build_request(channel(project, "email", to=["ops@example.com"]), event)
+    links = page_links(event.incident)
+    assert message.text == "\n".join([
+        "Nightly backup: run failed (exit status 2)", "",
+        *(f"{k}: {v}" for k, v in FACTS), "", "Last ping body:", "disk full", "",
+        *(f"{label}: {url}" for label, url in links)])
+    assert message.html == "".join([
+        "<p>Nightly backup: run failed (exit status 2)</p><table>",
+        *(f"<tr><th align=left>{k}</th><td>{v}</td></tr>" for k, v in FACTS),
+        "</table><pre>disk full</pre><p>",
+        " · ".join(f'<a href="{url.replace("&", "&amp;")}">{label}</a>'
+                   for label, url in links), "</p>"])
 
 
 def test_email_message(project, event):
@@ -30,6 +49,15 @@ def test_email_message(project, event):
     [sent] = mail.outbox
     assert (sent.subject, sent.to, sent.alternatives[0].mimetype) == (
         "[ERROR] Incident opened: Nightly backup", ["ops@example.com"], "text/html")
+
+
+def test_email_test_notification(test_notice):
+    ch, notice = test_notice("email", to=["ops@example.com"])
+    message = email.build_notice(ch, notice)
+    assert (message.to, message.subject, message.text, message.html) == (
+        ("ops@example.com",), "[TEST] CronRadar test notification",
+        f"{TEST_TEXT}\n\nChannel: {channel_page(ch)}",
+        f'<p>{TEST_TEXT}</p><p><a href="{channel_page(ch)}">Channel</a></p>')
 
 
 def test_email_channel_notice(project, failing):

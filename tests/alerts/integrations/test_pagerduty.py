@@ -7,6 +7,7 @@ import pytest
 from alerts.integrations import OutgoingRequest, pagerduty
 from alerts.models import Channel, Incident, IncidentEvent
 from tests.alerts.integrations.conftest import (
+    BASE,
     BROKEN,
     DEDUP,
     FAILING_TEXT,
@@ -15,8 +16,11 @@ from tests.alerts.integrations.conftest import (
     OPENED,
     OUTAGE_TEXT,
     RESOLVED,
+    TAIL,
+    TEST_TEXT,
     canonical,
     channel,
+    channel_page,
     context,
 )
 from tests.helpers import runs_of, slow_monitor
@@ -34,7 +38,8 @@ def test_pagerduty_trigger(project, incident, opened):
             "event_action": "trigger",
             "dedup_key": DEDUP,
             "links": [{"href": context(incident)["links"]["acknowledge"], "text": "Acknowledge"},
-                      {"href": context(incident)["links"]["monitor"], "text": "Monitor"}],
+                      {"href": f"{BASE}/incidents/{incident.pk}/", "text": "Incident"},
+                      {"href": f"{BASE}/monitors/{incident.monitor_id}/", "text": "Monitor"}],
             "payload": {
                 "summary": "Nightly backup: no ping within 60s + 5s grace",
                 "source": "acme/nightly-backup",
@@ -53,7 +58,7 @@ def test_pagerduty_trigger(project, incident, opened):
                     "scheduled_at": "2025-01-01T13:00:00+01:00",
                     "last_ping_at": "2025-01-01T12:00:04Z",
                     "run_duration": 3,
-                    "last_ping_body": context(incident)["last_ping_body"],
+                    "last_ping_body": TAIL,
                 },
             },
         }),
@@ -165,6 +170,25 @@ def test_pagerduty_gets_a_new_trigger_with_the_raised_severity(make_monitor, pro
     assert {d["dedup_key"] for d in docs} == {str(incident.dedup_key)}
     assert (docs[1]["payload"]["severity"], docs[1]["payload"]["class"]) == ("critical",
                                                                             "failed")
+
+
+def test_pagerduty_test_notification_and_its_close(test_notice):
+    ch, notice = test_notice("pagerduty", routing_key="R")
+    assert json.loads(pagerduty.build_notice(ch, notice).body) == {
+        "routing_key": "R", "event_action": "trigger", "dedup_key": f"cronradar-test-{ch.pk}",
+        "links": [{"href": channel_page(ch), "text": "Channel"}],
+        "payload": {"summary": TEST_TEXT, "source": "cronradar", "severity": "info",
+                    "timestamp": "2025-01-01T12:00:05Z", "class": "test",
+                    "custom_details": {"event_id": notice.pk}}}
+    close = pagerduty.build_test_close(ch, notice)
+    assert (close.url, json.loads(close.body)) == ("https://events.pagerduty.com/v2/enqueue", {
+        "routing_key": "R", "event_action": "resolve", "dedup_key": f"cronradar-test-{ch.pk}"})
+
+
+def test_pagerduty_refuses_a_notice_kind_it_does_not_know(project):
+    notice = IncidentEvent.objects.create(kind="resolved", project=project, at=OPENED)
+    with pytest.raises(ValueError, match="notice kind 'resolved' has no builder"):
+        pagerduty.build_notice(channel(project, "pagerduty", routing_key="R"), notice)
 
 
 def test_pagerduty_channel_notice_is_a_change_event(project, failing):

@@ -8,13 +8,17 @@ from alerts.integrations import OutgoingRequest, slack
 from alerts.models import Incident, IncidentEvent
 from monitors.models import Ping
 from tests.alerts.integrations.conftest import (
+    BASE,
     FAILING_TEXT,
     FAILING_TITLE,
     JSON_HEADERS,
     OUTAGE_TEXT,
     RESOLVED,
+    TAIL,
+    TEST_TEXT,
     canonical,
     channel,
+    channel_page,
     context,
 )
 
@@ -23,9 +27,7 @@ def slack_fields(*extra):
     return [
         {"type": "mrkdwn", "text": "*Monitor*\nNightly backup (acme/nightly-backup)"},
         {"type": "mrkdwn", "text": "*Cause*\nmissed"},
-        {"type": "mrkdwn",
-         "text": "*Opened*\n<!date^1735732805^{date_short_pretty} {time_secs}"
-                 "|2025-01-01T12:00:05Z>"},
+        {"type": "mrkdwn", "text": "*Opened*\n2025-01-01T13:00:05+01:00"},  # Berlin's time
         *extra,
         {"type": "mrkdwn", "text": "*Scheduled*\n2025-01-01T13:00:00+01:00"},
         {"type": "mrkdwn", "text": "*Run took*\n3s"},
@@ -33,14 +35,16 @@ def slack_fields(*extra):
 
 
 def slack_context(incident):
-    """The last ping's body and the links, after a Slack message's fields."""
+    """The last ping's body and the links (the dashboard's pages, never the API),
+    after a Slack message's fields."""
     c = context(incident)
     return [
         {"type": "section", "text": {"type": "mrkdwn", "text": (
-            "*Last ping body*\n```" + c["last_ping_body"] + "```")}},
+            "*Last ping body*\n```" + TAIL + "```")}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": (
             f"<{c['links']['acknowledge']}|Acknowledge> · <{c['links']['resolve']}|Resolve> · "
-            f"<{c['links']['monitor']}|Monitor>")}]},
+            f"<{BASE}/incidents/{incident.pk}/|Incident> · "
+            f"<{BASE}/monitors/{incident.monitor_id}/|Monitor>")}]},
     ]
 
 
@@ -81,9 +85,7 @@ def test_slack_resolved(project, resolved):
                 "text": ":white_check_mark: Incident resolved: Nightly backup"}},
             {"type": "section", "text": {"type": "mrkdwn", "text": "ping received"}},
             {"type": "section", "fields": slack_fields(
-                {"type": "mrkdwn",
-                 "text": "*Resolved*\n<!date^1735732980^{date_short_pretty} {time_secs}"
-                         "|2025-01-01T12:03:00Z>"},
+                {"type": "mrkdwn", "text": "*Resolved*\n2025-01-01T13:03:00+01:00"},
             )},
             *slack_context(resolved.incident),
         ],
@@ -104,6 +106,7 @@ def test_slack_escapes_mrkdwn_and_caps_header(project, monitor, incident, opened
     header = doc["blocks"][0]["text"]["text"]
     assert len(header) == 150
     assert header.startswith(":rotating_light: Incident opened: a<b>&cxxx")  # plain_text
+    assert header.endswith("x…")
     assert doc["blocks"][1]["text"]["text"] == "&lt;!channel&gt; &amp; co"
     assert doc["blocks"][2]["fields"][0]["text"].startswith("*Monitor*\na&lt;b&gt;&amp;cxxx")
 
@@ -154,7 +157,9 @@ def test_slack_keeps_within_its_limits(project, monitor, incident, opened):
     sections = [b["text"]["text"] for b in body["blocks"] if b["type"] == "section" and
                 "text" in b]
     assert all(len(text) <= 3000 for text in sections)
-    assert sections[0] == "z" * 3000  # cut, not refused
+    assert sections[0] == "z" * 2999 + "…"  # cut, not refused, and the cut shows
+    assert sections[-1] == "*Last ping body*\n```…" + "y" * 499 + "```"  # its tail
+    assert len(body["text"]) == 3000 and body["text"].endswith("z…")
 
 
 @pytest.mark.parametrize("severity,emoji", [
@@ -165,6 +170,18 @@ def test_slack_shows_the_severity(project, incident, opened, severity, emoji):
     body = json.loads(slack.build_request(channel(project, "slack", url="https://h.test/x"),
                                           IncidentEvent.objects.get(pk=opened.pk)).body)
     assert body["blocks"][0]["text"]["text"] == f"{emoji} Incident opened: Nightly backup"
+
+
+def test_slack_test_notification(test_notice):
+    ch, notice = test_notice("slack", url="https://hooks.slack.test/x")
+    assert json.loads(slack.build_notice(ch, notice).body) == {
+        "text": f"CronRadar: {TEST_TEXT}",
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "emoji": True,
+                                        "text": ":white_check_mark: CronRadar test notification"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": TEST_TEXT}},
+            {"type": "context", "elements": [{"type": "mrkdwn",
+                                              "text": f"<{channel_page(ch)}|Channel>"}]}]}
 
 
 def test_slack_channel_notice(project, failing):
