@@ -4,11 +4,13 @@ owners, when a channel has failed for CRONRADAR_CHANNEL_FAILING_AFTER or a deliv
 failed for good; one ``channel.recovered`` when it delivers again; never more per
 failure period, whoever runs the tick. Time is the controlled ``NOW``."""
 import json
+import threading
 
 import httpx
 import pytest
 import respx
 from django.core import mail
+from django.db import connections
 
 from alerts import channels, health
 from alerts.models import Channel, Delivery, IncidentEvent
@@ -195,3 +197,28 @@ def test_a_failure_is_claimed_once_by_the_tick_or_a_dead_letter(broken):
     assert health.announce_recovered(a.pk, NOW, NOW + s(700)) is None
     assert list(IncidentEvent.objects.values_list("kind", flat=True)) == [
         "channel.failing", "channel.recovered"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_evaluators_ticking_at_the_same_moment_announce_it_once(broken):
+    a, b = broken
+    Channel.objects.filter(pk=a.pk).update(failing_since=NOW, failing_check_at=NOW + s(600),
+                                           last_error="HTTP 500: boom")
+    start, announced = threading.Barrier(2), []
+
+    def evaluator_tick():
+        try:
+            start.wait(5)
+            announced.append(health.check_due(NOW + s(600)))
+        finally:
+            connections.close_all()
+
+    ticks = [threading.Thread(target=evaluator_tick) for _ in range(2)]
+    for t in ticks:
+        t.start()
+    for t in ticks:
+        t.join(30)
+    assert sorted(announced) == [0, 1]
+    [failing] = IncidentEvent.objects.filter(kind="channel.failing")
+    assert sorted(Delivery.objects.filter(event=failing).values_list("channel__kind", flat=True)
+                  ) == ["email", "webhook"]
