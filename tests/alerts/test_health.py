@@ -5,6 +5,7 @@ failed for good; one ``channel.recovered`` when it delivers again; never more pe
 failure period, whoever runs the tick. Time is the controlled ``NOW``."""
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -204,21 +205,17 @@ def test_two_evaluators_ticking_at_the_same_moment_announce_it_once(broken):
     a, b = broken
     Channel.objects.filter(pk=a.pk).update(failing_since=NOW, failing_check_at=NOW + s(600),
                                            last_error="HTTP 500: boom")
-    start, announced = threading.Barrier(2), []
+    start = threading.Barrier(2)
 
-    def evaluator_tick():
+    def evaluator_tick(_) -> int:
         try:
             start.wait(5)
-            announced.append(health.check_due(NOW + s(600)))
+            return health.check_due(NOW + s(600))
         finally:
             connections.close_all()
 
-    ticks = [threading.Thread(target=evaluator_tick) for _ in range(2)]
-    for t in ticks:
-        t.start()
-    for t in ticks:
-        t.join(30)
-    assert sorted(announced) == [0, 1]
+    with ThreadPoolExecutor(2) as evaluators:
+        assert sorted(evaluators.map(evaluator_tick, range(2))) == [0, 1]
     [failing] = IncidentEvent.objects.filter(kind="channel.failing")
     assert sorted(Delivery.objects.filter(event=failing).values_list("channel__kind", flat=True)
                   ) == ["email", "webhook"]
