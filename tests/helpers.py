@@ -1,9 +1,15 @@
 """Helpers test modules of more than one folder share (what one folder's tests
 share is in its conftest.py): API clients acting as a key or a person, runs for
-duration drift, settings read in a child process, and retention's small limits
-(``small``, an autouse fixture: a module that wants it imports it)."""
-from datetime import timedelta
+duration drift, settings read in a child process, retention's small limits
+(``small``, an autouse fixture: a module that wants it imports it), and Standard
+Webhooks' own verification of a signed webhook."""
+import base64
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from math import floor
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -91,3 +97,27 @@ def small(settings):
 def heartbeats(monitor, n, start=T0, step=timedelta(seconds=3)):
     for i in range(n):
         ingest(monitor.pk, PingInput("success"), start + i * step)
+
+
+# --- Standard Webhooks ------------------------------------------------------------------
+
+def spec_verify(signing_secret: str, headers: dict, body: bytes, now: datetime) -> dict:
+    """Standard Webhooks' own verification, as its reference library does it
+    (standard-webhooks/standard-webhooks, libraries/python/standardwebhooks/
+    webhooks.py, Webhook.verify): the key is the base64 after ``whsec_``; the
+    signed content ``{id}.{timestamp}.{body}``; ``v1,`` signatures, space
+    separated, compared in constant time; 5 minutes' tolerance either way."""
+    key = base64.b64decode(signing_secret.removeprefix("whsec_") + "==")
+    headers = {k.lower(): v for k, v in headers.items()}
+    msg_id, stamp = headers["webhook-id"], headers["webhook-timestamp"]
+    sent = datetime.fromtimestamp(float(stamp), tz=UTC)
+    if sent < now - timedelta(minutes=5) or sent > now + timedelta(minutes=5):
+        raise ValueError("timestamp out of tolerance")
+    timestamp_str = str(floor(sent.timestamp()))
+    expected = hmac.new(key, f"{msg_id}.{timestamp_str}.{body.decode()}".encode(),
+                        hashlib.sha256).digest()
+    for versioned in headers["webhook-signature"].split(" "):
+        version, signature = versioned.split(",")
+        if version == "v1" and hmac.compare_digest(expected, base64.b64decode(signature)):
+            return json.loads(body)
+    raise ValueError("no matching signature")

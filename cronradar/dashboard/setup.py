@@ -35,7 +35,9 @@ from cronradar.dashboard.common import (
 )
 from monitors.models import Monitor
 
-CONFIG_FIELDS = sorted({f for m in KINDS.values() for f in m.CONFIG_SCHEMA["properties"]})
+# what the channel form asks for: every kind's config fields but the read-only ones
+CONFIG_FIELDS = sorted({f for m in KINDS.values() for f, spec in
+                        m.CONFIG_SCHEMA["properties"].items() if not spec.get("readOnly")})
 TIERS = 5  # tier rows on the policy form
 
 

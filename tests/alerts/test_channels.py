@@ -1,7 +1,9 @@
 """alerts.channels: the "send test notification" action."""
 import pytest
+from django.utils import timezone
 
 from alerts.models import Delivery, Incident, IncidentEvent
+from tests.helpers import spec_verify
 from tests.live import Receiver
 
 pytestmark = pytest.mark.django_db
@@ -24,6 +26,11 @@ def test_send_a_test_notification(api, project):
             "cronradar.test.v1", "test", notice.pk, None)
         assert b"cause" not in got.body
         assert body["links"] == {"channel_page": f"http://127.0.0.1:8000/channels/{ch['id']}/"}
+        # signed as every webhook, for the time it was sent
+        assert got.headers["webhook-id"] == str(notice.pk)
+        assert abs(int(got.headers["webhook-timestamp"]) - got.at) <= 1
+        assert spec_verify(ch["config"]["signing_secret"], got.headers, got.body,
+                           timezone.now())["event_id"] == notice.pk
         assert not Incident.objects.exists()  # no incident made up
         assert not Delivery.objects.exists()  # sent here, not by the delivery engine
         receiver.status = 500

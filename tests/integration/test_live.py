@@ -10,7 +10,7 @@ import resource
 import socket
 import threading
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -254,6 +254,62 @@ def test_a_two_tier_policy_end_to_end(api, receiver):
             "incident.escalated", "incident.acknowledged", "incident.resolved"]
     finally:
         second.close()
+
+
+def test_a_notification_of_each_kind_links_the_dashboard_and_carries_the_body_tail(
+        service, api, receiver):
+    """A real failure on `serve` notifies a channel of every kind at a local
+    receiver: each links the incident's and the monitor's dashboard pages (no API
+    URL but in the webhook body) and carries the last ping body's marked tail; the
+    webhook verifies by Standard Webhooks' algorithm; the email (on the console)
+    links both pages."""
+    from tests.helpers import spec_verify
+
+    configs = {
+        "webhook": {"url": f"{receiver.url}/hook"},
+        "slack": {"url": f"{receiver.url}/slack"},
+        "teams": {"url": f"{receiver.url}/teams"},
+        "discord": {"url": f"{receiver.url}/discord"},
+        "ntfy": {"url": f"{receiver.url}/ntfy/ops"},
+        "opsgenie": {"api_key": "K", "api_url": f"{receiver.url}/og"},
+        "pagerduty": {"routing_key": "R", "events_url": f"{receiver.url}/pd/v2/enqueue"},
+        "email": {"to": ["ops@example.com"]},
+    }
+    made = {}
+    for kind, config in configs.items():
+        resp = api.post("/channels/", json={"kind": kind, "name": kind, "config": config})
+        assert resp.status_code == 201, resp.text
+        made[kind] = resp.json()
+    m = api.post("/monitors/", json={"name": "backup", "kind": "interval", "period": 3600,
+                                     "grace": 60}).json()
+    body = "x" * 650 + "disk full at /var"
+    assert httpx.post(m["ping_url"] + "/fail", content=body.encode()).status_code == 200
+    paths = {"/hook": "webhook", "/slack": "slack", "/teams": "teams",
+             "/discord?wait=true": "discord", "/ntfy/": "ntfy", "/og/v2/alerts": "opsgenie",
+             "/pd/v2/enqueue": "pagerduty"}
+    for path in paths:
+        receiver.wait_for(lambda r, path=path: r.path == path, timeout=15)
+    got = {paths[r.path]: r for r in receiver.requests if r.path in paths}
+    hook = got["webhook"]
+    incident = hook.json()["incident"]["id"]
+    pages = [f"{service.url}/incidents/{incident}/", f"{service.url}/monitors/{m['id']}/"]
+    tail = "…" + body[-499:]
+    for kind, r in got.items():
+        text = r.body.decode()
+        assert all(page in text for page in pages), kind
+        assert tail in text, kind
+        assert ("/api/v1/" in text) == (kind == "webhook"), kind
+    assert hook.json()["context"]["links"]["incident"] == (
+        f"{service.url}/api/v1/incidents/{incident}/")
+    assert hook.headers["webhook-id"] == str(hook.json()["event_id"])
+    signed = spec_verify(made["webhook"]["config"]["signing_secret"], hook.headers, hook.body,
+                         datetime.fromtimestamp(hook.at, tz=UTC))
+    assert signed["incident"]["id"] == incident
+    end = time.time() + 10
+    while time.time() < end and pages[0] not in service.output():
+        time.sleep(0.1)
+    mail = service.output()
+    assert "To: ops@example.com" in mail and pages[0] in mail and pages[1] in mail
 
 
 def test_a_channel_answering_500_is_announced_once_and_its_recovery_once(tmp_path, receiver):

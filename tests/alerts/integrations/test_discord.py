@@ -9,6 +9,7 @@ from tests.alerts.integrations.conftest import (
     BROKEN_FACTS,
     FACTS,
     OPENED,
+    OUTAGE_TEXT,
     RECOVERED_TEXT,
     TEST_TEXT,
     channel,
@@ -74,6 +75,13 @@ def test_discord_test_notification(test_notice):
         "embeds": [{"title": "CronRadar test notification", "color": 0x2E7D32,
                     "description": f"{TEST_TEXT}\n\n[Channel]({channel_page(ch)})",
                     "fields": [], "footer": {"text": "CronRadar"}}]}
+
+
+def test_discord_outage_summary(project, outage_notice):
+    assert json.loads(discord.build_notice(channel(project, "discord", url="https://d.test/w"),
+                                           outage_notice).body)["embeds"] == [{
+        "title": "CronRadar was unreachable", "description": OUTAGE_TEXT, "color": 0x4A90D9,
+        "fields": [], "footer": {"text": "CronRadar"}}]
 
 
 def test_discord_channel_notice(project, recovered):

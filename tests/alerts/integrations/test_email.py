@@ -9,6 +9,7 @@ from tests.alerts.integrations.conftest import (
     FACTS,
     FAILING_TEXT,
     FAILING_TITLE,
+    OUTAGE_TEXT,
     TEST_TEXT,
     ack_link,
     channel,
@@ -58,6 +59,13 @@ def test_email_test_notification(test_notice):
         ("ops@example.com",), "[TEST] CronRadar test notification",
         f"{TEST_TEXT}\n\nChannel: {channel_page(ch)}",
         f'<p>{TEST_TEXT}</p><p><a href="{channel_page(ch)}">Channel</a></p>')
+
+
+def test_email_outage_summary(project, outage_notice):
+    message = email.build_notice(channel(project, "email", to=["ops@example.com"]),
+                                 outage_notice)
+    assert (message.subject, message.text, message.html) == (
+        "[INFO] CronRadar was unreachable", OUTAGE_TEXT, f"<p>{OUTAGE_TEXT}</p>")
 
 
 def test_email_channel_notice(project, failing):

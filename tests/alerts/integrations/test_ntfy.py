@@ -9,6 +9,7 @@ from tests.alerts.integrations.conftest import (
     FAILING_TEXT,
     FAILING_TITLE,
     OPENED,
+    OUTAGE_TEXT,
     TEST_TEXT,
     ack_link,
     channel,
@@ -77,6 +78,12 @@ def test_ntfy_test_notification(test_notice):
     assert (req.url, json.loads(req.body)) == ("https://example.com/ntfy/", {
         "topic": "ops", "title": "CronRadar test notification", "message": TEST_TEXT,
         "priority": 2, "tags": ["white_check_mark"], "click": channel_page(ch)})
+
+
+def test_ntfy_outage_summary(project, outage_notice):
+    req = ntfy.build_notice(channel(project, "ntfy", url="https://ntfy.sh/t"), outage_notice)
+    assert json.loads(req.body) == {"topic": "t", "title": "CronRadar was unreachable",
+                                    "message": OUTAGE_TEXT, "priority": 2, "tags": ["warning"]}
 
 
 def test_ntfy_channel_notice_never_wakes_anyone(project, failing):

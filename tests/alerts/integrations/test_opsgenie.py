@@ -9,6 +9,7 @@ from tests.alerts.integrations.conftest import (
     DEDUP,
     FACTS,
     OPENED,
+    OUTAGE_TEXT,
     RECOVERED_TEXT,
     TEST_TEXT,
     ack_link,
@@ -83,6 +84,14 @@ def test_opsgenie_test_notification_and_its_close(test_notice):
     assert (close.url, json.loads(close.body)) == (
         f"https://api.opsgenie.com/v2/alerts/cronradar-test-{ch.pk}/close?identifierType=alias",
         {"source": "CronRadar", "user": "CronRadar", "note": "test notification"})
+
+
+def test_opsgenie_outage_summary(project, outage_notice):
+    req = opsgenie.build_notice(channel(project, "opsgenie", api_key="K"), outage_notice)
+    assert (req.url, json.loads(req.body)) == ("https://api.opsgenie.com/v2/alerts", {
+        "message": "CronRadar was unreachable",
+        "alias": f"cronradar-outage-{outage_notice.detail['impact']}",
+        "description": OUTAGE_TEXT, "priority": "P5", "source": "CronRadar"})
 
 
 def test_opsgenie_channel_notice_is_a_p5_alert(project, recovered):

@@ -13,6 +13,7 @@ from tests.alerts.integrations.conftest import (
     FAILING_TEXT,
     FAILING_TITLE,
     OPENED,
+    OUTAGE_TEXT,
     TEST_TEXT,
     ack_link,
     channel,
@@ -95,6 +96,15 @@ def test_teams_test_notification(test_notice):
         {"type": "TextBlock", "text": TEST_TEXT, "wrap": True},
         {"type": "FactSet", "facts": []}],
         [{"type": "Action.OpenUrl", "title": "Channel", "url": channel_page(ch)}])
+
+
+def test_teams_outage_summary(project, outage_notice):
+    content = json.loads(teams.build_notice(channel(project, "teams", url="https://x.test/w"),
+                                            outage_notice).body)["attachments"][0]["content"]
+    assert (content["body"][:2], content["actions"]) == ([
+        {"type": "TextBlock", "text": "CronRadar was unreachable", "weight": "Bolder",
+         "size": "Medium", "wrap": True},
+        {"type": "TextBlock", "text": OUTAGE_TEXT, "wrap": True}], [])
 
 
 

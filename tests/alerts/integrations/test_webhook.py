@@ -7,7 +7,6 @@ import json
 import subprocess
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from math import floor
 from pathlib import Path
 
 import httpx
@@ -29,6 +28,7 @@ from tests.alerts.integrations.conftest import (
     context,
 )
 from tests.conftest import send_due
+from tests.helpers import spec_verify
 
 
 def webhook_document(event, incident, event_name, occurred_at, resolved_at=None, resolution=""):
@@ -193,28 +193,6 @@ def test_webhook_escalated(project, incident, opened):
 
 
 # --- Standard Webhooks ------------------------------------------------------------------
-
-def spec_verify(signing_secret: str, headers: dict, body: bytes, now: datetime) -> dict:
-    """Standard Webhooks' own verification, as its reference library does it
-    (standard-webhooks/standard-webhooks, libraries/python/standardwebhooks/
-    webhooks.py, Webhook.verify): the key is the base64 after ``whsec_``; the
-    signed content ``{id}.{timestamp}.{body}``; ``v1,`` signatures, space
-    separated, compared in constant time; 5 minutes' tolerance either way."""
-    key = base64.b64decode(signing_secret.removeprefix("whsec_") + "==")
-    headers = {k.lower(): v for k, v in headers.items()}
-    msg_id, stamp = headers["webhook-id"], headers["webhook-timestamp"]
-    sent = datetime.fromtimestamp(float(stamp), tz=UTC)
-    if sent < now - timedelta(minutes=5) or sent > now + timedelta(minutes=5):
-        raise ValueError("timestamp out of tolerance")
-    timestamp_str = str(floor(sent.timestamp()))
-    expected = hmac.new(key, f"{msg_id}.{timestamp_str}.{body.decode()}".encode(),
-                        hashlib.sha256).digest()
-    for versioned in headers["webhook-signature"].split(" "):
-        version, signature = versioned.split(",")
-        if version == "v1" and hmac.compare_digest(expected, base64.b64decode(signature)):
-            return json.loads(body)
-    raise ValueError("no matching signature")
-
 
 SENT_AT = datetime(2025, 1, 1, 12, 0, 7, 600_000, tzinfo=UTC)
 

@@ -44,6 +44,16 @@ def test_setup_pages_create_through_the_api_rules(admin, world, project):
         assert admin.get(url).status_code == 200, url
 
 
+def test_the_channel_form_asks_for_api_url_and_never_for_the_read_only_signing_secret(
+        admin, project):
+    page = admin.get("/channels/").content.decode()
+    assert 'name="api_url"' in page and 'name="signing_secret"' not in page
+    admin.post("/channels/", {"kind": "opsgenie", "name": "og", "api_key": "K",
+                              "api_url": "https://og.example.com/proxy"})
+    assert Channel.objects.get(name="og").config == {
+        "api_key": "K", "region": "us", "api_url": "https://og.example.com/proxy"}
+
+
 def test_another_tenants_setup_pages_are_404(admin, project):
     """The isolation matrix, continued: policies, maintenance windows, API keys and
     members of another organisation are 404 to read and to change, and stay."""
