@@ -213,6 +213,13 @@ def channel_text(event) -> tuple[str, str]:
     return f"{CHANNEL_TITLES[event.kind]}: {name}", text
 
 
+def broken_channel_page(event) -> str:
+    """The dashboard page of the channel a ``channel.failing`` /
+    ``channel.recovered`` notice is about (its health and deliveries)."""
+    return (f"{settings.CRONRADAR_BASE_URL}"
+            f"{reverse('dashboard:channel', args=[channel_facts(event)['id']])}")
+
+
 def channel_fact_rows(event) -> list[tuple[str, str]]:
     """(name, value) pairs a channel notice shows: channel, failing since, last
     error, held."""

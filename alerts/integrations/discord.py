@@ -54,7 +54,8 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
     (green) notice."""
     title, text = common.channel_text(event)
     colour = COLOURS["warning"] if event.kind == "channel.failing" else RESOLVED_COLOUR
-    return _message(channel, title, text, common.channel_fact_rows(event), colour)
+    return _message(channel, title, text, common.channel_fact_rows(event), colour,
+                    links=f"[Channel]({common.broken_channel_page(event)})")
 
 
 def _message(channel, title, text, facts, colour, links: str = "", body: str = ""

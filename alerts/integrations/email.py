@@ -64,11 +64,11 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingEm
     """The message of a ``channel.failing`` / ``channel.recovered`` notice (also
     the one the organisation's admins get: :mod:`alerts.health`)."""
     title, text = common.channel_text(event)
-    rows = common.channel_fact_rows(event)
-    plain = "\n".join([text, "", *(f"{k}: {v}" for k, v in rows)])
+    rows, url = common.channel_fact_rows(event), common.broken_channel_page(event)
+    plain = "\n".join([text, "", *(f"{k}: {v}" for k, v in rows), "", f"Channel: {url}"])
     html = "".join([f"<p>{escape(text)}</p><table>", *(
         f"<tr><th align=left>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows),
-        "</table>"])
+        f'</table><p><a href="{escape(url)}">Channel</a></p>'])
     return _message(channel, f"[INFO] {title}", plain, html)
 
 

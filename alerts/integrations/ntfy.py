@@ -68,7 +68,8 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
     title, text = common.channel_text(event)
     tag = "warning" if event.kind == "channel.failing" else "white_check_mark"
     return _publish(channel, {"title": title, "message": common.cut(text, MESSAGE_MAX),
-                              "priority": 3, "tags": [tag]})
+                              "priority": 3, "tags": [tag],
+                              "click": common.broken_channel_page(event)})
 
 
 def _publish(channel, document) -> common.OutgoingRequest:

@@ -93,12 +93,14 @@ def _test_alias(channel) -> str:
 
 def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """A P5 (informational) alert of a ``channel.failing`` / ``channel.recovered``
-    notice, its alias the notice's event id."""
+    notice, its alias the notice's event id, the channel's dashboard page in its
+    details."""
     title, text = common.channel_text(event)
     return _post(channel, f"{_base(channel)}/v2/alerts", {
         "message": common.cut(title, MESSAGE_MAX), "alias": f"cronradar-notice-{event.pk}",
         "description": common.cut(text, DESCRIPTION_MAX), "priority": "P5",
-        "source": "CronRadar"})
+        "source": "CronRadar", "details": {"channel_page": common.broken_channel_page(event),
+                                           "event_id": str(event.pk)}})
 
 
 def _base(channel) -> str:

@@ -141,11 +141,12 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
     """The Change Event (never pages) of a ``channel.failing`` /
     ``channel.recovered`` notice: ``{"routing_key", "payload": {"summary",
     "source", "timestamp", "custom_details": {"event", "event_id", "channel",
-    "project"}}}``."""
+    "project"}}, "links"}`` (the channel's dashboard page)."""
     events_url = _events_url(channel)
     title, text = common.channel_text(event)
     document = {
         "routing_key": channel.config["routing_key"],
+        "links": [{"href": common.broken_channel_page(event), "text": "Channel"}],
         "payload": {
             "summary": common.cut(f"{title}. {text}", SUMMARY_MAX),
             "source": "cronradar",

@@ -98,11 +98,13 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
 
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The incoming-webhook POST of a notice of no incident: ``outage.summary`` or
-    ``test``. Raises ``ValueError`` for another kind.
-    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    ``test`` or ``channel.failing`` / ``channel.recovered`` (a link to that
+    channel's page). Raises ``ValueError`` for another kind."""
     if event.kind in common.CHANNEL_TITLES:
-        return _channel_notice(channel, event)
-    if event.kind == "outage.summary":
+        title, text = common.channel_text(event)
+        icon = ":warning:" if event.kind == "channel.failing" else ":white_check_mark:"
+        header, link = common.cut(f"{icon} {title}", HEADER_MAX), common.broken_channel_page(event)
+    elif event.kind == "outage.summary":
         header, text, link = f":warning: {common.OUTAGE_TITLE}", common.outage_text(event), None
     elif event.kind == "test":
         header, text = f":white_check_mark: {common.TEST_TITLE}", common.testing_text(channel)
@@ -118,23 +120,6 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
             {"type": "mrkdwn", "text": f"<{link}|Channel>"}]})
     return common.json_post(channel.config["url"],
                             {"text": _escape(f"CronRadar: {text}"), "blocks": blocks})
-
-
-def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
-    """The incoming-webhook POST of a ``channel.failing`` / ``channel.recovered``
-    notice: a header and the text."""
-    title, text = common.channel_text(event)
-    icon = ":warning:" if event.kind == "channel.failing" else ":white_check_mark:"
-    message = {
-        "text": _escape(f"CronRadar: {title}"),
-        "blocks": [
-            {"type": "header", "text": {"type": "plain_text", "emoji": True,
-                                        "text": common.cut(f"{icon} {title}", HEADER_MAX)}},
-            {"type": "section", "text": {"type": "mrkdwn",
-                                         "text": common.cut(_escape(text), SECTION_MAX)}},
-        ],
-    }
-    return common.json_post(channel.config["url"], message)
 
 
 CONFIG_SCHEMA = {"type": "object", "title": "slack", "required": ["url"],

@@ -50,7 +50,8 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
 def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The card POST of a ``channel.failing`` / ``channel.recovered`` notice."""
     title, text = common.channel_text(event)
-    return _card(channel, title, text, common.channel_fact_rows(event), [])
+    return _card(channel, title, text, common.channel_fact_rows(event), [
+        {"type": "Action.OpenUrl", "title": "Channel", "url": common.broken_channel_page(event)}])
 
 
 def _card(channel, title, text, facts, actions, body: str = "") -> common.OutgoingRequest:

@@ -83,7 +83,8 @@ another channel of the project keeps failing, or delivers again
                  "failing_since": "...",   // the first failed attempt of this failure
                  "last_error": "HTTP 500",
                  "held": 3},               // its notifications pending or being sent
-     "project": "acme"}
+     "project": "acme",
+     "links": {"channel_page": "https://cron.example.com/channels/5/"}}  // its dashboard page
 
 Timestamps are ISO-8601 UTC with a ``Z`` suffix. ``incident`` is the incident
 as it is when the request is built, so a late-delivered ``incident.opened`` may
@@ -193,6 +194,7 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
         "occurred_at": common.isoformat(event.at),
         "channel": common.channel_facts(event),
         "project": event.project.name,
+        "links": {"channel_page": common.broken_channel_page(event)},
     })
     return _signed(channel, event.kind, event.pk, body)
 

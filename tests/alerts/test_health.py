@@ -58,6 +58,7 @@ def broken(project):
 def notice(kind, event, channel, since, error, held, at):
     return {"schema": "cronradar.channel.v1", "event": kind, "event_id": event.pk,
             "occurred_at": at, "project": "acme",
+            "links": {"channel_page": f"http://127.0.0.1:8000/channels/{channel.pk}/"},
             "channel": {"id": channel.pk, "name": "Ops hook", "kind": "webhook",
                         "failing_since": since, "last_error": error, "held": held}}
 

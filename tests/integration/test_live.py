@@ -332,6 +332,8 @@ def test_a_channel_answering_500_is_announced_once_and_its_recovery_once(tmp_pat
         assert (channel["id"], channel["name"], channel["kind"], channel["held"]) == (
             bad["id"], "broken", "webhook", 1)
         assert channel["last_error"] == "HTTP 500: ok"
+        assert failing.json()["links"] == {"channel_page": f"{service.url}/channels/{bad['id']}/"}
+        assert httpx.get(failing.json()["links"]["channel_page"]).status_code in (200, 302)
         broken.status = 200
         recovered = receiver.wait_for(lambda r: r.json()["event"] == "channel.recovered",
                                       timeout=20)

@@ -198,3 +198,4 @@ def failing(project):
 def recovered(project):
     return IncidentEvent.objects.create(kind="channel.recovered", project=project,
                                         at=RESOLVED, detail={"channel": BROKEN})
+BROKEN_PAGE = f"{BASE}/channels/9/"  # the dashboard page of BROKEN

@@ -7,6 +7,7 @@ from alerts.integrations import discord
 from monitors.models import Ping
 from tests.alerts.integrations.conftest import (
     BROKEN_FACTS,
+    BROKEN_PAGE,
     FACTS,
     OPENED,
     OUTAGE_TEXT,
@@ -89,7 +90,8 @@ def test_discord_channel_notice(project, recovered):
                                recovered)
     assert json.loads(req.body) == {
         "content": "Channel recovered: Ops hook", "allowed_mentions": {"parse": []},
-        "embeds": [{"title": "Channel recovered: Ops hook", "description": RECOVERED_TEXT,
+        "embeds": [{"title": "Channel recovered: Ops hook",
+                    "description": f"{RECOVERED_TEXT}\n\n[Channel]({BROKEN_PAGE})",
                     "color": discord.RESOLVED_COLOUR, "footer": {"text": "CronRadar"},
                     "fields": [{"name": k, "value": v, "inline": True}
                                for k, v in BROKEN_FACTS]}]}

@@ -6,6 +6,7 @@ import pytest
 from alerts.integrations import ntfy
 from alerts.models import IncidentEvent
 from tests.alerts.integrations.conftest import (
+    BROKEN_PAGE,
     FAILING_TEXT,
     FAILING_TITLE,
     OPENED,
@@ -90,4 +91,4 @@ def test_ntfy_channel_notice_never_wakes_anyone(project, failing):
     req = ntfy.build_notice(channel(project, "ntfy", url="https://ntfy.test/ops"), failing)
     assert (req.url, json.loads(req.body)) == ("https://ntfy.test/", {
         "topic": "ops", "title": FAILING_TITLE, "message": FAILING_TEXT, "priority": 3,
-        "tags": ["warning"]})
+        "tags": ["warning"], "click": BROKEN_PAGE})

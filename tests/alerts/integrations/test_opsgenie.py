@@ -6,6 +6,7 @@ import pytest
 from alerts.integrations import opsgenie
 from alerts.models import IncidentEvent
 from tests.alerts.integrations.conftest import (
+    BROKEN_PAGE,
     DEDUP,
     FACTS,
     OPENED,
@@ -100,4 +101,5 @@ def test_opsgenie_channel_notice_is_a_p5_alert(project, recovered):
                                                        "GenieKey K")
     assert json.loads(req.body) == {
         "message": "Channel recovered: Ops hook", "alias": f"cronradar-notice-{recovered.pk}",
-        "description": RECOVERED_TEXT, "priority": "P5", "source": "CronRadar"}
+        "description": RECOVERED_TEXT, "priority": "P5", "source": "CronRadar",
+        "details": {"channel_page": BROKEN_PAGE, "event_id": str(recovered.pk)}}

@@ -9,6 +9,7 @@ from alerts.models import Channel, Incident, IncidentEvent
 from tests.alerts.integrations.conftest import (
     BASE,
     BROKEN,
+    BROKEN_PAGE,
     DEDUP,
     FAILING_TEXT,
     FAILING_TITLE,
@@ -195,9 +196,11 @@ def test_pagerduty_channel_notice_is_a_change_event(project, failing):
     req = pagerduty.build_notice(channel(project, "pagerduty", routing_key="R"), failing)
     assert req == OutgoingRequest(
         url="https://events.pagerduty.com/v2/change/enqueue",
-        body=canonical({"routing_key": "R", "payload": {
-            "summary": f"{FAILING_TITLE}. {FAILING_TEXT}", "source": "cronradar",
-            "timestamp": "2025-01-01T12:03:00Z",
-            "custom_details": {"event": "channel.failing", "event_id": failing.pk,
-                               "channel": BROKEN, "project": "acme"}}}),
+        body=canonical({
+            "routing_key": "R", "links": [{"href": BROKEN_PAGE, "text": "Channel"}],
+            "payload": {
+                "summary": f"{FAILING_TITLE}. {FAILING_TEXT}", "source": "cronradar",
+                "timestamp": "2025-01-01T12:03:00Z",
+                "custom_details": {"event": "channel.failing", "event_id": failing.pk,
+                                   "channel": BROKEN, "project": "acme"}}}),
         headers=JSON_HEADERS)

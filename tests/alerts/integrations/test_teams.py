@@ -9,6 +9,7 @@ from alerts.models import Incident, IncidentEvent
 from monitors.models import Ping
 from tests.alerts.integrations.conftest import (
     BROKEN_FACTS,
+    BROKEN_PAGE,
     FACTS,
     FAILING_TEXT,
     FAILING_TITLE,
@@ -117,4 +118,5 @@ def test_teams_channel_notice(project, failing):
          "wrap": True},
         {"type": "TextBlock", "text": FAILING_TEXT, "wrap": True},
         {"type": "FactSet", "facts": [{"title": k, "value": v} for k, v in BROKEN_FACTS]}]
-    assert card["actions"] == []
+    assert card["actions"] == [{"type": "Action.OpenUrl", "title": "Channel",
+                                "url": BROKEN_PAGE}]

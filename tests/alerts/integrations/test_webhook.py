@@ -18,6 +18,7 @@ from alerts.integrations import OutgoingRequest, slack, webhook
 from alerts.models import Channel, Delivery, IncidentEvent
 from tests.alerts.integrations.conftest import (
     BROKEN,
+    BROKEN_PAGE,
     DEDUP,
     JSON_HEADERS,
     OPENED,
@@ -323,7 +324,8 @@ def test_webhook_channel_notice(project, notice, request):
                                event)
     body = canonical({
         "schema": "cronradar.channel.v1", "event": f"channel.{notice}", "event_id": event.pk,
-        "occurred_at": "2025-01-01T12:03:00Z", "channel": BROKEN, "project": "acme"})
+        "occurred_at": "2025-01-01T12:03:00Z", "channel": BROKEN, "project": "acme",
+        "links": {"channel_page": BROKEN_PAGE}})
     signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     assert req == OutgoingRequest(url="https://x.test/", body=body, headers={
         **JSON_HEADERS, "X-CronRadar-Event": f"channel.{notice}",
