@@ -12,13 +12,16 @@ found about one monitor; this module subscribes to them (``AlertsConfig.ready``)
 - a problem while an incident is open is counted on the incident's timeline
   event of that kind (not re-notified): a timeline has one event per kind, so it
   stays bounded however long the incident lasts; any other problem while a
-  ``slow`` incident is open also raises its cause and severity (:func:`_raise`,
-  event ``escalated``, notified);
+  ``slow``, ``skipped`` or ``double_launch`` incident is open (the lowest
+  precedence) also raises its cause and severity (:func:`_raise`, event
+  ``escalated``, notified);
 - ``recovered`` (a good run), ``paused`` and ``deleted`` resolve the open
   incident (event ``resolved``, resolution "a run succeeded", "monitor paused",
   "monitor deleted"), which notifies every channel that was notified of it
   (:func:`alerts.timeline.notified_channels`), whether or not it still belongs to
-  the monitor.
+  the monitor. Once slots were skipped, only a good run that started after them
+  resolves it; once a slot was launched twice, only a good run of a later slot
+  (:func:`_held`).
 
 The evaluator's tick takes the escalation steps due (:func:`escalate_due`) and
 ends quiet flapping (:func:`end_flapping`); a tier whose every notification failed
@@ -46,7 +49,7 @@ from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.reasons import Reason
 from alerts.timeline import alerting_of, deliver, notified_channels, notify, stamp, targets
 from core import sql
-from monitors.detections import CLOSING, PROBLEMS, Detection, Kind
+from monitors.detections import CLOSING, LOWEST, PROBLEMS, Detection, Kind
 from monitors.models import Monitor, Run
 
 log = logging.getLogger(__name__)
@@ -64,9 +67,9 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
     incident = open_incident(monitor)
     events: list[IncidentEvent] = []
     for d in detections:
-        if d.kind == Kind.RECOVERED and incident is not None and not _streak(
-                monitor, good=True):
-            continue  # not enough good runs in a row yet
+        if d.kind == Kind.RECOVERED and incident is not None and (
+                not _streak(monitor, good=True) or _held(incident, d)):
+            continue  # not enough good runs in a row yet, or not a run that makes good
         if d.kind in CLOSING:
             if incident is not None:
                 detail = d.detail if d.kind == Kind.RECOVERED else {"reason": d.message}
@@ -88,7 +91,7 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
             notify(ev, opening.channels)
         else:
             ev = _repeat(incident, d)
-            if incident.cause == Kind.SLOW and d.kind != Kind.SLOW and _streak(
+            if incident.cause in LOWEST and d.kind not in LOWEST and _streak(
                     monitor, good=False):  # as it would open an incident
                 events.append(ev)
                 ev = _raise(monitor, incident, d)
@@ -183,13 +186,13 @@ def open_many(found: list) -> list:
     return rest
 
 
-GOOD, BAD = ("succeeded",), ("failed", "missed", "stuck")
+GOOD, BAD = ("succeeded",), ("failed", "missed", "skipped", "stuck")
 
 
 def _streak(monitor, good: bool) -> bool:
     """Whether ``monitor``'s latest runs reach its recovery (``good``) or failure
     threshold: that many finished runs in a row, newest first, all succeeded (all
-    failed, missed or stuck). A threshold of 1 needs no look at the history."""
+    failed, missed, skipped or stuck). A threshold of 1 needs no look at the history."""
     alerting = alerting_of(monitor)
     n = alerting.recovery_threshold if good else alerting.failure_threshold
     if n <= 1:
@@ -197,6 +200,31 @@ def _streak(monitor, good: bool) -> bool:
     latest = list(Run.objects.filter(monitor=monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
                   .order_by("-pk").values_list("outcome", flat=True)[:n])
     return len(latest) == n and all(o in (GOOD if good else BAD) for o in latest)
+
+
+HOLDING = (Kind.SKIPPED, Kind.DOUBLE_LAUNCH)  # their incidents resolve as _held says
+
+
+def _held(incident: Incident, d: Detection) -> bool:
+    """Whether the good run of ``d`` (a ``recovered`` detection: its ``slot`` and
+    ``first_ping``) leaves ``incident`` open. Once slots were ``skipped``, only a
+    run whose first ping came after the last of them makes good (the long run that
+    held them up does not); once a slot was launched twice (``double_launch``),
+    only a run of a later slot. Read from the incident's ``opened`` event (its
+    cause) and its events of those kinds (each holds its latest detection's
+    detail): one query."""
+    first_ping, slot = (datetime.fromisoformat(d.detail[k]) if d.detail.get(k) else None
+                        for k in ("first_ping", "slot"))
+    for kind, detail in incident.events.filter(
+            kind__in=(IncidentEvent.Kind.OPENED, *HOLDING)).values_list("kind", "detail"):
+        kind = detail.get("cause") if kind == IncidentEvent.Kind.OPENED else kind
+        if kind == Kind.SKIPPED and (
+                first_ping is None or first_ping <= datetime.fromisoformat(detail["last_slot"])):
+            return True
+        if kind == Kind.DOUBLE_LAUNCH and (
+                slot is None or slot <= datetime.fromisoformat(detail["slot"])):
+            return True
+    return False
 
 
 # Read by ping ingest with the monitor (monitors.detections.subscribe): whether an
@@ -220,12 +248,14 @@ def open_incident(monitor) -> Incident | None:
     return found[0] if found else None
 
 
-WARNING_CAUSES = frozenset({Kind.OVERLAP, Kind.TOO_FAST, Kind.SLOW})
+WARNING_CAUSES = frozenset({Kind.OVERLAP, Kind.TOO_FAST, Kind.SLOW, Kind.SKIPPED,
+                            Kind.DOUBLE_LAUNCH})
 
 
 def severity(monitor, cause: str) -> str:
     """The severity an incident of ``monitor`` opens with: the monitor's, or from
-    its cause (``warning`` for overlap, too_fast and slow, else ``critical``)."""
+    its cause (``warning`` for overlap, too_fast, slow, skipped and double_launch,
+    else ``critical``)."""
     chosen = alerting_of(monitor).severity
     return chosen or (Alerting.Severity.WARNING if cause in WARNING_CAUSES
                       else Alerting.Severity.CRITICAL)
@@ -294,8 +324,9 @@ def _resolve(incident: Incident, at: datetime, message: str, detail: dict) -> In
 
 
 def _raise(monitor, incident: Incident, d: Detection) -> IncidentEvent:
-    """Another problem ``d`` while ``incident`` is open for ``slow`` (the lowest
-    precedence): its cause becomes ``d``'s kind and its severity that cause's
+    """Another problem ``d`` while ``incident`` is open for ``slow``, ``skipped`` or
+    ``double_launch`` (the lowest precedence, :data:`monitors.detections.LOWEST`): its
+    cause becomes ``d``'s kind and its severity that cause's
     (:func:`severity`), recorded as an ``escalated`` event (step ``raised``), which
     is sent to every channel holding the incident open (PagerDuty: a new trigger
     with the same dedup_key and the new severity), acknowledged or not, unless a
@@ -440,6 +471,8 @@ def _detail(d: Detection, **extra) -> dict:
     detail = {**d.detail, **extra}
     if d.kind == Kind.MISSED:
         detail.setdefault("missed_count", d.count)
+    elif d.kind == Kind.SKIPPED:
+        detail.setdefault("skipped_count", d.count)
     return detail
 
 

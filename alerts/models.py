@@ -141,10 +141,11 @@ class Alerting(models.Model):
     tiers are notified instead (:mod:`alerts.escalation`). ``urgency`` ``low``:
     the first tier only, as PagerDuty's low urgency. ``severity``: what the
     integrations are told (empty: from the cause, ``critical`` for missed, stuck,
-    deadline and failed, ``warning`` for overlap, too_fast and slow). ``renotify``: an
+    deadline and failed, ``warning`` for overlap, too_fast, slow, skipped and
+    double_launch). ``renotify``: an
     open, unacknowledged incident is sent again this often to the last tier
     reached (or the channels). ``failure_threshold`` / ``recovery_threshold``:
-    consecutive bad runs (failed, missed or stuck; read from the run history)
+    consecutive bad runs (failed, missed, skipped or stuck; read from the run history)
     before an incident opens, good runs before it resolves. A monitor without a
     row has the defaults.
     """
@@ -189,8 +190,9 @@ class Incident(models.Model):
     (-1: none yet) in round ``round`` (0 = the first pass), ``renotified`` how
     many times it was sent again, ``next_escalation_at`` (indexed) when the
     evaluator's tick must take the next step (None: nothing left, acknowledged
-    or resolved). ``severity`` is fixed when it opens, but for a ``slow`` incident:
-    another problem raises its ``cause`` and ``severity`` (:func:`alerts.incidents._raise`).
+    or resolved). ``severity`` is fixed when it opens, but for a ``slow``, ``skipped``
+    or ``double_launch`` incident: another problem raises its ``cause`` and
+    ``severity`` (:func:`alerts.incidents._raise`).
     """
 
     # The problems of monitors.detections, one vocabulary.
@@ -198,7 +200,7 @@ class Incident(models.Model):
 
     monitor = models.ForeignKey("monitors.Monitor", on_delete=models.CASCADE,
                                 related_name="incidents")
-    cause = models.CharField(max_length=10, choices=Cause.choices)
+    cause = models.CharField(max_length=16, choices=Cause.choices)
     summary = models.CharField(max_length=500)
     dedup_key = models.CharField(max_length=64, unique=True, default=uuid.uuid4)
     opened_at = models.DateTimeField()

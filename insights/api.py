@@ -42,15 +42,15 @@ def observed_runs(monitor: Monitor, limit: int) -> tuple[list[int], int, int]:
 
 
 def missed_streak(monitor: Monitor, limit: int) -> int:
-    """Consecutive newest slots written off (``missed`` or ``unknown``), newest by
-    slot (else start, else end), counted up to ``limit``."""
+    """Consecutive newest slots missed or ``unknown`` (an outage; a ``skipped`` slot
+    is not one), newest by slot (else start, else end), counted up to ``limit``."""
     at = Coalesce("slot_at", "started_at", "ended_at")
     outcomes = (Run.objects.filter(monitor=monitor).annotate(at=at)
                 .order_by(F("at").desc(nulls_last=True), "-pk")
                 .values_list("outcome", flat=True)[:limit])
     streak = 0
     for outcome in outcomes:
-        if outcome not in Run.WRITTEN_OFF:
+        if outcome not in (Run.Outcome.MISSED, Run.Outcome.UNKNOWN):
             break
         streak += 1
     return streak
@@ -304,6 +304,11 @@ class StatsSerializer(serializers.Serializer):
     overlaps = serializers.IntegerField(help_text="runs that started while an earlier run "
                                                   "was open")
     missed = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="slots skipped under concurrency forbid: "
+                                                 "an earlier run was still open")
+    double_launches = serializers.IntegerField(help_text="runs started for a slot that had "
+                                                         "another run open, a succeeded run "
+                                                         "or max_attempts runs already")
     late_start = LateStartSerializer()
 
 
@@ -339,7 +344,7 @@ class MonitorStats(generics.GenericAPIView):
                     {"runs": [f"must be an integer from 1 to {stats.MAX_RUNS}"]})
             runs = int(raw)
         rows, limited = stats.select_runs(monitor, runs, since, until)
-        figures = stats.summarize(rows)
+        figures = stats.summarize(rows, monitor.max_attempts)
         data = {"monitor": monitor.pk, "selection": {"runs": runs, "since": since,
                                                      "until": until, "limited": limited},
                 **vars(figures)}

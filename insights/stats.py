@@ -19,8 +19,8 @@ Units and definitions (docs/analytics.md, "Run statistics", says the same):
   end or is still open has none).
 - **success rate**: succeeded / judged, where judged = succeeded + failed +
   stuck + missed (the outcomes the failure threshold counts as good or bad).
-  ``running``, ``replaced`` (cut short by ``concurrency: replace``) and
-  ``unknown`` (CronRadar could not receive pings) runs are left out. Rounded to
+  ``running``, ``replaced`` (cut short by ``concurrency: replace``), ``skipped``
+  and ``unknown`` (CronRadar could not receive pings) runs are left out. Rounded to
   4 decimals; null when no run was judged.
 - **failures by exit status**: the ``failed`` runs per exit status (keys are the
   status as a string, "none" for a ``/fail`` ping without one).
@@ -34,6 +34,14 @@ Units and definitions (docs/analytics.md, "Run statistics", says the same):
   a histogram over :data:`LATE_EDGES`.
 - **missed**: runs whose outcome is ``missed`` (a late run that took over its
   slot's row is not missed).
+- **skipped**: runs whose outcome is ``skipped`` (``concurrency: forbid``: no run
+  started for the slot while an earlier run was still open; a late run that took
+  over the row is not skipped). Not in judged, like the double launches.
+- **double launches**: runs with a start that started for a slot (the same
+  ``slot_at``) that already had another run still open at that start (not ended,
+  or ended after it), or a run that had succeeded (ended at or before it), or
+  ``max_attempts`` runs already (runs of the slot in order of first ping, a lower
+  id first). Only the selected runs are compared.
 """
 from __future__ import annotations
 
@@ -52,7 +60,9 @@ MAX_RUNS = 10000  # the most runs one stats answer covers
 # Late-start histogram bucket edges, seconds: [None, 0), [0, 10), …, [3600, None).
 LATE_EDGES = (0, 10, 30, 60, 300, 900, 3600)
 JUDGED = ("succeeded", "failed", "stuck", "missed")
-OUTCOMES = ("running", "succeeded", "failed", "stuck", "replaced", "missed", "unknown")
+WRITTEN_OFF = ("missed", "skipped", "unknown")  # slots without a run
+OUTCOMES = ("running", "succeeded", "failed", "stuck", "replaced", "missed", "skipped",
+            "unknown")
 
 
 class RunRow(NamedTuple):
@@ -103,7 +113,7 @@ class RunStats:
     zeros included). duration, late_start: in whole seconds. judged, succeeded:
     the success rate's denominator and numerator; success_rate: 0-1, 4 decimals,
     or None. failures_by_exit_status: {"<status>" or "none": failed runs}, by
-    status, "none" last. overlaps, missed: run counts.
+    status, "none" last. overlaps, missed, skipped, double_launches: run counts.
     """
 
     runs: int
@@ -115,6 +125,8 @@ class RunStats:
     failures_by_exit_status: dict[str, int]
     overlaps: int
     missed: int
+    skipped: int
+    double_launches: int
     late_start: LateStart
 
 
@@ -152,6 +164,28 @@ def overlaps(runs: Iterable) -> int:
     return count
 
 
+def double_launches(runs: Iterable, max_attempts: int = 1) -> int:
+    """How many of ``runs`` with a start are double launches of their slot (module
+    docstring): the slot's runs in order of first ping, each start held against
+    the ones before it."""
+    by_slot: dict[datetime, list] = {}
+    for r in runs:
+        if r.slot_at is not None and r.outcome not in WRITTEN_OFF:
+            by_slot.setdefault(r.slot_at, []).append(r)
+    count = 0
+    for slot_runs in by_slot.values():
+        slot_runs.sort(key=lambda r: (r.started_at or r.ended_at, r.pk))
+        for i, r in enumerate(slot_runs):
+            if r.started_at is None:
+                continue
+            before = slot_runs[:i]
+            if i >= max_attempts or any(
+                    b.ended_at is None or b.ended_at > r.started_at
+                    or b.outcome == "succeeded" for b in before):
+                count += 1
+    return count
+
+
 def late_start(run) -> timedelta | None:
     """First ping minus slot (``started_at``, else ``ended_at``); None without a
     slot or a ping."""
@@ -161,8 +195,9 @@ def late_start(run) -> timedelta | None:
     return first - run.slot_at
 
 
-def summarize(runs: Sequence) -> RunStats:
-    """The :class:`RunStats` of ``runs`` (any order; :class:`RunRow` or ``Run``)."""
+def summarize(runs: Sequence, max_attempts: int = 1) -> RunStats:
+    """The :class:`RunStats` of ``runs`` (any order; :class:`RunRow` or ``Run``) of a
+    monitor whose slots may take ``max_attempts`` runs."""
     outcomes = Counter(r.outcome for r in runs)
     durations = [seconds(r.ended_at - r.started_at) for r in runs
                  if r.started_at is not None and r.ended_at is not None]
@@ -184,6 +219,8 @@ def summarize(runs: Sequence) -> RunStats:
         failures_by_exit_status=failures,
         overlaps=overlaps(runs),
         missed=outcomes["missed"],
+        skipped=outcomes["skipped"],
+        double_launches=double_launches(runs, max_attempts),
         late_start=LateStart(**vars(late_spread), histogram=histogram(late)),
     )
 

@@ -10,8 +10,12 @@ detection. No Django imports here.
 :class:`Kind` is the one list of detection kinds. ``PROBLEMS`` are the kinds that
 open or extend an incident (the alerting side builds its incident causes and
 timeline event kinds from them); ``RECOVERED``, ``PAUSED`` and ``DELETED`` close
-one, for a good run, a pause and a deletion. ``SLOW`` has the lowest precedence:
-any other problem raises an open ``slow`` incident's cause (:mod:`alerts.incidents`).
+one, for a good run, a pause and a deletion. ``LOWEST`` (``slow``, ``skipped``,
+``double_launch``) have the lowest precedence: any other problem raises an open
+incident of one of them to its own cause (:mod:`alerts.incidents`).
+
+``skipped`` and ``double_launch`` detections are coded: ``detail["code"]`` is a
+:class:`Code`, and the message is made from it (:func:`sentence`).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from zoneinfo import ZoneInfo
 
 
 class Kind(StrEnum):
@@ -29,14 +34,76 @@ class Kind(StrEnum):
     OVERLAP = "overlap"  # a start while a run is open, under concurrency forbid
     TOO_FAST = "too_fast"  # a success sooner than min_runtime
     SLOW = "slow"  # a success much longer than usual (slow_factor x the recent p95)
+    SKIPPED = "skipped"  # concurrency forbid: a slot came due while an earlier run was open
+    DOUBLE_LAUNCH = "double_launch"  # a second run of one cron slot (or more than max_attempts)
     RECOVERED = "recovered"  # a run succeeded
     PAUSED = "paused"  # the monitor was paused
     DELETED = "deleted"  # the monitor was deleted
 
 
 PROBLEMS = (Kind.MISSED, Kind.STUCK, Kind.DEADLINE, Kind.FAILED, Kind.OVERLAP, Kind.TOO_FAST,
-            Kind.SLOW)
+            Kind.SLOW, Kind.SKIPPED, Kind.DOUBLE_LAUNCH)
 CLOSING = (Kind.RECOVERED, Kind.PAUSED, Kind.DELETED)
+# the lowest precedence: another problem raises an open incident of these
+LOWEST = (Kind.SLOW, Kind.SKIPPED, Kind.DOUBLE_LAUNCH)
+
+
+class Code(StrEnum):
+    """Why a ``skipped`` or ``double_launch`` detection was made (its
+    ``detail["code"]``), with the facts each sentence needs (:func:`sentence`)."""
+
+    STILL_RUNNING = "still_running"
+    """skipped: a run that started before the slot was still open at it (``count``:
+    slots skipped, ``slot``: the last of them, ``since``: when that run started)."""
+
+    OPEN_RUN = "open_run"
+    """double_launch: another run of the slot is still open (``attempt``: this
+    run's number in its slot, ``slot``, ``since``: when the open run started)."""
+
+    SUCCEEDED = "succeeded"
+    """double_launch: the slot already has a succeeded run (``attempt``, ``slot``,
+    ``at``: when that run succeeded)."""
+
+    ATTEMPTS = "attempts"
+    """double_launch: more runs than ``max_attempts`` (``attempt``, ``slot``,
+    ``max_attempts``)."""
+
+
+_SENTENCES = {
+    Code.STILL_RUNNING: "the {slot} run was skipped: the run that started at {since} was "
+                        "still running",
+    Code.OPEN_RUN: "run {attempt} of the {slot} slot started while its run that started at "
+                   "{since} was still open",
+    Code.SUCCEEDED: "run {attempt} of the {slot} slot started although the slot's run "
+                    "succeeded at {at}",
+    Code.ATTEMPTS: "run {attempt} of the {slot} slot started: more than max_attempts "
+                   "({max_attempts})",
+}
+_SKIPPED_MANY = ("{count} runs were skipped, the last the {slot} run: the run that started "
+                 "at {since} was still running")
+
+
+def sentence(code: Code, timezone: str, **facts) -> str:
+    """The message for ``code`` with its ``facts`` (the names :class:`Code`
+    documents); datetime facts are shown as clock times in ``timezone`` (an IANA
+    name: the monitor's), with the date when they fall on different days, and the
+    zone named after the sentence unless it is UTC. Raises KeyError when a fact is
+    missing."""
+    zone = ZoneInfo(timezone)
+    times = {k: v.astimezone(zone) for k, v in facts.items() if isinstance(v, datetime)}
+    dated = len({t.date() for t in times.values()}) > 1
+    shown = {k: _clock(t, dated) for k, t in times.items()}
+    many = code == Code.STILL_RUNNING and facts.get("count", 1) > 1
+    text = (_SKIPPED_MANY if many else _SENTENCES[code]).format(**{**facts, **shown})
+    if shown and timezone != "UTC":
+        text += f" ({timezone} time)"
+    return text
+
+
+def _clock(t: datetime, dated: bool) -> str:
+    """09:00, or 09:00:06 when the seconds are not zero; the date first if ``dated``."""
+    text = f"{t:%H:%M}" if t.second == 0 and t.microsecond == 0 else f"{t:%H:%M:%S}"
+    return f"{t:%Y-%m-%d} {text}" if dated else text
 
 
 @dataclass(frozen=True)
@@ -45,7 +112,7 @@ class Detection:
 
     kind: a :class:`Kind`. at: when it was detected (aware UTC). message: one
     human sentence for summaries and timelines. count: how many slots a
-    ``missed`` detection covers (1 otherwise). detail: JSON-able extras.
+    ``missed`` or ``skipped`` detection covers (1 otherwise). detail: JSON-able extras.
     """
 
     kind: Kind

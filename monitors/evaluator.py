@@ -12,9 +12,12 @@ transactions are serialized (``BEGIN IMMEDIATE``). In both cases the
 monitor already handled by the other evaluator is skipped and no detection (and
 so no notification) is produced twice.
 
-Slots whose grace ended while CronRadar's own ping endpoint was down are
-recorded ``unknown``, not ``missed`` (:mod:`monitors.liveness`); once such an
-outage has settled, ``outage_settled`` is sent for each affected project.
+Under ``concurrency: forbid``, a slot that came due while a run that started
+before it was still open, and got no run by slot + grace, is recorded
+``skipped`` (detection ``skipped``), not ``missed``. Slots whose grace ended
+while CronRadar's own ping endpoint was down are recorded ``unknown``, not
+``missed`` (:mod:`monitors.liveness`); once such an outage has settled,
+``outage_settled`` is sent for each affected project.
 
 :func:`edit` is the only way a monitor's settings change: it judges the monitor
 under the old settings, then under the new ones, at the moment of the edit, so
@@ -54,8 +57,9 @@ EVALUATION_RETRY, EVALUATION_RETRY_MAX = timedelta(minutes=1), timedelta(hours=1
 class Decision:
     """What one evaluation found: detections plus the state changes to write.
 
-    stuck_runs / deadline_runs: ids of runs to mark; missed_slots / unknown_slots:
-    slots to record as ``missed`` / ``unknown`` runs (the most recent ones);
+    stuck_runs / deadline_runs: ids of runs to mark; missed_slots / unknown_slots /
+    skipped_slots: slots to record as ``missed`` / ``unknown`` / ``skipped`` runs
+    (the most recent ones);
     unknown_by_outage: unknown slots per outage start (exact counts);
     next_expected_at: the monitor's new expected slot.
     """
@@ -65,20 +69,24 @@ class Decision:
     deadline_runs: list[int] = field(default_factory=list)
     missed_slots: list[datetime] = field(default_factory=list)
     unknown_slots: list[datetime] = field(default_factory=list)
+    skipped_slots: list[datetime] = field(default_factory=list)
     unknown_by_outage: dict[datetime, int] = field(default_factory=dict)
     next_expected_at: datetime | None = None
 
 
 def decide(monitor, runs, succeeded_slots: set, now: datetime,
-           alive: Liveness | None = None) -> Decision:
+           alive: Liveness | None = None, ended=()) -> Decision:
     """Pure decision for one monitor at ``now``.
 
     monitor: has the fields of :class:`Monitor`; runs: its pending runs (see
     :func:`monitors.runs.pending_runs`); succeeded_slots: slots that already have a
     succeeded run (a deadline is met when any run of the slot succeeded in time);
     alive: the web tier's liveness (default: always up). Slots whose grace ended
-    after ``alive.known_until`` wait for a later evaluation. Reads its arguments
-    only; :func:`apply_to_runs` applies the result to the runs.
+    after ``alive.known_until`` wait for a later evaluation. ended: under
+    ``concurrency: forbid``, the runs that ended after ``next_expected_at`` (with
+    the open ones of ``runs``, they tell which overdue slots were ``skipped``
+    rather than missed: :func:`slots.skipped`). Reads its arguments only;
+    :func:`apply_to_runs` applies the result to the runs.
     """
     d = Decision(next_expected_at=monitor.next_expected_at)
     met = set(succeeded_slots)  # a slot gets one deadline detection
@@ -91,15 +99,23 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
             d.missed_slots, d.unknown_slots = overdue.missed, overdue.unknown
             d.unknown_by_outage = overdue.unknown_by_outage
             d.next_expected_at = overdue.next_expected
-            count = overdue.missed_count
+            count, skip = overdue.missed_count, None
+            if monitor.concurrency == Monitor.Concurrency.FORBID:
+                skip = slots.skipped(monitor, overdue, [*runs, *ended], alive)
+                count -= skip.count
+                d.skipped_slots = [slot for slot, _ in skip.slots]
+                taken = set(d.skipped_slots)
+                d.missed_slots = [slot for slot in overdue.missed if slot not in taken]
             if count:
-                listed = overdue.missed or [monitor.next_expected_at]
+                listed = d.missed_slots or [monitor.next_expected_at]
                 what = "1 expected run did not start" if count == 1 else (
                     f"{count} expected runs did not start")
                 d.detections.append(Detection(
                     Kind.MISSED, now, f"{what} (grace {_secs(monitor.grace)})", count=count,
                     detail={"first_slot": listed[0].isoformat(),
                             "last_slot": listed[-1].isoformat()}))
+            if skip is not None and skip.count:
+                d.detections.append(_skipped(monitor, skip, now))
     for run in runs:
         if run.outcome == Run.Outcome.RUNNING and run.timeout_at and run.timeout_at <= now:
             d.stuck_runs.append(run.pk)
@@ -118,6 +134,20 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
                     detail={"run": run.pk, "slot": run.slot_at.isoformat()}))
                 met.add(run.slot_at)
     return d
+
+
+def _skipped(monitor, skip: slots.Skipped, now: datetime) -> Detection:
+    """The ``skipped`` detection of ``skip``'s slots (coded: ``detail["code"]``)."""
+    (first, _), (last, blocker) = skip.slots[0], skip.slots[-1]
+    code = detections.Code.STILL_RUNNING
+    return Detection(
+        Kind.SKIPPED, now,
+        detections.sentence(code, monitor.timezone, count=skip.count, slot=last,
+                            since=blocker.started_at),
+        count=skip.count,
+        detail={"code": code.value, "first_slot": first.isoformat(),
+                "last_slot": last.isoformat(), "running_since": blocker.started_at.isoformat(),
+                "blocking_run": blocker.pk})
 
 
 def apply_to_runs(d: Decision, runs) -> list[Run]:
@@ -176,8 +206,9 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
     """:func:`decide` for ``monitor`` (row locked) with its pending ``runs``, applied
     in memory: returns (decision, runs changed, written-off runs to insert as
     ``WRITTEN_OFF_FIELDS`` rows, by slot); the monitor's ``MONITOR_FIELDS`` are set
-    for the caller to write. Reads the succeeded slots a deadline needs and records
-    unknown slots (outages)."""
+    for the caller to write. Reads the succeeded slots a deadline needs, under
+    ``concurrency: forbid`` with a slot overdue the runs that ended after it
+    (``skipped`` or missed?), and records unknown slots (outages)."""
     # decide() only asks about the slots of runs whose deadline has come
     deadline_slots = [r.slot_at for r in runs
                       if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
@@ -186,11 +217,20 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
         done = set(Run.objects.filter(
             monitor=monitor, outcome=Run.Outcome.SUCCEEDED, slot_at__in=deadline_slots,
         ).values_list("slot_at", flat=True))
-    d = decide(monitor, runs, done, now, alive)
+    ended = []
+    first = monitor.next_expected_at
+    if (monitor.concurrency == Monitor.Concurrency.FORBID and not monitor.paused
+            and monitor.last_ping_at is not None and first is not None
+            and first + monitor.grace <= now):
+        # a slot is overdue: was a run open at it? (only then: a slot is written off
+        # anyway; the monitor's runs are few, retention keeps them so)
+        ended = list(Run.objects.filter(monitor=monitor, started_at__lt=now, ended_at__gt=first))
+    d = decide(monitor, runs, done, now, alive, ended)
     changed = apply_to_runs(d, runs)
     written_off = sorted(
         [(monitor.pk, s, Run.Outcome.MISSED, False) for s in d.missed_slots]
-        + [(monitor.pk, s, Run.Outcome.UNKNOWN, False) for s in d.unknown_slots],
+        + [(monitor.pk, s, Run.Outcome.UNKNOWN, False) for s in d.unknown_slots]
+        + [(monitor.pk, s, Run.Outcome.SKIPPED, False) for s in d.skipped_slots],
         key=lambda r: r[1])
     if d.unknown_by_outage:
         _count_unknown(monitor.project_id, d.unknown_by_outage, alive)
@@ -207,7 +247,9 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness
 def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int:
     """Evaluate the monitors of ``monitor_ids`` (at most a few hundred) that are
     still due, together: one transaction holding all their row locks, one query
-    for their pending runs, one statement each for the runs and monitors written
+    for their pending runs (and one for each ``forbid`` monitor with an overdue
+    slot: its runs that ended after it, see :func:`_judge`), one statement each
+    for the runs and monitors written
     (monitors with equal new values: one for all), and their detections applied
     as one batch (:func:`detections.emit_many`). Returns how many were
     evaluated. Deleted monitors, and every monitor of a batch in which anything

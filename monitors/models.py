@@ -149,13 +149,16 @@ class Run(models.Model):
         STUCK = "stuck"
         REPLACED = "replaced"
         MISSED = "missed"
+        # concurrency forbid: no run started for the slot because a run that began
+        # earlier was still open at it (judged at slot + grace, as missed is)
+        SKIPPED = "skipped"
         # the slot's grace ended while CronRadar's ping endpoint was down: we
         # cannot know whether the job ran (see monitors.liveness)
         UNKNOWN = "unknown"
 
     OPEN_OUTCOMES = (Outcome.RUNNING, Outcome.STUCK)
     # slots written off without a run; a late run takes such a row over
-    WRITTEN_OFF = (Outcome.MISSED, Outcome.UNKNOWN)
+    WRITTEN_OFF = (Outcome.MISSED, Outcome.UNKNOWN, Outcome.SKIPPED)
     objects = RunQuerySet.as_manager()
 
     # no index of its own: the indexes below lead with it (one on monitor alone
@@ -188,7 +191,7 @@ class Run(models.Model):
             models.Index(fields=["monitor"], name="run_open",
                          condition=Q(outcome__in=["running", "stuck"])),
             models.Index(fields=["monitor", "slot_at"], name="run_written_off_slot",
-                         condition=Q(outcome__in=["missed", "unknown"])),
+                         condition=Q(outcome__in=["missed", "unknown", "skipped"])),
             # a monitor's newest runs (retention keeps them; lists, statistics)
             models.Index(fields=["monitor", "-id"], name="run_monitor_latest"),
             # monitors.drift.slow reads a monitor's latest succeeded runs by end

@@ -3,7 +3,7 @@
 :func:`ingest` is the only writer for pings. In one transaction, holding the
 monitor's row lock, it stores the ping, opens/closes the run it belongs to,
 advances the monitor's expected slot, and emits detections (failed, overlap,
-too_fast, recovered; see :mod:`monitors.detections`).
+double_launch, too_fast, slow, recovered; see :mod:`monitors.detections`).
 
 Run pairing (documented in docs/pinging.md):
 
@@ -35,7 +35,7 @@ from django.db import (
 from accounts.models import Project
 from core import sql
 from monitors import detections, drift, schedule, slots
-from monitors.detections import Detection, Kind
+from monitors.detections import Code, Detection, Kind, sentence
 from monitors.models import Monitor, Ping, Run
 from monitors.runs import PENDING, RUNS, WITH_RID, WRITTEN_OFF, pending_runs, rearm
 
@@ -374,20 +374,26 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
            found: list, slot: datetime | None) -> tuple[Run, bool]:
     """The run a start ping opens, in memory (written by :func:`_write`; runs it
     replaces are written here): (run, duplicate). ``runs``: from
-    :func:`pending_runs` with the ping's rid and ``slot``."""
+    :func:`pending_runs` with the ping's rid and ``slot``. A second run of a cron
+    slot is a ``double_launch`` (:func:`double_launch`), which under ``forbid``
+    takes the place of the ``overlap``."""
     if ping.rid:
         existing = _with_rid(runs, ping.rid)
         if existing is not None:
             return existing, True
     open_runs = _open(runs)
-    if open_runs and monitor.concurrency == Monitor.Concurrency.FORBID:
+    slot_runs = _slot_runs(monitor, slot, runs)
+    launched = double_launch(slot_runs, monitor.max_attempts)
+    if launched is not None:  # under forbid, instead of the overlap
+        found.append(_double_launch(monitor, slot, len(slot_runs) + 1, launched, now))
+    elif open_runs and monitor.concurrency == Monitor.Concurrency.FORBID:
         found.append(Detection(
             Kind.OVERLAP, now,
             f"a run started while {len(open_runs)} earlier run(s) were still open "
             "(concurrency: forbid)",
             detail={"open_runs": [r.pk for r in open_runs]},
         ))
-    elif open_runs and monitor.concurrency == Monitor.Concurrency.REPLACE:
+    if open_runs and monitor.concurrency == Monitor.Concurrency.REPLACE:
         for r in open_runs:
             r.outcome, r.ended_at = Run.Outcome.REPLACED, now
         Run.objects.bulk_update(open_runs, ["outcome", "ended_at"])
@@ -397,6 +403,55 @@ def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
     run.timeout_at = now + monitor.max_runtime if monitor.max_runtime else None
     monitor.last_start_at = now
     return run, False
+
+
+def double_launch(slot_runs: list[Run], max_attempts: int) -> tuple[Code, Run | None] | None:
+    """Whether a run starting for a slot that already has ``slot_runs`` (its runs,
+    not a written-off row; oldest first) is a double launch: (why, the run it
+    concerns), else None. Another of them still open (``open_run``), one that
+    succeeded (``succeeded``), or more runs than ``max_attempts`` (``attempts``).
+    Pure: the caller finds the slot's runs, however the slot was chosen."""
+    still_open = [r for r in slot_runs if r.outcome in Run.OPEN_OUTCOMES and r.ended_at is None]
+    if still_open:
+        return Code.OPEN_RUN, still_open[-1]
+    succeeded = [r for r in slot_runs if r.outcome == Run.Outcome.SUCCEEDED]
+    if succeeded:
+        return Code.SUCCEEDED, succeeded[-1]
+    if len(slot_runs) + 1 > max_attempts:
+        return Code.ATTEMPTS, None
+    return None
+
+
+def _slot_runs(monitor: Monitor, slot: datetime | None, runs: list[Run],
+               claimed: frozenset[datetime] = frozenset()) -> list[Run]:
+    """The runs cron slot ``slot`` already has (oldest first), for
+    :func:`double_launch`. Nothing is read when the slot is the expected one or later
+    and not in ``claimed`` (slots before ``next_expected_at`` are accounted for, a
+    run or written off; from it on only the ``claimed`` ones, if a slot assignment
+    lets a run take a later slot first, have a run) or was written off (no run
+    started for it); else one query (a retry, a second run of a slot: not a plain
+    start). Interval monitors: none (each run makes its own slot)."""
+    if (monitor.kind != Monitor.Kind.CRON or slot is None or monitor.next_expected_at is None
+            or (slot >= monitor.next_expected_at and slot not in claimed)
+            or any(r.slot_at == slot and r.outcome in Run.WRITTEN_OFF for r in runs)):
+        return []
+    return list(Run.objects.filter(monitor=monitor, slot_at=slot)
+                .exclude(outcome__in=Run.WRITTEN_OFF).order_by("pk"))
+
+
+def _double_launch(monitor: Monitor, slot: datetime, attempt: int,
+                   launched: tuple[Code, Run | None], now: datetime) -> Detection:
+    """The ``double_launch`` detection of :func:`double_launch`'s answer (coded) for
+    run ``attempt`` (1-based) of ``slot``."""
+    code, other = launched
+    facts = {"attempt": attempt, "slot": slot, "max_attempts": monitor.max_attempts}
+    if code == Code.OPEN_RUN:
+        facts["since"] = other.started_at
+    elif code == Code.SUCCEEDED:
+        facts["at"] = other.ended_at
+    return Detection(Kind.DOUBLE_LAUNCH, now, sentence(code, monitor.timezone, **facts),
+                     detail={"code": code.value, "slot": slot.isoformat(), "attempt": attempt,
+                             **({"other_run": other.pk} if other is not None else {})})
 
 
 def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
@@ -439,9 +494,14 @@ def _judge(monitor: Monitor, ping: PingInput, run: Run, now: datetime) -> Detect
             f"run succeeded after {run.duration.total_seconds():.0f}s, "
             f"less than min_runtime {monitor.min_runtime.total_seconds():.0f}s",
             detail={"run": run.pk, "duration": run.duration.total_seconds()})
+    # slot and first ping: an incident of skipped slots or a double launch resolves
+    # only on a run that started after them (alerts.incidents)
+    first = run.started_at or run.ended_at
     # a run much slower than usual is a problem, not a recovery (slow_factor)
     return (drift.slow(monitor, run, now)
-            or Detection(Kind.RECOVERED, now, "a run succeeded", detail={"run": run.pk}))
+            or Detection(Kind.RECOVERED, now, "a run succeeded", detail={
+                "run": run.pk, "slot": run.slot_at.isoformat() if run.slot_at else None,
+                "first_ping": first.isoformat()}))
 
 
 def _status(ping: PingInput) -> str:

@@ -205,3 +205,58 @@ def status(monitor, now: datetime, *, running: bool, incident_open: bool) -> str
     if monitor.next_expected_at is not None and now > monitor.next_expected_at:
         return "late" if now < monitor.next_expected_at + monitor.grace else "down"
     return "up"
+
+
+@dataclass
+class Skipped:
+    """The overdue slots of a ``concurrency: forbid`` monitor that came due while a
+    run that started before them was still open.
+
+    slots: those of :attr:`Overdue.missed` (oldest first), each with the run open at
+    it (the earliest started); count: exact, however many slots there are.
+    """
+
+    slots: list[tuple[datetime, object]]
+    count: int
+
+
+def skipped(monitor, due: Overdue, runs, liveness=None,
+            claimed: frozenset[datetime] = frozenset()) -> Skipped:
+    """Which of ``due``'s missed slots were skipped: a run of ``runs`` (any with a
+    start; the caller passes the open ones and those that ended after the first
+    overdue slot) started before the slot and had not ended at it (ended after
+    it, or not at all). Slots recorded ``unknown`` (an outage of CronRadar's:
+    ``liveness``, as :func:`overdue` was given) stay unknown; ``claimed`` slots
+    (from ``next_expected_at`` on, with a run already) are not overdue at all.
+
+    Pure, like :func:`overdue`; exact counts by the same arithmetic."""
+    spans = sorted(((r.started_at, r.ended_at, r) for r in runs if r.started_at is not None),
+                   key=lambda span: (span[0], span[2].pk or 0))
+    listed = []
+    for slot in due.missed:
+        blocker = next((r for start, end, r in spans
+                        if start < slot and (end is None or end > slot)), None)
+        if blocker is not None:
+            listed.append((slot, blocker))
+    if not listed:
+        return Skipped([], 0)
+    first, grace = monitor.next_expected_at, monitor.grace
+    last = max(due.missed + due.unknown)
+    merged: list[list] = []  # open intervals (start, end or None: still open)
+    for start, end, _ in spans:
+        if merged and (merged[-1][1] is None or start < merged[-1][1]):
+            if merged[-1][1] is not None and (end is None or end > merged[-1][1]):
+                merged[-1][1] = end
+        else:
+            merged.append([start, end])
+    def count(lo: datetime, hi: datetime) -> int:
+        return _count(monitor, first, lo, hi) - sum(1 for c in claimed if lo <= c <= hi)
+
+    n = 0
+    for start, end in merged:
+        lo = max(first, start + _MICRO)
+        hi = last if end is None else min(last, end - _MICRO)
+        n += count(lo, hi)
+        for w in (liveness.windows if liveness else ()):  # those stay unknown
+            n -= count(max(lo, w.start - grace), hi if w.end is None else min(hi, w.end - grace))
+    return Skipped(listed, n)

@@ -13,12 +13,12 @@ every event of one incident into one alert. An outage summary is a Change Event
 replaced by ``/change/enqueue`` (developer docs, events-API-v2 "Send a Change Event");
 so is a ``channel.failing`` / ``channel.recovered`` notice.
 Severity is the incident's (the monitor's ``severity``, else ``critical`` for
-missed/stuck/deadline/failed and ``warning`` for overlap/too_fast/slow); a slow
-incident raised to another cause sends an ``escalated`` event: a new ``trigger``
-with the same ``dedup_key`` and the new severity and class. A trigger's
-``links`` are Acknowledge (signed, no login), the incident's and the monitor's
-dashboard pages; its ``custom_details`` carry the tail of the last ping's body
-(500 characters). PagerDuty
+missed/stuck/deadline/failed and ``warning`` for overlap/too_fast/slow/skipped/
+double_launch); a slow, skipped or double_launch incident raised to another cause
+sends an ``escalated`` event: a new ``trigger`` with the same ``dedup_key`` and
+the new severity and class. A trigger's ``links`` are Acknowledge (signed, no
+login), the incident's and the monitor's dashboard pages; its ``custom_details``
+carry the tail of the last ping's body (500 characters). PagerDuty
 answers 202 when it accepts an event, 400 for an invalid one and 429 when rate
 limiting.
 """

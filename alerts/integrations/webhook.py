@@ -32,6 +32,7 @@ Body (schema ``cronradar.incident.v1``; compact JSON, keys sorted, UTF-8)::
       "incident": {
         "id": 7,
         "cause": "missed",                  // missed|stuck|deadline|failed|overlap|too_fast|slow
+                                            // |skipped|double_launch
         "summary": "Nightly backup: no ping within 60s + 5s grace",
         "opened_at": "2025-01-01T12:00:05Z",
         "resolved_at": null,                // ISO-8601 once resolved

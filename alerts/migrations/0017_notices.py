@@ -61,7 +61,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0002_content_types'),
-        ('alerts', '0016_event_reason_codes'),
+        ('alerts', '0017_skipped_double_launch'),
     ]
 
     operations = [
@@ -78,7 +78,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='incidentevent',
             name='kind',
-            field=models.CharField(choices=[('opened', 'Opened'), ('missed', 'Missed'), ('stuck', 'Stuck'), ('deadline', 'Deadline'), ('failed', 'Failed'), ('overlap', 'Overlap'), ('too_fast', 'Too Fast'), ('slow', 'Slow'), ('escalated', 'Escalated'), ('renotified', 'Renotified'), ('acknowledged', 'Acknowledged'), ('resolved', 'Resolved'), ('channel_removed', 'Channel Removed'), ('stable', 'Stable'), ('outage.summary', 'Outage Summary'), ('test', 'Test'), ('channel.failing', 'Channel Failing'), ('channel.recovered', 'Channel Recovered')], max_length=24),
+            field=models.CharField(choices=[('opened', 'Opened'), ('missed', 'Missed'), ('stuck', 'Stuck'), ('deadline', 'Deadline'), ('failed', 'Failed'), ('overlap', 'Overlap'), ('too_fast', 'Too Fast'), ('slow', 'Slow'), ('skipped', 'Skipped'), ('double_launch', 'Double Launch'), ('escalated', 'Escalated'), ('renotified', 'Renotified'), ('acknowledged', 'Acknowledged'), ('resolved', 'Resolved'), ('channel_removed', 'Channel Removed'), ('stable', 'Stable'), ('outage.summary', 'Outage Summary'), ('test', 'Test'), ('channel.failing', 'Channel Failing'), ('channel.recovered', 'Channel Recovered')], max_length=24),
         ),
         migrations.AlterField(
             model_name='incidentevent',

@@ -10,7 +10,7 @@ from html import escape
 WIDTH, HEIGHT, PAD = 640, 160, 28
 COLOURS = {"succeeded": "#2e7d32", "failed": "#c62828", "stuck": "#c62828",
            "missed": "#8e24aa", "replaced": "#ef6c00", "running": "#1565c0",
-           "unknown": "#757575"}
+           "skipped": "#6a1b9a", "unknown": "#757575"}
 
 
 def durations_svg(runs, max_runtime: timedelta | None, min_runtime: timedelta | None,

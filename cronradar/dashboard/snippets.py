@@ -96,18 +96,21 @@ def _seconds(value: timedelta | None) -> int | None:
 
 def cronjob(m, url: str) -> str:
     """A CronJob whose container exits with the job's status (not curl's), with
-    the monitor's concurrency, attempts, runtime limit and grace."""
+    the monitor's concurrency, attempts, deadline and grace: activeDeadlineSeconds
+    is the ``deadline`` less startingDeadlineSeconds (it counts from the Job's
+    start, at most that late, across all its attempts; the import maps it back to
+    the same deadline); none without a deadline, or one within the start's."""
     line, note = schedule(m)
     spec = [f"  schedule: \"{line}\"" + (f"  # {note}" if note else "")]
     if _zoned(m):
         spec.append(f"  timeZone: {m.timezone}")
     spec.append(f"  concurrencyPolicy: {K8S_POLICY.get(m.concurrency, 'Allow')}")
-    grace = _seconds(m.grace) or 0
     # the controller looks every 10 s: a shorter deadline can skip runs for good
-    spec.append(f"  startingDeadlineSeconds: {max(grace, 10)}")
+    starting = max(_seconds(m.grace) or 0, 10)
+    spec.append(f"  startingDeadlineSeconds: {starting}")
     job = []
-    if (limit := _seconds(m.max_runtime)) is not None:
-        job.append(f"      activeDeadlineSeconds: {limit}")
+    if (deadline := _seconds(m.deadline)) is not None and deadline > starting:
+        job.append(f"      activeDeadlineSeconds: {deadline - starting}")
     job.append(f"      backoffLimit: {max(m.max_attempts - 1, 0)}")
     return "\n".join([
         "apiVersion: batch/v1", "kind: CronJob", f"metadata: {{name: {k8s_name(m.slug)}}}",

@@ -108,7 +108,9 @@ class ImportAnswer(serializers.Serializer):
                                       help_text="{slug, where, id}")
     reported = serializers.ListField(child=serializers.DictField(),
                                      help_text="{where, message}: left out, and why")
-    notes = serializers.ListField(child=serializers.DictField(), help_text="{where, message}")
+    notes = serializers.ListField(child=serializers.DictField(),
+                                  help_text="{where, message}: what was assumed, warnings "
+                                            "('warning: ...') and values kept")
 
 
 class CrontabAnswer(ImportAnswer):

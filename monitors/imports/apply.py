@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 
 from monitors import evaluator
-from monitors.imports.spec import Conflict, Parsed, Spec
+from monitors.imports.spec import Conflict, Parsed, Remark, Spec, secs
 from monitors.models import Monitor
 from monitors.runs import rearm
 
@@ -22,13 +22,15 @@ from monitors.runs import rearm
 @dataclass
 class Outcome:
     """What :func:`apply` did (or, dry, would do); ``monitors``: slug -> the
-    monitor (after the import; in a dry run the existing ones only)."""
+    monitor (after the import; in a dry run the existing ones only); ``notes``:
+    about existing monitors (a ``kept`` field's value)."""
 
     dry_run: bool
     created: list[dict] = field(default_factory=list)
     updated: list[dict] = field(default_factory=list)
     unchanged: list[dict] = field(default_factory=list)
     monitors: dict = field(default_factory=dict)
+    notes: list[Remark] = field(default_factory=list)
 
     def as_dict(self, parsed: Parsed) -> dict:
         """The diff as the API answers it (durations in seconds)::
@@ -38,11 +40,13 @@ class Outcome:
              "updated": [{"slug", "where", "id", "changes": {field: {"old", "new"}}}],
              "unchanged": [{"slug", "where", "id"}],
              "reported": [{"where", "message"}], "notes": [{"where", "message"}]}
+
+        (notes: the parser's, then :attr:`notes`).
         """
         return {"dry_run": self.dry_run, "created": self.created, "updated": self.updated,
                 "unchanged": self.unchanged,
                 "reported": [r.as_dict() for r in parsed.reported],
-                "notes": [r.as_dict() for r in parsed.notes]}
+                "notes": [r.as_dict() for r in parsed.notes + self.notes]}
 
 
 def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
@@ -50,7 +54,8 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
     slug), in one transaction, as the API does: a new monitor is armed by
     :func:`monitors.runs.rearm`, changes go through
     :func:`monitors.evaluator.edit` (only fields that differ; nothing is written
-    for a monitor that already matches, so a second import changes nothing).
+    for a monitor that already matches, so a second import changes nothing; an
+    existing monitor's ``kept`` fields stay, noted when set).
     ``dry_run``: only compare. Raises Conflict when a monitor is created or
     deleted by someone else meanwhile (nothing is written then)."""
     result = Outcome(dry_run)
@@ -61,7 +66,7 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
             for spec in specs:
                 monitor = existing.get(spec.slug)
                 if monitor is None:
-                    values = {**spec.defaults, **spec.fields, "tags": list(spec.tags)}
+                    values = {**spec.values(), "tags": list(spec.tags)}
                     entry = {"slug": spec.slug, "where": spec.where,
                              "monitor": {k: _api(v) for k, v in values.items() if v is not None}}
                     if not dry_run:
@@ -71,7 +76,11 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
                         entry = {**entry, "id": monitor.pk}
                     result.created.append(entry)
                 else:
-                    changes = {k: v for k, v in spec.fields.items() if getattr(monitor, k) != v}
+                    changes = {k: v for k, v in spec.values(monitor).items()
+                               if getattr(monitor, k) != v}
+                    result.notes += [
+                        Remark(spec.where, f"{k} {_report(getattr(monitor, k))} kept: {why}")
+                        for k, why in spec.kept.items() if getattr(monitor, k) is not None]
                     tags = monitor.tags + [t for t in spec.tags if t not in monitor.tags]
                     if tags != monitor.tags:
                         changes["tags"] = tags
@@ -95,6 +104,11 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
 def _api(value):
     """A model value as the API shows it (durations in whole seconds)."""
     return int(value.total_seconds()) if isinstance(value, timedelta) else value
+
+
+def _report(value) -> str:
+    """A model value in a note (durations as "3600 s")."""
+    return secs(value) if isinstance(value, timedelta) else _shown(value)
 
 
 def report_lines(answer: dict) -> list[str]:

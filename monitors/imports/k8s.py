@@ -33,6 +33,8 @@ _K8S_SPEC = {"schedule", "timeZone", "concurrencyPolicy", "startingDeadlineSecon
 _K8S_JOB_SPEC = {"activeDeadlineSeconds", "backoffLimit", "template"}
 _POLICIES = {"Allow": "allow", "Forbid": "forbid", "Replace": "replace"}
 _TZ_PREFIX = re.compile(r"(CRON_TZ|TZ)=(\S*)\s+(.*)", re.DOTALL)
+_KEPT_MAX_RUNTIME = ("a Kubernetes import does not set it: activeDeadlineSeconds maps to "
+                     "deadline (clear max_runtime if an earlier import set it)")
 
 
 class _Unmappable(ValueError):
@@ -46,16 +48,21 @@ def parse_k8s(text: str) -> Parsed:
     Each ``apiVersion: batch/v1`` ``kind: CronJob`` becomes a :class:`Spec` with
     ``cron_semantics`` kubernetes; slug ``metadata.name`` (dots made hyphens),
     tag ``ns:<namespace>``. Mapping (``fields``, set on every import, with
-    Kubernetes' defaults where the manifest says nothing): ``spec.schedule``
-    (a ``CRON_TZ=``/``TZ=`` prefix gives the zone), ``spec.timeZone`` (none: UTC,
-    the controller's usual zone, noted), ``concurrencyPolicy`` Allow/Forbid/
-    Replace -> allow/forbid/replace, ``jobTemplate.spec.activeDeadlineSeconds`` ->
-    max_runtime, ``jobTemplate.spec.backoffLimit`` (default 6) + 1 -> max_attempts
-    (at most 100), ``suspend`` -> paused; ``startingDeadlineSeconds`` -> grace
-    (none: :data:`DEFAULT_GRACE` for a new monitor, noted). Fields present but not
-    mapped are noted per document. Other kinds and documents that are not a valid
-    CronJob are reported. Raises ImportFailed for text that is not YAML (with the
-    line) or too many CronJobs.
+    Kubernetes' defaults where the manifest says nothing): ``spec.schedule``,
+    ``spec.timeZone`` (none: UTC, the controller's usual zone, noted),
+    ``concurrencyPolicy`` Allow/Forbid/Replace -> allow/forbid/replace (Forbid
+    with no activeDeadlineSeconds: a warning, noted),
+    ``jobTemplate.spec.activeDeadlineSeconds`` -> deadline = it + the monitor's
+    grace (``after_grace``, noted: it counts from the Job's start across all its
+    attempts; none: not set, an existing monitor keeps its deadline),
+    ``jobTemplate.spec.backoffLimit`` (default 6) + 1 -> max_attempts (at most
+    100), ``suspend`` -> paused; ``startingDeadlineSeconds`` -> grace (none:
+    :data:`DEFAULT_GRACE` for a new monitor, noted). max_runtime is not set: an
+    existing monitor's is kept, noted (``kept``). Fields present but not mapped are
+    noted per document. A schedule with a ``CRON_TZ=``/``TZ=`` prefix (Kubernetes
+    1.29+ refuses it on create), other kinds and documents that are not a valid
+    CronJob are reported (not imported). Raises ImportFailed for text that is not
+    YAML (with the line) or too many CronJobs.
     """
     out = Parsed()
     loader = None
@@ -132,12 +139,7 @@ def _cronjob(where: str, doc: dict) -> tuple[Spec, list[str]]:
         raise _Unmappable("spec.timeZone must be a string")
     expr = raw.strip()
     if prefix := _TZ_PREFIX.fullmatch(expr):
-        if zone is not None:
-            raise _Unmappable(f"spec.schedule starts with {prefix.group(1)}= and spec.timeZone "
-                              "is set: Kubernetes refuses both")
-        zone, expr = prefix.group(2), prefix.group(3).strip()
-        notes.append(f"time zone {zone} from the schedule's {prefix.group(1)}= prefix "
-                     "(Kubernetes does not support it officially: prefer spec.timeZone)")
+        raise _Unmappable(_prefix_refused(prefix, zone))
     if expr.split()[0] == "@every":
         raise _Unmappable(f"schedule {raw!r}: @every runs at an interval, not on a cron "
                           "schedule: make an interval monitor for it")
@@ -166,10 +168,17 @@ def _cronjob(where: str, doc: dict) -> tuple[Spec, list[str]]:
         raise _Unmappable("spec.suspend must be true or false")
     active = _count(job, "activeDeadlineSeconds", "spec.jobTemplate.spec.activeDeadlineSeconds",
                     1, MAX_SECONDS)
+    if active is not None:
+        notes.append(f"deadline = activeDeadlineSeconds {active} s + grace: it counts from the "
+                     "Job's start across all its attempts, so it bounds the slot's run "
+                     "(deadline), not one attempt (max_runtime)")
+    elif policy == "Forbid":
+        notes.append("warning: concurrencyPolicy Forbid with no activeDeadlineSeconds: one hung "
+                     "Job blocks every later run (the controller starts none while it runs); "
+                     "set activeDeadlineSeconds")
     fields = {"kind": "cron", "schedule": expr, "timezone": zone,
               "cron_semantics": schedule.KUBERNETES, "period": None,
               "concurrency": _POLICIES[policy],
-              "max_runtime": timedelta(seconds=active) if active else None,
               "max_attempts": min(backoff + 1, MAX_ATTEMPTS), "paused": suspend}
     defaults = {"name": f"{namespace}/{name}" if namespace else name}
     starting = _count(spec, "startingDeadlineSeconds", "spec.startingDeadlineSeconds", 0,
@@ -188,7 +197,22 @@ def _cronjob(where: str, doc: dict) -> tuple[Spec, list[str]]:
     if unmapped:
         notes.append("not mapped: " + ", ".join(sorted(unmapped)))
     tags, long_tags = tags_of("kubernetes", f"ns:{namespace}" if namespace else "")
-    return Spec(slug, where, fields, defaults, tags), notes + long_tags
+    return Spec(slug, where, fields, defaults, tags,
+                after_grace={"deadline": timedelta(seconds=active)} if active else {},
+                kept={"max_runtime": _KEPT_MAX_RUNTIME}), notes + long_tags
+
+
+def _prefix_refused(prefix: re.Match, zone: str | None) -> str:
+    """Why a schedule with a ``CRON_TZ=``/``TZ=`` prefix is not imported, and what
+    to write instead (``zone``: the document's spec.timeZone, if any)."""
+    head = f"spec.schedule starts with {prefix.group(1)}={prefix.group(2)}"
+    rest = prefix.group(3).strip()
+    if zone is not None:
+        return (f"{head} and spec.timeZone is set ({zone}): Kubernetes refuses both; write "
+                f"schedule: '{rest}' and the zone in timeZone only")
+    return (f"{head}: Kubernetes 1.29+ refuses a time zone in the schedule on create (older "
+            f"CronJobs still carry it); write timeZone: {prefix.group(2)} and schedule: "
+            f"'{rest}' in spec")
 
 
 def _mapping(parent: dict, key: str, path: str | None = None) -> dict:

@@ -6,7 +6,10 @@ validated and normalized by :mod:`monitors.schedule`, tags the API takes).
 Fields of a spec: ``fields`` are what the file states, set when a monitor is made
 and on every later import; ``defaults`` (a derived name, a default grace) are
 only set on a new monitor, so what was tuned through the API afterwards stays;
-``tags`` are added when missing and never removed.
+``after_grace`` fields are set on every import to the monitor's grace (after the
+import) plus a duration; ``kept`` fields are not set by the file, and an existing
+monitor's value is kept with a note; ``tags`` are added when missing and never
+removed.
 """
 from __future__ import annotations
 
@@ -50,13 +53,30 @@ class Remark:
 class Spec:
     """One monitor a file declares: ``slug`` (its key in the project),
     ``where`` it came from, ``fields`` (model values: set on create and on every
-    import), ``defaults`` (set on create only) and ``tags`` (added, never removed)."""
+    import), ``defaults`` (set on create only), ``tags`` (added, never removed),
+    ``after_grace`` (field -> timedelta: set on create and on every import to the
+    monitor's grace after the import plus that duration)
+    and ``kept`` (field -> why the file does not set it: an existing monitor's
+    value, when set, is kept and noted with that reason)."""
 
     slug: str
     where: str
     fields: dict
     defaults: dict = field(default_factory=dict)
     tags: tuple[str, ...] = ()
+    after_grace: dict = field(default_factory=dict)
+    kept: dict = field(default_factory=dict)
+
+    def values(self, monitor=None) -> dict:
+        """The model values this spec sets: on a new monitor (``monitor`` None) its
+        defaults, fields and ``after_grace`` fields (tags apart); on an existing
+        one its fields and ``after_grace`` fields (grace: the file's, else the
+        monitor's)."""
+        values = {**self.defaults, **self.fields} if monitor is None else dict(self.fields)
+        if self.after_grace:
+            grace = values.get("grace") or monitor.grace  # a grace is at least 1 s
+            values.update({k: grace + d for k, d in self.after_grace.items()})
+        return values
 
 
 @dataclass

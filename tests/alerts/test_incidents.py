@@ -110,3 +110,32 @@ def test_a_raise_inside_a_maintenance_window_is_recorded_not_sent(make_monitor, 
     assert raised.detail["suppressed"] == (
         f"maintenance window 'upgrade' until {slot(23).isoformat()}")
     assert len(hook_bodies(hook_http, slot(22))) == 1  # nothing new was sent
+
+
+def test_skipped_and_double_launch_rank_with_slow(make_monitor):
+    """A double launch while a skipped incident is open is counted (the same, lowest
+    rank); a failure raises it to failed, critical."""
+    from alerts import incidents
+    from monitors.detections import Detection
+
+    m = make_monitor()
+    incidents.apply(m, [Detection("skipped", T0, "the 12:00 run was skipped: …",
+                                  detail={"last_slot": T0.isoformat()})])
+    incidents.apply(m, [Detection("double_launch", T0 + s(1), "run 2 of the 12:00 slot …",
+                                  detail={"slot": T0.isoformat()})])
+    incident = Incident.objects.get()
+    assert (incident.cause, incident.severity) == ("skipped", "warning")
+    incidents.apply(m, [Detection("failed", T0 + s(2), "run failed")])
+    incident.refresh_from_db()
+    assert (incident.cause, incident.severity) == ("failed", "critical")
+    assert [(e.kind, e.message) for e in incident.events.all()] == [
+        ("opened", "the 12:00 run was skipped: …"),
+        ("double_launch", "run 2 of the 12:00 slot …"), ("failed", "run failed"),
+        ("escalated", "cause raised from skipped to failed, severity critical: run failed")]
+    # raised, it still waits for a run after the skipped slot, of a later slot
+    recovered = {"run": 1, "slot": T0.isoformat(), "first_ping": (T0 + s(5)).isoformat()}
+    incidents.apply(m, [Detection("recovered", T0 + s(6), "a run succeeded", detail=recovered)])
+    assert Incident.objects.get().resolved_at is None  # the double-launched slot's run
+    later = {**recovered, "slot": (T0 + s(3600)).isoformat()}
+    incidents.apply(m, [Detection("recovered", T0 + s(3601), "a run succeeded", detail=later)])
+    assert Incident.objects.get().resolved_at == T0 + s(3601)

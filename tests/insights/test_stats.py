@@ -36,13 +36,15 @@ def test_stats_of_a_fixed_history_exactly(api, make_monitor):
         "selection": {"runs": 100, "since": None, "until": None, "limited": False},
         "runs": 12,
         "outcomes": {"running": 1, "succeeded": 3, "failed": 4, "stuck": 1, "replaced": 1,
-                     "missed": 1, "unknown": 1},
+                     "missed": 1, "skipped": 0, "unknown": 1},
         # sorted 45 50 60 60 90 120 3600: p50 = the 4th, p95 = the 7th
         "duration": {"count": 7, "p50": 60, "p95": 3600, "max": 3600},
         "judged": 9, "succeeded": 3, "success_rate": 0.3333,
         "failures_by_exit_status": {"1": 2, "2": 1, "none": 1},
         "overlaps": 3,
         "missed": 1,
+        "skipped": 0,
+        "double_launches": 2,  # G (F of its slot open), J (a second run, max_attempts 1)
         # sorted -2 0 1 3 5 10 20 30 30 61: p50 = the 5th, p95 = the 10th
         "late_start": {"count": 10, "p50": 5, "p95": 61, "max": 61,
                        "histogram": buckets(1, 4, 2, 2, 1, 0, 0, 0)},
@@ -97,7 +99,7 @@ def test_stats_without_runs(api, make_monitor):
         "runs": 0, "outcomes": OUTCOMES,
         "duration": {"count": 0, "p50": None, "p95": None, "max": None},
         "judged": 0, "succeeded": 0, "success_rate": None, "failures_by_exit_status": {},
-        "overlaps": 0, "missed": 0,
+        "overlaps": 0, "missed": 0, "skipped": 0, "double_launches": 0,
         "late_start": {"count": 0, "p50": None, "p95": None, "max": None,
                        "histogram": NO_LATE},
     }
@@ -122,3 +124,21 @@ def test_stats_of_runs_without_a_start():
     assert got.success_rate == 0.75
     assert (got.late_start.p50, got.late_start.p95, got.late_start.max) == (41, 43, 43)
     assert got.failures_by_exit_status == {"3": 1}
+
+
+def test_skipped_slots_and_double_launches_are_counted_and_never_judged():
+    r = stats.RunRow
+    rows = [r(1, slot(0), slot(0) + s(5), slot(2) + s(30), "succeeded", 0),  # a long run
+            r(2, slot(1), None, None, "skipped", None),  # slots 1 and 2 came while it ran
+            r(3, slot(2), None, None, "skipped", None),
+            r(4, slot(3), slot(3) + s(2), slot(3) + s(9), "succeeded", 0),
+            r(5, slot(3), slot(3) + s(20), slot(3) + s(25), "succeeded", 0),  # after 4's success
+            r(6, slot(4), slot(4) + s(1), None, "running", None),
+            r(7, slot(4), slot(4) + s(3), slot(4) + s(8), "failed", 1),  # while 6 is open
+            r(8, slot(5), slot(5) + s(1), slot(5) + s(4), "failed", 1),
+            r(9, slot(5), slot(5) + s(10), slot(5) + s(14), "failed", 1)]  # a second attempt
+    got = stats.summarize(rows)
+    assert (got.outcomes["skipped"], got.skipped, got.double_launches) == (2, 2, 3)
+    assert (got.judged, got.succeeded, got.success_rate) == (6, 3, 0.5)
+    # with two attempts a slot, the retry of slot 5 is none
+    assert stats.summarize(rows, max_attempts=2).double_launches == 2

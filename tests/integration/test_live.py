@@ -98,7 +98,22 @@ def test_unknown_uuid_404_and_10mb_body_truncated(service, api):
     assert (p["body_size"], p["body_truncated"], len(p["body"])) == (10485760, True, 102400)
 
 
-def test_1000_concurrent_pings_all_stored(api):
+@pytest.fixture
+def keeps_1000(tmp_path):
+    """The API of a service of its own that keeps 1,000 pings a monitor and runs a
+    retention step every second. The shared service keeps the default 100, and its
+    step (every 60 s) pruned 900 of the burst's pings whenever it fell between the
+    burst and the listing (a loaded machine)."""
+    s = Service(tmp_path, extra_env={"CRONRADAR_KEEP_PINGS": "1000",
+                                     "CRONRADAR_PRUNE_INTERVAL": "1"})
+    yield s.api
+    s.stop()
+
+
+def test_1000_concurrent_pings_all_stored(keeps_1000):
+    """1,000 pings at once: each answered 200 and each stored, with retention
+    running during the burst and after it."""
+    api = keeps_1000
     m = api.post("/monitors/", json={"name": "busy", "period": 60, "grace": 5}).json()
 
     async def blast():
@@ -114,6 +129,8 @@ def test_1000_concurrent_pings_all_stored(api):
     pings = api.get(f"/monitors/{m['id']}/pings/?limit=1000").json()
     assert len(pings) == 1000
     assert sorted(p["body"] for p in pings) == sorted(f"ping {i}" for i in range(1000))
+    time.sleep(1.5)  # a retention step after the burst, too: it keeps all 1,000
+    assert len(api.get(f"/monitors/{m['id']}/pings/?limit=1000").json()) == 1000
 
 
 def test_a_delivery_cut_off_by_a_crash_is_sent_again_within_seconds(tmp_path):

@@ -88,6 +88,22 @@ def test_fail_ping_while_incident_open(monitor, django_assert_num_queries):
     assert Incident.objects.get(monitor=monitor).failure_count == 2
 
 
+def test_start_ping_of_a_cron_slot(make_monitor, django_assert_num_queries):
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), max_attempts=2,
+                     created=T0 - s(1))
+    # as an interval monitor's: the expected slot has no run yet, so the
+    # double-launch check (monitors.pings.double_launch) reads nothing
+    with django_assert_num_queries(2 + READS + WRITES):
+        ingest(m.pk, PingInput("start"), T0 + s(3))
+    ingest(m.pk, PingInput("fail"), T0 + s(4))  # attempt 1 of 2: nothing opens
+    # a retry of the same slot reads the slot's runs: one query more
+    with django_assert_num_queries(3 + READS + WRITES):
+        ingest(m.pk, PingInput("start"), T0 + s(5))
+    assert list(Run.objects.filter(monitor=m).order_by("pk").values_list(
+        "slot_at", "outcome")) == [(T0, "failed"), (T0, "running")]
+    assert not Incident.objects.exists()
+
+
 def test_duplicate_start_ping(monitor, django_assert_num_queries):
     rid = uuid.uuid4()
     ingest(monitor.pk, PingInput("start", rid=rid), T0 + s(3))
@@ -128,6 +144,20 @@ def test_evaluating_a_stuck_run(make_monitor, django_assert_num_queries):
         d = evaluator.evaluate_monitor(m.pk, T0 + s(10), ALIVE)
     assert len(d.stuck_runs) == 1 and not d.missed_slots
     assert Run.objects.get(monitor=m).outcome == "stuck"
+
+
+def test_evaluating_a_skipped_slot(make_monitor, django_assert_num_queries):
+    m = make_monitor(max_runtime=s(60), concurrency="forbid")
+    ingest(m.pk, PingInput("success"), T0)
+    ingest(m.pk, PingInput("start"), T0 + s(3))  # open at the T0+6s slot
+    # as a missed slot without a channel, and the runs that ended after the slot
+    # (was a run open at it?): transaction, lock monitor, pending runs, ended runs,
+    # insert skipped run, update monitor, open incident?, maintenance windows,
+    # alerting, incidents of the last hour, channels (none), insert incident,
+    # insert "opened" event, end
+    with django_assert_num_queries(14):
+        d = evaluator.evaluate_monitor(m.pk, T0 + s(7), ALIVE)
+    assert (d.skipped_slots, d.missed_slots) == ([T0 + s(6)], [])
 
 
 def test_evaluating_a_monitor_that_is_no_longer_due(monitor, django_assert_num_queries):

@@ -110,33 +110,66 @@ def test_importcrontab_system_crontab_by_path_and_errors(project, tmp_path, monk
 def test_importk8s_creates_updates_and_is_idempotent(project, tmp_path):
     path = str(DATA / "cronjobs.yaml")
     out, _ = command("importk8s", path, "--project", "acme", "--dry-run")
-    assert "dry run, nothing changed: 3 created, 0 updated, 0 unchanged, 2 reported" in out
+    assert "dry run, nothing changed: 3 created, 0 updated, 0 unchanged, 3 reported" in out
     assert not Monitor.objects.exists()
     out, _ = command("importk8s", path, "--project", "acme")
     assert out.splitlines()[0].startswith("using database: ")
-    assert "  document 2 (line 28): kind ConfigMap (v1) is not a CronJob: skipped" in out
-    assert monitor_fields(Monitor.objects.get(slug="nightly-report")) == {
+    lines = out.splitlines()
+    reported = lines.index("reported (not imported):")
+    assert lines[reported + 1:reported + 4] == [
+        "  document 2 (line 28): kind ConfigMap (v1) is not a CronJob: skipped",
+        "  document 5 (line 74): schedule '0 0 30 2 *' never fires: no date matches its "
+        "day-of-month, month and day-of-week fields: not imported",
+        "  document 6 (line 89): spec.schedule starts with CRON_TZ=Europe/London: Kubernetes "
+        "1.29+ refuses a time zone in the schedule on create (older CronJobs still carry it); "
+        "write timeZone: Europe/London and schedule: '15 4 * * *' in spec: not imported"]
+    assert ("  document 4 (line 54): warning: concurrencyPolicy Forbid with no "
+            "activeDeadlineSeconds: one hung Job blocks every later run (the controller starts "
+            "none while it runs); set activeDeadlineSeconds") in lines
+    report = Monitor.objects.get(slug="nightly-report")
+    assert monitor_fields(report) == {
         "name": "reporting/nightly-report", "kind": "cron", "schedule": "0 2 * * *",
         "timezone": "Europe/Berlin", "cron_semantics": "kubernetes", "period": None,
-        "grace": 600 * S, "max_runtime": 3600 * S, "concurrency": "forbid", "max_attempts": 3,
+        "grace": 600 * S, "max_runtime": None, "concurrency": "forbid", "max_attempts": 3,
         "paused": False, "tags": ["kubernetes", "ns:reporting"]}
-    assert monitor_fields(Monitor.objects.get(slug="cache-warmer")) == {
+    assert report.deadline == 4200 * S  # activeDeadlineSeconds 3600 + grace 600
+    warmer = Monitor.objects.get(slug="cache-warmer")
+    assert monitor_fields(warmer) == {
         "name": "web/cache.warmer", "kind": "cron", "schedule": "*/10 * * * *",
         "timezone": "UTC", "cron_semantics": "kubernetes", "period": None, "grace": GRACE,
         "max_runtime": None, "concurrency": "replace", "max_attempts": 7, "paused": True,
         "tags": ["kubernetes", "ns:web"]}
+    assert warmer.deadline is None
+    assert not Monitor.objects.filter(slug="legacy-export").exists()
     out, _ = command("importk8s", path, "--project", "acme")
-    assert "0 created, 0 updated, 3 unchanged, 2 reported" in out
-    # the manifest changes: the warmer is resumed and gets a deadline; its grace stays
+    assert "0 created, 0 updated, 3 unchanged, 3 reported" in out
+    assert " kept: " not in out
+    # an earlier import set max_runtime from activeDeadlineSeconds: kept, with a note; a
+    # deadline set through the API on a CronJob with no activeDeadlineSeconds is kept too
+    Monitor.objects.filter(slug="nightly-report").update(max_runtime=3600 * S)
+    Monitor.objects.filter(slug="ledger-close").update(deadline=1800 * S)
+    out, _ = command("importk8s", path, "--project", "acme")
+    assert "0 created, 0 updated, 3 unchanged, 3 reported" in out
+    assert out.splitlines()[-1] == (
+        "  document 1 (line 2): max_runtime 3600 s kept: a Kubernetes import does not set it: "
+        "activeDeadlineSeconds maps to deadline (clear max_runtime if an earlier import set it)")
+    assert Monitor.objects.get(slug="nightly-report").max_runtime == 3600 * S
+    assert Monitor.objects.get(slug="ledger-close").deadline == 1800 * S
+    # the manifest changes: the warmer is resumed and gets activeDeadlineSeconds; its grace
+    # stays, and its deadline is counted from that grace
     Monitor.objects.filter(slug="cache-warmer").update(grace=120 * S)
     changed = (DATA / "cronjobs.yaml").read_text().replace("  suspend: true\n", "").replace(
-        "  concurrencyPolicy: Replace\n", "  concurrencyPolicy: Replace\n  timeZone: Asia/Tokyo\n")
+        "  concurrencyPolicy: Replace\n", "  concurrencyPolicy: Replace\n  timeZone: Asia/Tokyo\n"
+    ).replace("    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n",
+              "    spec:\n      activeDeadlineSeconds: 900\n      template:\n        spec:\n"
+              "          restartPolicy: OnFailure\n")
     (tmp_path / "cronjobs.yaml").write_text(changed)
     out, _ = command("importk8s", str(tmp_path / "cronjobs.yaml"), "--project", "acme")
     assert ("  updated cache-warmer (document 3 (line 36)): timezone 'UTC' -> 'Asia/Tokyo', "
-            "paused true -> false") in out.splitlines()
+            "paused true -> false, deadline null -> 1020") in out.splitlines()
     warmer = Monitor.objects.get(slug="cache-warmer")
-    assert (warmer.paused, warmer.timezone, warmer.grace) == (False, "Asia/Tokyo", 120 * S)
+    assert (warmer.paused, warmer.timezone, warmer.grace, warmer.deadline) == (
+        False, "Asia/Tokyo", 120 * S, 1020 * S)
     (tmp_path / "bad.yaml").write_text("kind: [\n")
     with pytest.raises(CommandError, match=r"bad.yaml: not YAML at line 2"):
         command("importk8s", str(tmp_path / "bad.yaml"), "--project", "acme")

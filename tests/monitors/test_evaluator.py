@@ -288,3 +288,126 @@ def test_a_batch_writes_what_evaluating_one_by_one_writes():
     opened = {e[0] for e in got["events"] if e[1] == "opened"}
     assert opened == {m[0] for m in got["monitors"]} - {"open", "threshold not met"}
     assert len(got["deliveries"]) == 18  # the others held back (a window, a delayed tier)
+
+
+# --- skipped slots (concurrency: forbid) -------------------------------------------------
+
+def runs_of_monitor(m):
+    return list(Run.objects.filter(monitor=m).order_by("slot_at", "pk").values_list(
+        "slot_at", "started_at", "ended_at", "outcome"))
+
+
+def test_a_slot_that_comes_due_while_a_forbid_run_is_open_is_skipped(make_monitor):
+    m = make_monitor(period=s(3), grace=s(1), concurrency="forbid")
+    ingest(m.pk, PingInput("success"), T0)
+    ingest(m.pk, PingInput("start"), T0 + s(3))  # open for 9 s: past the T0+6s and T0+9s slots
+    evaluator.tick(T0 + s(7))
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.severity, inc.missed_count, inc.opened_at) == (
+        "skipped", "warning", 0, T0 + s(7))
+    assert inc.summary == ("job-1: the 12:00:06 run was skipped: the run that started at "
+                           "12:00:03 was still running")
+    opened = inc.events.get(kind="opened")
+    long_run = Run.objects.get(monitor=m, started_at=T0 + s(3))
+    assert opened.detail == {
+        "code": "still_running", "first_slot": (T0 + s(6)).isoformat(),
+        "last_slot": (T0 + s(6)).isoformat(), "running_since": (T0 + s(3)).isoformat(),
+        "blocking_run": long_run.pk, "skipped_count": 1, "cause": "skipped"}
+    evaluator.tick(T0 + s(10))
+    inc.refresh_from_db()
+    assert [(e.kind, e.at, e.count) for e in inc.events.all()] == [
+        ("opened", T0 + s(7), 1), ("skipped", T0 + s(10), 1)]
+    ingest(m.pk, PingInput("success"), T0 + s(12))  # the long run's own success ...
+    inc.refresh_from_db()
+    assert inc.resolved_at is None  # ... does not make the skipped slots good
+    ingest(m.pk, PingInput("start"), T0 + s(12.5))  # the next run, started after them
+    evaluator.tick(T0 + s(13))
+    ingest(m.pk, PingInput("success"), T0 + s(14))
+    inc.refresh_from_db()
+    assert (inc.resolved_at, inc.resolution) == (T0 + s(14), "a run succeeded")
+    assert runs_of_monitor(m) == [
+        (T0, None, T0, "succeeded"),
+        (T0 + s(3), T0 + s(3), T0 + s(12), "succeeded"),
+        (T0 + s(6), None, None, "skipped"), (T0 + s(9), None, None, "skipped"),
+        (T0 + s(12), T0 + s(12.5), T0 + s(14), "succeeded")]
+    assert Incident.objects.count() == 1
+
+
+def test_a_run_that_ended_after_the_slot_but_within_its_grace_skipped_it(make_monitor):
+    """Open at the slot is what counts: the run ended before the slot's grace did,
+    and no run started for the slot; the next slot, with nothing open, is missed
+    and raises the skipped incident (the lowest precedence) to missed."""
+    m = make_monitor(period=s(3), grace=s(1), concurrency="forbid")
+    ingest(m.pk, PingInput("success"), T0)
+    ingest(m.pk, PingInput("start"), T0 + s(3))
+    ingest(m.pk, PingInput("success"), T0 + s(6.5))
+    evaluator.tick(T0 + s(7))
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.severity) == ("skipped", "warning")
+    evaluator.tick(T0 + s(10))
+    inc.refresh_from_db()
+    assert (inc.cause, inc.severity, inc.missed_count) == ("missed", "critical", 1)
+    assert [(e.kind, e.message) for e in inc.events.all()] == [
+        ("opened", "the 12:00:06 run was skipped: the run that started at 12:00:03 was still "
+                   "running"),
+        ("missed", "1 expected run did not start (grace 1s)"),
+        ("escalated", "cause raised from skipped to missed, severity critical: 1 expected run "
+                      "did not start (grace 1s)")]
+    assert [o for *_, o in runs_of_monitor(m)] == ["succeeded", "succeeded", "skipped", "missed"]
+
+
+def test_without_forbid_a_slot_while_a_run_is_open_is_missed(make_monitor):
+    m = make_monitor(period=s(3), grace=s(1))
+    ingest(m.pk, PingInput("success"), T0)
+    ingest(m.pk, PingInput("start"), T0 + s(3))
+    evaluator.tick(T0 + s(7))
+    assert Incident.objects.get(monitor=m).cause == "missed"
+
+
+def test_a_cron_slot_skipped_under_forbid_is_taken_over_by_a_late_run(make_monitor):
+    h = timedelta(hours=1)
+    m = make_monitor(kind="cron", schedule="0 * * * *", timezone="Europe/Berlin", grace=s(300),
+                     concurrency="forbid", created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0 + s(5))  # 13:00:05 in Berlin, for 80 minutes
+    evaluator.tick(T0 + h + s(300))
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.summary) == (
+        "skipped", "job-1: the 14:00 run was skipped: the run that started at 13:00:05 was "
+                   "still running (Europe/Berlin time)")
+    ingest(m.pk, PingInput("success"), T0 + h + s(1200))
+    inc.refresh_from_db()
+    assert inc.resolved_at is None
+    ingest(m.pk, PingInput("start"), T0 + h + s(1800))  # late: takes over the skipped row
+    ingest(m.pk, PingInput("success"), T0 + h + s(2400))
+    inc.refresh_from_db()
+    assert (inc.resolved_at, inc.resolution) == (T0 + h + s(2400), "a run succeeded")
+    assert runs_of_monitor(m) == [(T0, T0 + s(5), T0 + h + s(1200), "succeeded"),
+                                  (T0 + h, T0 + h + s(1800), T0 + h + s(2400), "succeeded")]
+    assert [e.kind for e in inc.events.all()] == ["opened", "resolved"]  # no double launch
+
+
+def test_skipped_counts_are_exact_however_many_slots(make_monitor):
+    m = make_monitor(kind="cron", schedule="* * * * *", grace=s(30), concurrency="forbid",
+                     created=T0 - s(1))
+    ingest(m.pk, PingInput("start"), T0)  # hung
+    evaluator.tick(T0 + timedelta(days=1))  # the evaluator was away for a day
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.missed_count) == ("skipped", 0)
+    assert inc.summary == ("job-1: 1439 runs were skipped, the last the 2026-01-06 11:59 run: "
+                           "the run that started at 2026-01-05 12:00 was still running")
+    assert inc.events.get(kind="opened").detail["skipped_count"] == 1439
+    assert Run.objects.filter(outcome="skipped").count() == slots.MAX_RUN_ROWS
+    assert not Run.objects.filter(outcome="missed").exists()
+
+
+def test_skipped_slots_count_towards_the_failure_threshold(make_monitor):
+    from alerts.models import Alerting
+
+    m = make_monitor(period=s(3), grace=s(1), concurrency="forbid")
+    Alerting.objects.filter(monitor=m).update(failure_threshold=2)
+    ingest(m.pk, PingInput("success"), T0)
+    ingest(m.pk, PingInput("start"), T0 + s(3))
+    evaluator.tick(T0 + s(7))
+    assert not Incident.objects.exists()  # one skipped slot: under the threshold
+    evaluator.tick(T0 + s(10))
+    assert Incident.objects.get(monitor=m).cause == "skipped"

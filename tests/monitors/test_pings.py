@@ -357,3 +357,114 @@ def test_create_on_ping(client, project, api):
     assert client.get(f"{base}/{'x' * 101}?create=1").status_code == 400
     assert client.get("/ping/not-a-key/job?create=1").status_code == 404
     assert not Monitor.objects.filter(slug="bad-one").exists()
+
+
+# --- double launches (a second run of one cron slot) -------------------------------------
+
+def hourly(make_monitor, **fields):
+    return make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), created=T0 - s(1),
+                        **fields)
+
+
+def test_a_run_for_a_slot_that_already_succeeded_is_a_double_launch(make_monitor):
+    m = hourly(make_monitor)
+    ingest(m.pk, PingInput("start"), T0 + s(10))
+    ingest(m.pk, PingInput("success"), T0 + s(20))
+    ingest(m.pk, PingInput("start"), T0 + s(30))  # the same 12:00 slot again
+    inc = Incident.objects.get(monitor=m)
+    first = Run.objects.get(monitor=m, started_at=T0 + s(10))
+    assert (inc.cause, inc.severity, inc.opened_at) == ("double_launch", "warning", T0 + s(30))
+    assert inc.summary == ("job-1: run 2 of the 12:00 slot started although the slot's run "
+                           "succeeded at 12:00:20")
+    assert inc.events.get(kind="opened").detail == {
+        "code": "succeeded", "slot": T0.isoformat(), "attempt": 2, "other_run": first.pk,
+        "cause": "double_launch"}
+    ingest(m.pk, PingInput("success"), T0 + s(40))  # a success of the same slot ...
+    inc.refresh_from_db()
+    assert inc.resolved_at is None  # ... does not resolve it
+    ingest(m.pk, PingInput("start"), T0 + s(3605))  # the 13:00 slot
+    ingest(m.pk, PingInput("success"), T0 + s(3610))
+    inc.refresh_from_db()
+    assert (inc.resolved_at, inc.resolution) == (T0 + s(3610), "a run succeeded")
+    assert list(Run.objects.filter(monitor=m).order_by("pk").values_list(
+        "slot_at", "started_at", "outcome")) == [
+        (T0, T0 + s(10), "succeeded"), (T0, T0 + s(30), "succeeded"),
+        (T0 + s(3600), T0 + s(3605), "succeeded")]
+
+
+def test_under_forbid_a_second_start_of_an_open_slot_is_a_double_launch_not_an_overlap(
+        make_monitor):
+    m = hourly(make_monitor, concurrency="forbid")
+    ingest(m.pk, PingInput("start"), T0 + s(10))
+    ingest(m.pk, PingInput("start"), T0 + s(20))
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.summary) == (
+        "double_launch", "job-1: run 2 of the 12:00 slot started while its run that started "
+                         "at 12:00:10 was still open")
+    assert [e.kind for e in inc.events.all()] == ["opened"]  # no overlap beside it
+
+
+def test_a_start_while_an_earlier_slots_run_is_open_stays_an_overlap(make_monitor):
+    m = hourly(make_monitor, concurrency="forbid")
+    ingest(m.pk, PingInput("start"), T0 + s(10))
+    ingest(m.pk, PingInput("start"), T0 + s(3610))  # the 13:00 slot's own run
+    assert Incident.objects.get(monitor=m).cause == "overlap"
+
+
+def test_more_runs_than_max_attempts_is_a_double_launch(make_monitor):
+    m = hourly(make_monitor, max_attempts=2)
+    for i in range(2):  # both allowed attempts fail
+        ingest(m.pk, PingInput("start"), T0 + s(10 + 100 * i))
+        ingest(m.pk, PingInput("fail", exit_status=1), T0 + s(20 + 100 * i))
+    ingest(m.pk, PingInput("start"), T0 + s(210))  # a third
+    inc = Incident.objects.get(monitor=m)
+    assert inc.cause == "failed"  # the last allowed attempt failed first
+    launched = inc.events.get(kind="double_launch")
+    assert (launched.at, launched.message, launched.detail) == (
+        T0 + s(210), "run 3 of the 12:00 slot started: more than max_attempts (2)",
+        {"code": "attempts", "slot": T0.isoformat(), "attempt": 3})
+    ingest(m.pk, PingInput("success"), T0 + s(220))
+    inc.refresh_from_db()
+    assert inc.resolved_at is None  # the slot was launched too often: a later slot's success
+    ingest(m.pk, PingInput("success"), T0 + s(3620))
+    inc.refresh_from_db()
+    assert inc.resolved_at == T0 + s(3620)
+
+
+def test_a_double_launch_is_judged_in_the_monitors_time_zone(make_monitor):
+    m = hourly(make_monitor, timezone="America/New_York")
+    ingest(m.pk, PingInput("success"), T0 + s(20))
+    ingest(m.pk, PingInput("start"), T0 + s(40))
+    assert Incident.objects.get(monitor=m).summary == (
+        "job-1: run 2 of the 07:00 slot started although the slot's run succeeded at 07:00:20 "
+        "(America/New_York time)")
+
+
+def test_double_launch_is_a_function_of_the_slots_runs_and_max_attempts():
+    from monitors.pings import double_launch
+
+    def run(pk, outcome, ended=True):
+        return Run(pk=pk, slot_at=T0, started_at=T0, outcome=outcome,
+                   ended_at=T0 + s(1) if ended else None)
+
+    assert double_launch([], 1) is None
+    assert double_launch([run(1, "failed")], 2) is None  # a retry
+    assert double_launch([run(1, "failed"), run(2, "failed")], 2) == ("attempts", None)
+    still = run(2, "running", ended=False)
+    assert double_launch([run(1, "failed"), still], 3) == ("open_run", still)
+    done = run(1, "succeeded")
+    assert double_launch([done], 5) == ("succeeded", done)
+
+
+def test_the_runs_of_a_claimed_later_slot_are_read_for_the_double_launch_check(make_monitor):
+    """A slot from next_expected_at on has no run unless a slot assignment let a run
+    claim it early (``claimed``): only then are its runs read."""
+    from monitors.pings import _slot_runs
+
+    m = hourly(make_monitor)
+    later = T0 + s(3600)
+    run = Run.objects.create(monitor=m, slot_at=later, started_at=later, outcome="running")
+    m.refresh_from_db()
+    assert m.next_expected_at == T0
+    assert _slot_runs(m, later, []) == []
+    assert _slot_runs(m, later, [], frozenset({later})) == [run]

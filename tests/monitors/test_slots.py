@@ -75,3 +75,25 @@ def test_cron_slot_for_late_and_early_first_pings(make_monitor):
     ingest(m.pk, PingInput("start"), T0 + s(175))  # T0+2min past its grace: 5 s early
     assert list(Run.objects.order_by("pk").values_list("slot_at", flat=True)) == [
         T0, T0 + s(60), T0 + s(180)]
+
+
+def test_skipped_slots_are_those_an_earlier_run_was_open_at_counted_exactly():
+    """Pure: slots every 10 s from T0+10; run 1 open from T0+5 to T0+35 (slots 10, 20,
+    30), run 2 from T0+42 and still open (50 .. 190); an outage makes the grace ends
+    of slots 100 and 110 unknown; only the 10 newest missed slots are listed."""
+    from monitors.liveness import Liveness, Window
+
+    m = Monitor(kind="interval", period=s(10), grace=s(2), next_expected_at=T0 + s(10))
+    outage = Window(T0 + s(101), T0 + s(113), T0 + s(101), T0 + s(113))
+    alive = Liveness((outage,))
+    runs = [Run(pk=1, started_at=T0 + s(5), ended_at=T0 + s(35)),
+            Run(pk=2, started_at=T0 + s(42)), Run(pk=3, ended_at=T0 + s(44))]  # no start
+    due = slots.overdue(m, T0 + s(192), alive)
+    assert (due.missed_count, due.unknown_by_outage) == (17, {T0 + s(101): 2})
+    due.missed = due.missed[-10:]  # as if capped (slots.MAX_RUN_ROWS)
+    got = slots.skipped(m, due, runs, alive)
+    assert got.count == 3 + 15 - 2  # 10, 20, 30; 50 .. 190 but the two unknown ones
+    assert [(slot, run.pk) for slot, run in got.slots] == [
+        (T0 + s(10 * i), 2) for i in (8, 9, *range(12, 20))]
+    # a slot that already has a run (claimed by a slot assignment) is no skipped one
+    assert slots.skipped(m, due, runs, alive, frozenset({T0 + s(20), T0 + s(110)})).count == 15

@@ -13,3 +13,38 @@ def test_non_notifying_event_kinds_are_refused(project, incident, kind):
     ch = channel(project, kind, url="https://x.test/", secret=SECRET, routing_key="k")
     with pytest.raises(ValueError, match="event kind 'missed' does not notify"):
         KINDS[kind].build_request(ch, event)
+
+
+NOTIFYING = {  # kind -> a valid config
+    "webhook": {"url": "https://x.test/hook", "secret": SECRET},
+    "slack": {"url": "https://hooks.slack.com/services/T/B/X"},
+    "pagerduty": {"routing_key": "R" * 32},
+    "email": {"to": ["ops@example.com"]},
+    "teams": {"url": "https://x.test/teams"},
+    "discord": {"url": "https://discord.com/api/webhooks/1/x"},
+    "opsgenie": {"api_key": "k", "region": "eu"},
+    "ntfy": {"url": "https://ntfy.sh/backups"},
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", sorted(NOTIFYING))
+@pytest.mark.parametrize("cause,summary", [
+    ("skipped", "Nightly backup: the 13:00 run was skipped: the run that started at 12:00:01 "
+                "was still running (Europe/Berlin time)"),
+    ("double_launch", "Nightly backup: run 2 of the 13:00 slot started although the slot's "
+                      "run succeeded at 13:00:04 (Europe/Berlin time)")])
+def test_every_kind_tells_the_new_causes_with_their_summary(project, monitor, kind, cause,
+                                                           summary):
+    from alerts.integrations import common
+    from alerts.models import Incident
+
+    incident = Incident.objects.create(monitor=monitor, cause=cause, summary=summary,
+                                       severity="warning", opened_at=OPENED)
+    event = IncidentEvent.objects.create(incident=incident, kind="opened", at=OPENED,
+                                         message=summary.split(": ", 1)[1])
+    assert common.describe(event) == ("Incident opened: Nightly backup", summary)
+    assert common.facts(event)[1:3] == [("Cause", cause), ("Severity", "warning")]
+    built = KINDS[kind].build_request(channel(project, kind, **NOTIFYING[kind]), event)
+    text = built.text if kind == "email" else built.body.decode()
+    assert summary in text

@@ -59,12 +59,28 @@ def test_api_k8s_takes_yaml(api, project):
     assert dry.json()["created"][0]["monitor"] == {
         "name": "reporting/nightly-report", "kind": "cron", "schedule": "0 2 * * *",
         "timezone": "Europe/Berlin", "cron_semantics": "kubernetes", "concurrency": "forbid",
-        "max_runtime": 3600, "max_attempts": 3, "paused": False, "grace": 600,
+        "deadline": 4200, "max_attempts": 3, "paused": False, "grace": 600,
         "tags": ["kubernetes", "ns:reporting"]}
+    assert dry.json()["reported"][2] == {
+        "where": "document 6 (line 89)", "message": "spec.schedule starts with "
+        "CRON_TZ=Europe/London: Kubernetes 1.29+ refuses a time zone in the schedule on create "
+        "(older CronJobs still carry it); write timeZone: Europe/London and schedule: "
+        "'15 4 * * *' in spec: not imported"}
     assert not Monitor.objects.exists() and "crontab" not in dry.json()
     done = api.post("/api/v1/import/k8s/", {"text": text}, format="json")
     assert done.status_code == 200 and len(done.json()["created"]) == 3
+    assert len(done.json()["reported"]) == 3
     assert Monitor.objects.get(slug="ledger-close").timezone == "America/New_York"
+    # a monitor an earlier import gave a max_runtime keeps it, and the answer says so
+    report = Monitor.objects.get(slug="nightly-report")
+    Monitor.objects.filter(pk=report.pk).update(max_runtime=3600 * S)
+    again = api.post("/api/v1/import/k8s/", text, content_type="application/yaml").json()
+    assert (again["updated"], len(again["unchanged"])) == ([], 3)
+    assert again["notes"][-1] == {
+        "where": "document 1 (line 2)", "message": "max_runtime 3600 s kept: a Kubernetes "
+        "import does not set it: activeDeadlineSeconds maps to deadline (clear max_runtime if an "
+        "earlier import set it)"}
+    assert Monitor.objects.get(pk=report.pk).max_runtime == 3600 * S
 
 
 def test_api_import_errors(api, project, api_key):

@@ -9,17 +9,22 @@ from monitors.imports.spec import Remark, Spec
 from tests.conftest import DATA, S
 from tests.monitors.conftest import GRACE, cron
 
+KEPT = ("a Kubernetes import does not set it: activeDeadlineSeconds maps to deadline (clear "
+        "max_runtime if an earlier import set it)")
 
-def cronjob(slug, where, schedule, tz, concurrency, max_runtime, attempts, paused, name, ns,
+
+def cronjob(slug, where, schedule, tz, concurrency, active, attempts, paused, name, ns,
             grace=None):
+    """The spec of a CronJob; ``active``: its activeDeadlineSeconds (timedelta or None)."""
     fields = {**cron(schedule, tz, "kubernetes"), "concurrency": concurrency,
-              "max_runtime": max_runtime, "max_attempts": attempts, "paused": paused}
+              "max_attempts": attempts, "paused": paused}
     defaults = {"name": name}
     if grace is None:
         defaults["grace"] = GRACE
     else:
         fields["grace"] = grace
-    return Spec(slug, where, fields, defaults, ("kubernetes", f"ns:{ns}"))
+    return Spec(slug, where, fields, defaults, ("kubernetes", f"ns:{ns}"),
+                after_grace={"deadline": active} if active else {}, kept={"max_runtime": KEPT})
 
 
 def test_cronjob_manifests_are_mapped():
@@ -30,13 +35,20 @@ def test_cronjob_manifests_are_mapped():
         cronjob("cache-warmer", "document 3 (line 36)", "*/10 * * * *", "UTC", "replace", None,
                 7, True, "web/cache.warmer", "web"),
         cronjob("ledger-close", "document 4 (line 54)", "30 17 * * 1-5", "America/New_York",
-                "allow", None, 1, False, "finance/ledger-close", "finance", grace=30 * S)]
+                "forbid", None, 1, False, "finance/ledger-close", "finance", grace=30 * S)]
     assert parsed.reported == [
         Remark("document 2 (line 28)", "kind ConfigMap (v1) is not a CronJob: skipped"),
-        Remark("document 5 (line 72)", "schedule '0 0 30 2 *' never fires: no date matches its "
-               "day-of-month, month and day-of-week fields: not imported")]
+        Remark("document 5 (line 74)", "schedule '0 0 30 2 *' never fires: no date matches its "
+               "day-of-month, month and day-of-week fields: not imported"),
+        Remark("document 6 (line 89)", "spec.schedule starts with CRON_TZ=Europe/London: "
+               "Kubernetes 1.29+ refuses a time zone in the schedule on create (older CronJobs "
+               "still carry it); write timeZone: Europe/London and schedule: '15 4 * * *' in "
+               "spec: not imported")]
     one, three, four = "document 1 (line 2)", "document 3 (line 36)", "document 4 (line 54)"
     assert parsed.notes == [
+        Remark(one, "deadline = activeDeadlineSeconds 3600 s + grace: it counts from the Job's "
+                    "start across all its attempts, so it bounds the slot's run (deadline), not "
+                    "one attempt (max_runtime)"),
         Remark(one, "not mapped: spec.failedJobsHistoryLimit, spec.jobTemplate.spec."
                     "ttlSecondsAfterFinished, spec.successfulJobsHistoryLimit"),
         Remark(three, "slug cache-warmer (metadata.name cache.warmer with '.' made '-')"),
@@ -45,8 +57,9 @@ def test_cronjob_manifests_are_mapped():
         Remark(three, "no backoffLimit: Kubernetes' default 6, so max_attempts 7"),
         Remark(three, "no startingDeadlineSeconds: grace 300 s for a new monitor (an existing "
                       "one keeps its grace)"),
-        Remark(four, "time zone America/New_York from the schedule's CRON_TZ= prefix "
-                     "(Kubernetes does not support it officially: prefer spec.timeZone)"),
+        Remark(four, "warning: concurrencyPolicy Forbid with no activeDeadlineSeconds: one "
+                     "hung Job blocks every later run (the controller starts none while it "
+                     "runs); set activeDeadlineSeconds"),
         Remark(four, "grace 30 s from startingDeadlineSeconds: it must also cover the pod's "
                      "start (scheduling, image pull) before its first ping")]
 
@@ -57,8 +70,12 @@ def manifest(spec: str, name="job", extra="") -> str:
 
 
 @pytest.mark.parametrize("spec,reason", [
-    ('schedule: "TZ=Asia/Tokyo 0 1 * * *", timeZone: UTC', "spec.schedule starts with TZ= and "
-     "spec.timeZone is set: Kubernetes refuses both"),
+    ('schedule: "TZ=Asia/Tokyo 0 1 * * *", timeZone: UTC', "spec.schedule starts with "
+     "TZ=Asia/Tokyo and spec.timeZone is set (UTC): Kubernetes refuses both; write schedule: "
+     "'0 1 * * *' and the zone in timeZone only"),
+    ('schedule: "TZ=Mars/Base  */5 * * * *"', "spec.schedule starts with TZ=Mars/Base: "
+     "Kubernetes 1.29+ refuses a time zone in the schedule on create (older CronJobs still carry "
+     "it); write timeZone: Mars/Base and schedule: '*/5 * * * *' in spec"),
     ('schedule: "@every 1h"', "schedule '@every 1h': @every runs at an interval, not on a cron "
      "schedule: make an interval monitor for it"),
     ('schedule: "0 1 * * 7"', "schedule '0 1 * * 7': bad day-of-week field '7': 7 is out of "

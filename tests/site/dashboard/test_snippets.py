@@ -10,8 +10,8 @@ def _m(**kw):
     from types import SimpleNamespace
 
     base = {"kind": "cron", "schedule": "0 3 * * *", "timezone": "UTC", "period": None,
-            "grace": 300 * S, "max_runtime": None, "concurrency": "allow", "max_attempts": 1,
-            "slug": "nightly-backup"}
+            "grace": 300 * S, "max_runtime": None, "deadline": None, "concurrency": "allow",
+            "max_attempts": 1, "slug": "nightly-backup"}
     return SimpleNamespace(**{**base, **kw})
 
 
@@ -22,7 +22,8 @@ def test_the_cronjob_exits_with_the_jobs_status_and_has_the_monitors_limits():
     from cronradar.dashboard.snippets import cronjob
 
     text_ = cronjob(_m(timezone="Europe/Berlin", concurrency="forbid", max_attempts=3,
-                       max_runtime=3600 * S, grace=600 * S, slug="Nightly_Backup.v2"), URL)
+                       max_runtime=900 * S, deadline=4200 * S, grace=600 * S,
+                       slug="Nightly_Backup.v2"), URL)
     assert "metadata: {name: nightly-backup-v2}" in text_
     assert '  schedule: "0 3 * * *"\n  timeZone: Europe/Berlin\n' in text_
     assert "  concurrencyPolicy: Forbid\n  startingDeadlineSeconds: 600\n" in text_
@@ -30,7 +31,7 @@ def test_the_cronjob_exits_with_the_jobs_status_and_has_the_monitors_limits():
     assert ('                  /path/to/job; code=$?\n'
             '                  curl -fsS -m 10 --retry 5 -o /dev/null "$PING/$code?rid=$RID"\n'
             '                  exit $code\n') in text_
-    plain = cronjob(_m(concurrency="replace", slug="x" * 80), URL)
+    plain = cronjob(_m(concurrency="replace", slug="x" * 80, max_runtime=600 * S), URL)
     assert "timeZone" not in plain and "activeDeadlineSeconds" not in plain
     assert "concurrencyPolicy: Replace" in plain and "backoffLimit: 0" in plain
     assert f"metadata: {{name: {'x' * 52}}}" in plain
@@ -39,6 +40,28 @@ def test_the_cronjob_exits_with_the_jobs_status_and_has_the_monitors_limits():
     doc = yaml.safe_load(text_)
     assert doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0][
         "args"][0].rstrip().endswith("exit $code")
+
+
+@pytest.mark.parametrize("grace, deadline, active", [
+    (600, 4200, 3600),  # activeDeadlineSeconds counts from the start, up to 600 s late
+    (5, 70, 60),  # startingDeadlineSeconds is at least 10
+    (300, 300, None), (300, None, None)])
+def test_the_cronjobs_active_deadline_is_the_monitors_deadline_less_the_start(
+        grace, deadline, active):
+    """activeDeadlineSeconds is written from the monitor's deadline (not its per-attempt
+    max_runtime), and importk8s reads the snippet back to the same deadline."""
+    import yaml
+
+    from cronradar.dashboard.snippets import cronjob
+    from monitors.imports import k8s
+
+    m = _m(grace=grace * S, deadline=deadline and deadline * S, max_runtime=30 * S,
+           max_attempts=3)
+    text_ = cronjob(m, URL)
+    assert yaml.safe_load(text_)["spec"]["jobTemplate"]["spec"].get(
+        "activeDeadlineSeconds") == active
+    [spec] = k8s.parse_k8s(text_).specs
+    assert spec.values().get("deadline") == (active and deadline * S)
 
 
 def test_a_cronjob_snippet_run_by_sh_exits_with_the_jobs_status(tmp_path):
