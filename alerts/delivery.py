@@ -29,6 +29,8 @@ due again when the claim expires. Dedupe on ``event_id`` (webhooks) or rely on
 PagerDuty's ``dedup_key``.
 
 Each outcome also updates the channel's health (``last_error``, ``failing_since``).
+A failing channel's first delivery releases its retries waiting in backoff at
+once (:func:`_catch_up`), but those waiting after a 429.
 """
 from __future__ import annotations
 
@@ -71,6 +73,10 @@ CLAIM_WINDOW = 1000  # due rows a claim reads at most (see claim_due)
 # good: ``delivery`` (the Delivery, its status written) and ``at`` (when its last
 # attempt ended). Escalation subscribes (alerts.incidents.on_delivery_failed).
 delivery_failed = Signal()
+# Sent inside the transaction that records it, for each channel that was failing
+# and delivered again: ``channel_id``, ``since`` (when it had started failing) and
+# ``at`` (when it delivered). alerts.health announces it (channel.recovered).
+channel_recovered = Signal()
 
 
 @dataclass(frozen=True)
@@ -335,10 +341,13 @@ def record(attempts: list[Attempt]) -> list[str]:
             statuses.append(d.status)
         DeliveryAttempt.objects.bulk_create(log)
         sql.update_many([d for d, _ in written], OUTCOME_FIELDS)
-        _record_health([(d.channel_id, d.status, a.error, a.finished_at) for d, a in written])
+        recovered = _record_health([(d.channel_id, d.status, a.error, a.finished_at)
+                                    for d, a in written])
         for d, a in written:
             if d.status == Delivery.Status.FAILED:
                 delivery_failed.send(sender=Delivery, delivery=d, at=a.finished_at)
+        for channel_id, since, at in recovered:
+            channel_recovered.send(sender=Channel, channel_id=channel_id, since=since, at=at)
     for d, a in written:
         say = logger.warning if d.status == Delivery.Status.FAILED else logger.info
         say("delivery %s attempt %s to channel %s: %s %s", d.pk, d.attempts, d.channel_id,
@@ -346,13 +355,15 @@ def record(attempts: list[Attempt]) -> list[str]:
     return statuses
 
 
-OUTCOME_FIELDS = ("status", "attempts", "last_error", "delivered_at", "next_attempt_at")
+OUTCOME_FIELDS = ("status", "attempts", "last_error", "delivered_at", "next_attempt_at",
+                  "rate_limited")
 
 
 def _outcome(d: Delivery, a: Attempt, number: int) -> None:
     """Set ``d``'s :data:`OUTCOME_FIELDS` after its attempt ``number``."""
     now, error = a.finished_at, a.error
     d.attempts, d.last_error = number, error[:ERROR_MAX]
+    d.rate_limited = a.status_code == 429
     if a.status_code is not None and 200 <= a.status_code < 300:
         d.status, d.delivered_at, d.next_attempt_at = Delivery.Status.DELIVERED, now, None
     elif a.retryable and not _exhausted(d, number, now):
@@ -408,30 +419,57 @@ def _age(delivery: Delivery, now: datetime) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds}s"
 
 
-def _record_health(outcomes: list[tuple[int, str, str, datetime]]) -> None:
+def _record_health(outcomes: list[tuple[int, str, str, datetime]]
+                   ) -> list[tuple[int, datetime, datetime]]:
     """Channels' ``last_error`` and ``failing_since`` after outcomes (channel id,
     status, error, time), in the order they happened: a failure sets
-    ``last_error`` and, unless already failing, ``failing_since``; a delivery
-    clears ``failing_since``."""
-    last: dict[int, tuple[str | None, datetime | None, bool]] = {}
+    ``last_error`` and, unless already failing, ``failing_since`` (and
+    ``failing_check_at``, when :mod:`alerts.health` checks it, that much later
+    than ``CRONRADAR_CHANNEL_FAILING_AFTER``); a delivery clears them. A channel
+    that was failing and delivered catches up (:func:`_catch_up`) when its batch
+    ends delivered. Returns (channel id, failing since, delivered at) of each
+    channel that was failing and delivered (it recovered, even if it failed again
+    later in the batch)."""
+    after = timedelta(seconds=settings.CRONRADAR_CHANNEL_FAILING_AFTER)
+    # channel -> (its last failure's error, failing since at the end of the batch
+    # (None: delivered last), its first delivery's time (None: none in the batch))
+    last: dict[int, tuple[str | None, datetime | None, datetime | None]] = {}
     for channel_id, status, error, at in outcomes:
-        fail_error, since, cleared = last.get(channel_id, (None, None, False))
+        fail_error, since, delivered = last.get(channel_id, (None, None, None))
         if status == Delivery.Status.DELIVERED:
-            last[channel_id] = (fail_error, None, True)
+            last[channel_id] = (fail_error, None, delivered or at)
         else:
-            last[channel_id] = (error, since or at, cleared)
-    healthy = [ch for ch, (_, since, _) in last.items() if since is None]
-    if healthy:  # the common case, one statement for all of them
-        Channel.objects.filter(pk__in=healthy).exclude(failing_since=None).update(
-            failing_since=None)
-    for channel_id, (fail_error, since, cleared) in last.items():
+            last[channel_id] = (error, since or at, delivered)
+    delivered = sorted(ch for ch, (_, _, first) in last.items() if first is not None)
+    # The common case (channels that work) is this one statement. The rows are
+    # locked, in id order, so that a failing channel recovers exactly once.
+    recovering = dict(Channel.objects.select_for_update().filter(pk__in=delivered)
+                      .exclude(failing_since=None).order_by("pk")
+                      .values_list("pk", "failing_since")) if delivered else {}
+    for channel_id, (fail_error, since, first) in last.items():
         channel = Channel.objects.filter(pk=channel_id)
         if fail_error is not None:
             channel.update(last_error=fail_error[:ERROR_MAX])
-        if since is not None and cleared:  # it recovered in this batch, then failed again
-            channel.update(failing_since=since)
+        if channel_id in recovering:  # delivered again (and perhaps failed again since)
+            channel.update(failing_since=since, failing_check_at=since and since + after)
+            if since is None:
+                _catch_up(channel_id, first)
         elif since is not None:
-            channel.filter(failing_since=None).update(failing_since=since)
+            channel.filter(failing_since=None).update(failing_since=since,
+                                                      failing_check_at=since + after)
+    return [(ch, recovering[ch], last[ch][2]) for ch in delivered if ch in recovering]
+
+
+def _catch_up(channel_id: int, at: datetime) -> None:
+    """A failing channel delivered at ``at``: its deliveries waiting in backoff after
+    a network error, a timeout or a 5xx are due at ``at`` (claimed as the channel's
+    cap allows), so a receiver that comes back after an outage gets its backlog
+    in seconds, not over the next ten minutes of backoff. Retries under a 429
+    (``rate_limited``) keep their time: the receiver asked for it. Hits
+    delivery_channel_status."""
+    Delivery.objects.filter(channel_id=channel_id, status=Delivery.Status.PENDING,
+                            rate_limited=False, next_attempt_at__gt=at
+                            ).update(next_attempt_at=at)
 
 
 def transmit(request, client: httpx.Client | None = None, at: datetime | None = None

@@ -44,12 +44,20 @@ class Channel(models.Model):
     # (None once one succeeds).
     last_error = models.CharField(max_length=500, blank=True, default="")
     failing_since = models.DateTimeField(null=True, blank=True)
+    # Telling people (alerts.health): when the tick checks whether this failure has
+    # lasted CRONRADAR_CHANNEL_FAILING_AFTER (None: nothing to check), and when it
+    # was announced as channel.failing (None: not announced).
+    failing_check_at = models.DateTimeField(null=True, blank=True)
+    failing_notified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
             # the evaluator's clean-up looks for deleted channels on every idle tick
             models.Index(fields=["deleted_at"], name="channel_deleted",
                          condition=Q(deleted_at__isnull=False)),
+            # and for channels whose failure is due to be announced on every tick
+            models.Index(fields=["failing_check_at"], name="channel_failing_check",
+                         condition=Q(failing_check_at__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -330,6 +338,9 @@ class Delivery(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=500, blank=True, default="")
+    # A retry waiting because the receiver answered 429 (rate limited): it keeps its
+    # time when the channel delivers again (others are released then: alerts.delivery).
+    rate_limited = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

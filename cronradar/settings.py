@@ -303,6 +303,9 @@ CRONRADAR_DELIVERY_RETRY_AFTER_CAP = env_float("CRONRADAR_DELIVERY_RETRY_AFTER_C
 # Attempts in flight per channel at most, and sender threads per process.
 CRONRADAR_CHANNEL_CONCURRENCY = env_int("CRONRADAR_CHANNEL_CONCURRENCY", default=4)
 CRONRADAR_DELIVERY_THREADS = env_int("CRONRADAR_DELIVERY_THREADS", default=32)
+# Seconds a channel fails before it is announced (channel.failing to the project's
+# other channels, an email to the organisation's admins): see alerts.health.
+CRONRADAR_CHANNEL_FAILING_AFTER = env_int("CRONRADAR_CHANNEL_FAILING_AFTER", default=600)
 # The SSRF guard (core.destinations): notifications reach public addresses only.
 # On under CRONRADAR_ENV=production; off in the embedded default so local
 # receivers work. CRONRADAR_ALLOWED_DESTINATIONS: hosts and networks (CIDR)

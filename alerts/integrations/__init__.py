@@ -12,8 +12,10 @@ Every kind module exposes the same functions:
   notification of a notice of no incident (an ``IncidentEvent`` with
   ``incident`` null, see :mod:`alerts.notices`): ``outage.summary`` (slots of the
   channel's project recorded ``unknown`` while CronRadar was unreachable; facts
-  in ``event.detail``) or ``test`` (the channel's test notification); any other
-  kind raises ``ValueError``. Reads ``event.project``.
+  in ``event.detail``), ``test`` (the channel's test notification) or
+  ``channel.failing`` / ``channel.recovered`` (another channel of the project
+  broke or works again: :mod:`alerts.health`; never pages); any other kind
+  raises ``ValueError``. Reads ``event.project``.
   PagerDuty and Opsgenie also have ``build_test_close(channel, event)``: what
   closes the alert a ``test`` notice opened.
 - ``validate_config(config, previous=None) -> dict``: checks a channel

@@ -182,6 +182,53 @@ def unknown_notice(event) -> ValueError:
     return ValueError(f"notice kind {event.kind!r} has no builder")
 
 
+CHANNEL_TITLES = {"channel.failing": "Channel failing", "channel.recovered": "Channel recovered"}
+
+
+def channel_facts(event) -> dict:
+    """The ``channel`` of a ``channel.failing`` / ``channel.recovered`` notice
+    (``event.detail["channel"]``, see :mod:`alerts.health`): ``{"id", "name",
+    "kind", "failing_since", "last_error", "held"}`` (``failing_since`` ISO-8601;
+    ``held``: the channel's notifications pending or being sent). Raises
+    ``ValueError`` for another kind of event."""
+    if event.kind not in CHANNEL_TITLES:
+        raise ValueError(f"event kind {event.kind!r} is not a channel notice")
+    return event.detail["channel"]
+
+
+def channel_text(event) -> tuple[str, str]:
+    """(title, text) of a channel notice for people: "Channel failing: Ops hook"
+    and what it means, with since when, the last error and what is held."""
+    c = channel_facts(event)
+    name, held = c["name"], c["held"]
+    waiting = f"{held} notification{'s' * (held != 1)}"
+    if event.kind == "channel.failing":
+        text = (f"Notifications to {name} ({c['kind']}) have been failing since "
+                f"{c['failing_since']}: {c['last_error'] or 'no answer'}. {waiting} "
+                f"{'is' if held == 1 else 'are'} held and will be sent when it works again.")
+    else:
+        text = (f"Notifications to {name} ({c['kind']}) are delivered again; it had been "
+                f"failing since {c['failing_since']} (last error: "
+                f"{c['last_error'] or 'none'}). {waiting} still to send.")
+    return f"{CHANNEL_TITLES[event.kind]}: {name}", text
+
+
+def broken_channel_page(event) -> str:
+    """The dashboard page of the channel a ``channel.failing`` /
+    ``channel.recovered`` notice is about (its health and deliveries)."""
+    return (f"{settings.CRONRADAR_BASE_URL}"
+            f"{reverse('dashboard:channel', args=[channel_facts(event)['id']])}")
+
+
+def channel_fact_rows(event) -> list[tuple[str, str]]:
+    """(name, value) pairs a channel notice shows: channel, failing since, last
+    error, held."""
+    c = channel_facts(event)
+    return [("Channel", f"{c['name']} ({c['kind']} #{c['id']})"),
+            ("Failing since", c["failing_since"] or ""), ("Last error", c["last_error"] or ""),
+            ("Held", str(c["held"]))]
+
+
 def check_notifiable(event) -> None:
     """Raise ``ValueError`` unless ``event.kind`` is one that notifies."""
     if event.kind not in NOTIFY_EVENT_KINDS:

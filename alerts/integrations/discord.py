@@ -36,7 +36,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
 
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The message POST of a notice of no incident: ``outage.summary`` or ``test``
-    (a link to the channel's page). Raises ``ValueError`` for another kind."""
+    (a link to the channel's page). Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
     if event.kind == "outage.summary":
         return _message(channel, common.OUTAGE_TITLE, common.outage_text(event), [],
                         COLOURS["info"])
@@ -44,6 +47,15 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
         text = f"{common.testing_text(channel)}\n\n[Channel]({common.channel_page(channel)})"
         return _message(channel, common.TEST_TITLE, text, [], RESOLVED_COLOUR)
     raise common.unknown_notice(event)
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The message POST of a ``channel.failing`` (amber) / ``channel.recovered``
+    (green) notice."""
+    title, text = common.channel_text(event)
+    colour = COLOURS["warning"] if event.kind == "channel.failing" else RESOLVED_COLOUR
+    return _message(channel, title, text, common.channel_fact_rows(event), colour,
+                    links=f"[Channel]({common.broken_channel_page(event)})")
 
 
 def _message(channel, title, text, facts, colour, links: str = "", body: str = ""

@@ -45,7 +45,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingEmai
 
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingEmail:
     """The message of a notice of no incident: ``outage.summary`` or ``test`` (with
-    the channel's dashboard link). Raises ``ValueError`` for another kind."""
+    the channel's dashboard link). Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
     if event.kind == "outage.summary":
         text = common.outage_text(event)
         return _message(channel, f"[INFO] {common.OUTAGE_TITLE}", text,
@@ -55,6 +58,18 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingEmail
         return _message(channel, f"[TEST] {common.TEST_TITLE}", f"{text}\n\nChannel: {url}",
                         f'<p>{escape(text)}</p><p><a href="{escape(url)}">Channel</a></p>')
     raise common.unknown_notice(event)
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingEmail:
+    """The message of a ``channel.failing`` / ``channel.recovered`` notice (also
+    the one the organisation's admins get: :mod:`alerts.health`)."""
+    title, text = common.channel_text(event)
+    rows, url = common.channel_fact_rows(event), common.broken_channel_page(event)
+    plain = "\n".join([text, "", *(f"{k}: {v}" for k, v in rows), "", f"Channel: {url}"])
+    html = "".join([f"<p>{escape(text)}</p><table>", *(
+        f"<tr><th align=left>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows),
+        f'</table><p><a href="{escape(url)}">Channel</a></p>'])
+    return _message(channel, f"[INFO] {title}", plain, html)
 
 
 def _message(channel, subject, text, html) -> common.OutgoingEmail:

@@ -46,7 +46,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The publish POST of a notice of no incident: ``outage.summary`` (priority 2)
     or ``test`` (priority 2, opening the channel's page). Raises ``ValueError`` for
-    another kind."""
+    another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
     if event.kind == "outage.summary":
         return _publish(channel, {"title": common.OUTAGE_TITLE,
                                   "message": common.outage_text(event), "priority": 2,
@@ -57,6 +60,16 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
                                   "tags": ["white_check_mark"],
                                   "click": common.channel_page(channel)})
     raise common.unknown_notice(event)
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The publish POST of a ``channel.failing`` / ``channel.recovered`` notice
+    (priority 3, the default: it never wakes anyone)."""
+    title, text = common.channel_text(event)
+    tag = "warning" if event.kind == "channel.failing" else "white_check_mark"
+    return _publish(channel, {"title": title, "message": common.cut(text, MESSAGE_MAX),
+                              "priority": 3, "tags": [tag],
+                              "click": common.broken_channel_page(event)})
 
 
 def _publish(channel, document) -> common.OutgoingRequest:

@@ -27,6 +27,7 @@ from alerts.models import Channel, IncidentEvent
 HOSTS = {"us": "https://api.opsgenie.com", "eu": "https://api.eu.opsgenie.com"}
 DESCRIPTION_MAX = 15000
 PRIORITY = {"critical": "P1", "error": "P2", "warning": "P3", "info": "P4"}
+MESSAGE_MAX, DESCRIPTION_MAX = 130, 15000  # the Alert API's limits
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -61,7 +62,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """A notice of no incident. ``outage.summary``: a P5 (informational) alert.
     ``test``: a P5 alert with the alias ``cronradar-test-<channel id>``, which
-    :func:`build_test_close` closes. Raises ``ValueError`` for another kind."""
+    :func:`build_test_close` closes. Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
     if event.kind == "outage.summary":
         return _post(channel, f"{_base(channel)}/v2/alerts", {
             "message": common.OUTAGE_TITLE,
@@ -85,6 +89,18 @@ def build_test_close(channel: Channel, event: IncidentEvent) -> common.OutgoingR
 
 def _test_alias(channel) -> str:
     return f"cronradar-test-{channel.pk}"
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """A P5 (informational) alert of a ``channel.failing`` / ``channel.recovered``
+    notice, its alias the notice's event id, the channel's dashboard page in its
+    details."""
+    title, text = common.channel_text(event)
+    return _post(channel, f"{_base(channel)}/v2/alerts", {
+        "message": common.cut(title, MESSAGE_MAX), "alias": f"cronradar-notice-{event.pk}",
+        "description": common.cut(text, DESCRIPTION_MAX), "priority": "P5",
+        "source": "CronRadar", "details": {"channel_page": common.broken_channel_page(event),
+                                           "event_id": str(event.pk)}})
 
 
 def _base(channel) -> str:

@@ -10,7 +10,8 @@ send ``event_action: "resolve"`` with only ``routing_key``, ``event_action`` and
 ``dedup_key``. ``dedup_key`` is the incident's ``dedup_key``, so PagerDuty folds
 every event of one incident into one alert. An outage summary is a Change Event
 (informational, never pages), sent to the events URL with its final ``/enqueue``
-replaced by ``/change/enqueue`` (developer docs, events-API-v2 "Send a Change Event").
+replaced by ``/change/enqueue`` (developer docs, events-API-v2 "Send a Change Event");
+so is a ``channel.failing`` / ``channel.recovered`` notice.
 Severity is the incident's (the monitor's ``severity``, else ``critical`` for
 missed/stuck/deadline/failed and ``warning`` for overlap/too_fast/slow/skipped/
 double_launch); a slow, skipped or double_launch incident raised to another cause
@@ -87,7 +88,10 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
     "payload": {"summary", "source", "timestamp", "custom_details"}}``. ``test``: a
     ``trigger`` of severity ``info`` with the dedup key ``cronradar-test-<channel
     id>``, which :func:`build_test_close` resolves. Raises ``ValueError`` for
-    another kind."""
+    another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
     events_url = _events_url(channel)
     if event.kind == "test":
         return common.json_post(events_url, {
@@ -131,6 +135,28 @@ def _test_key(channel: Channel) -> str:
 
 def _events_url(channel: Channel) -> str:
     return channel.config.get("events_url") or settings.CRONRADAR_PAGERDUTY_EVENTS_URL
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The Change Event (never pages) of a ``channel.failing`` /
+    ``channel.recovered`` notice: ``{"routing_key", "payload": {"summary",
+    "source", "timestamp", "custom_details": {"event", "event_id", "channel",
+    "project"}}, "links"}`` (the channel's dashboard page)."""
+    events_url = _events_url(channel)
+    title, text = common.channel_text(event)
+    document = {
+        "routing_key": channel.config["routing_key"],
+        "links": [{"href": common.broken_channel_page(event), "text": "Channel"}],
+        "payload": {
+            "summary": common.cut(f"{title}. {text}", SUMMARY_MAX),
+            "source": "cronradar",
+            "timestamp": common.isoformat(event.at),
+            "custom_details": {"event": event.kind, "event_id": event.pk,
+                               "channel": common.channel_facts(event),
+                               "project": event.project.name},
+        },
+    }
+    return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)
 
 
 CONFIG_SCHEMA = {"type": "object", "title": "pagerduty", "required": ["routing_key"],

@@ -98,8 +98,13 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
 
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The incoming-webhook POST of a notice of no incident: ``outage.summary`` or
-    ``test``. Raises ``ValueError`` for another kind."""
-    if event.kind == "outage.summary":
+    ``test`` or ``channel.failing`` / ``channel.recovered`` (a link to that
+    channel's page). Raises ``ValueError`` for another kind."""
+    if event.kind in common.CHANNEL_TITLES:
+        title, text = common.channel_text(event)
+        icon = ":warning:" if event.kind == "channel.failing" else ":white_check_mark:"
+        header, link = common.cut(f"{icon} {title}", HEADER_MAX), common.broken_channel_page(event)
+    elif event.kind == "outage.summary":
         header, text, link = f":warning: {common.OUTAGE_TITLE}", common.outage_text(event), None
     elif event.kind == "test":
         header, text = f":white_check_mark: {common.TEST_TITLE}", common.testing_text(channel)

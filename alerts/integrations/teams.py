@@ -35,13 +35,23 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
 
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The card POST of a notice of no incident: ``outage.summary`` or ``test`` (a
-    button to the channel's page). Raises ``ValueError`` for another kind."""
+    button to the channel's page). Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
     if event.kind == "outage.summary":
         return _card(channel, common.OUTAGE_TITLE, common.outage_text(event), [], [])
     if event.kind == "test":
         return _card(channel, common.TEST_TITLE, common.testing_text(channel), [], [
             {"type": "Action.OpenUrl", "title": "Channel", "url": common.channel_page(channel)}])
     raise common.unknown_notice(event)
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The card POST of a ``channel.failing`` / ``channel.recovered`` notice."""
+    title, text = common.channel_text(event)
+    return _card(channel, title, text, common.channel_fact_rows(event), [
+        {"type": "Action.OpenUrl", "title": "Channel", "url": common.broken_channel_page(event)}])
 
 
 def _card(channel, title, text, facts, actions, body: str = "") -> common.OutgoingRequest:

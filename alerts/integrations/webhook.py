@@ -8,7 +8,8 @@ Request: ``POST <url>`` with headers
 - ``Content-Type: application/json``
 - ``User-Agent: CronRadar/0.1``
 - ``X-CronRadar-Event: incident.opened`` | ``incident.resolved`` |
-  ``incident.channel_removed`` | ``outage.summary`` | ``test``
+  ``incident.channel_removed`` | ``outage.summary`` | ``test`` |
+  ``channel.failing`` | ``channel.recovered``
 - ``X-CronRadar-Signature: sha256=<hex>``: HMAC-SHA256 of the raw request body
   bytes keyed with the channel secret (UTF-8). Verify it on the bytes you
   received, before parsing, with a constant-time comparison.
@@ -72,6 +73,20 @@ test notification sent from the channel's page or the API; ``incident`` is null:
      "channel": {"id": 5, "name": "ops hook", "kind": "webhook"}, "project": "acme",
      "links": {"channel_page": "https://cron.example.com/channels/5/"}}
 
+``channel.failing`` / ``channel.recovered`` (schema ``cronradar.channel.v1``):
+another channel of the project keeps failing, or delivers again
+(``alerts.health``)::
+
+    {"schema": "cronradar.channel.v1", "event": "channel.failing",  // or "channel.recovered"
+     "event_id": 43,                       // from the same sequence as incident events
+     "occurred_at": "...",                 // when it was announced
+     "channel": {"id": 5, "name": "Ops hook", "kind": "webhook",
+                 "failing_since": "...",   // the first failed attempt of this failure
+                 "last_error": "HTTP 500",
+                 "held": 3},               // its notifications pending or being sent
+     "project": "acme",
+     "links": {"channel_page": "https://cron.example.com/channels/5/"}}  // its dashboard page
+
 Timestamps are ISO-8601 UTC with a ``Z`` suffix. ``incident`` is the incident
 as it is when the request is built, so a late-delivered ``incident.opened`` may
 already carry ``resolved_at``. Fields may be added within ``v1``; removing or
@@ -89,6 +104,7 @@ from alerts.models import Channel, IncidentEvent
 SCHEMA = "cronradar.incident.v1"
 OUTAGE_SCHEMA = "cronradar.outage.v2"
 TEST_SCHEMA = "cronradar.test.v1"
+CHANNEL_SCHEMA = "cronradar.channel.v1"
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
@@ -137,7 +153,10 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
 def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
     """The signed POST of a notice of no incident (module docstring):
     ``outage.summary`` (schema ``cronradar.outage.v2``) or ``test`` (schema
-    ``cronradar.test.v1``). Raises ``ValueError`` for another kind."""
+    ``cronradar.test.v1``). Raises ``ValueError`` for another kind.
+    ``channel.failing`` / ``channel.recovered``: :func:`_channel_notice`."""
+    if event.kind in common.CHANNEL_TITLES:
+        return _channel_notice(channel, event)
     if event.kind == "outage.summary":
         d = event.detail
         document = {
@@ -164,6 +183,21 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
     else:
         raise common.unknown_notice(event)
     return _signed(channel, event.kind, event.pk, common.encode_json(document))
+
+
+def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
+    """The signed POST of a ``channel.failing`` / ``channel.recovered`` notice
+    (schema ``cronradar.channel.v1``, module docstring)."""
+    body = common.encode_json({
+        "schema": CHANNEL_SCHEMA,
+        "event": event.kind,
+        "event_id": event.pk,
+        "occurred_at": common.isoformat(event.at),
+        "channel": common.channel_facts(event),
+        "project": event.project.name,
+        "links": {"channel_page": common.broken_channel_page(event)},
+    })
+    return _signed(channel, event.kind, event.pk, body)
 
 
 def _signed(channel: Channel, name: str, event_id: int, body: bytes

@@ -75,6 +75,7 @@ def live():
 
 
 ONE, TWO, PD = "https://one.test/h", "https://two.test/h", "https://pd.test/v2/enqueue"
+PD_CHANGE = "https://pd.test/v2/change/enqueue"
 
 
 @pytest.fixture
@@ -83,16 +84,18 @@ def http():
         for url in (ONE, TWO):
             router.post(url).mock(return_value=httpx.Response(200))
         router.post(PD).mock(return_value=httpx.Response(202))
+        router.post(PD_CHANGE).mock(return_value=httpx.Response(202))  # channel.* notices
         yield router
 
 
 def seen(http, now):
-    """What each receiver got so far: [(url, event or PagerDuty action, tier)]."""
+    """What each receiver got so far: [(url, event or PagerDuty action ("change":
+    a Change Event))]."""
     send_due(now)
     out = []
     for call in http.calls:
         body = json.loads(call.request.content)
-        what = body.get("event_action") or body["event"]
+        what = body.get("event_action") or body.get("event") or "change"
         out.append((str(call.request.url), what))
     return out
 

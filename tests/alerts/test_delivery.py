@@ -180,6 +180,56 @@ def test_the_channel_records_its_health(make_delivery):
     assert (channel.last_error, channel.failing_since) == ("HTTP 503: still", None)
 
 
+def test_a_failing_channels_first_success_releases_its_backoff_but_not_429s(
+        project, monitor, settings, monkeypatch):
+    settings.CRONRADAR_DELIVERY_BACKOFF, settings.CRONRADAR_CHANNEL_CONCURRENCY = 10.0, 2
+    monkeypatch.setattr(delivery.random, "uniform", lambda low, high: high)  # no jitter
+    channel, other = webhook(project), webhook(project, OTHER)
+    answers = [httpx.ConnectError("refused"), httpx.Response(500),
+               httpx.Response(503, headers={"Retry-After": "60"}),
+               httpx.Response(429, headers={"Retry-After": "120"}), httpx.Response(429)]
+    waiting = []
+    for answer in answers:  # one at a time: each is the only one due at NOW
+        waiting.append(new_delivery(new_incident(monitor), channel))
+        assert attempt(waiting[-1], Receiver(answer).client) == "pending"
+    elsewhere = new_delivery(new_incident(monitor), other)
+    assert attempt(elsewhere, Receiver(httpx.Response(500)).client) == "pending"
+    before = [NOW + s(10), NOW + s(10), NOW + s(60), NOW + s(120), NOW + s(10)]
+    assert [Delivery.objects.get(pk=d.pk).next_attempt_at for d in waiting] == before
+
+    ok = new_delivery(new_incident(monitor), channel, at=NOW + s(5))
+    assert attempt(ok, Receiver(httpx.Response(200)).client, NOW + s(5)) == "delivered"
+
+    after = [NOW + s(5), NOW + s(5), NOW + s(5), NOW + s(120), NOW + s(10)]
+    assert [Delivery.objects.get(pk=d.pk).next_attempt_at for d in waiting] == after
+    assert [d.rate_limited for d in Delivery.objects.filter(
+        pk__in=[d.pk for d in waiting]).order_by("pk")] == [False, False, False, True, True]
+    assert Delivery.objects.get(pk=elsewhere.pk).next_attempt_at == NOW + s(10)
+    assert Channel.objects.get(pk=channel.pk).failing_since is None
+    # released, they still go at most the channel's cap at a time, oldest first
+    claimed = [c.delivery_id for c in claim_due(NOW + s(5), 100)]
+    assert claimed == [waiting[0].pk, waiting[1].pk]
+
+
+def test_a_channel_that_delivers_and_fails_in_one_batch_stays_failing(project, monitor,
+                                                                      settings):
+    settings.CRONRADAR_DELIVERY_BACKOFF = 10.0
+    channel = webhook(project)
+    first = new_delivery(new_incident(monitor), channel)
+    assert attempt(first, Receiver(httpx.Response(500)).client) == "pending"
+    later = NOW + s(3)
+    pair = [new_delivery(new_incident(monitor), channel, at=later) for _ in range(2)]
+    attempts = delivery.prepare(claim_due(later, 10))
+    receiver = Receiver(httpx.Response(200), httpx.Response(502))
+    for a in attempts:
+        delivery.attempt(a, receiver.client, clock=lambda: later)
+    assert delivery.record(attempts) == ["delivered", "pending"]
+    channel.refresh_from_db()
+    assert (channel.failing_since, channel.last_error) == (later, "HTTP 502")
+    assert Delivery.objects.get(pk=first.pk).next_attempt_at > later  # not released
+    assert pair[1].pk in [a.delivery.pk for a in attempts]
+
+
 def test_delivery_deleted_while_being_sent(make_delivery):
     d = make_delivery()
 

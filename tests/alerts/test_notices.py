@@ -81,11 +81,13 @@ def test_an_outage_summary_is_one_notice_per_impact_delivered_with_its_integer_i
 
 def test_a_kind_without_a_builder_for_a_notice_fails_the_delivery_clearly(project):
     hook = webhook(project)
-    notices.issue("channel.recovered", project.pk, NOW, {}, [hook.pk])
+    # not a notice's kind (notices.issue refuses it), stored without an incident
+    odd = IncidentEvent.objects.create(kind="resolved", project=project, at=NOW)
+    Delivery.objects.create(event=odd, channel=hook, created_at=NOW, next_attempt_at=NOW)
     assert send_due(NOW) == 1
     d = Delivery.objects.get()
     assert (d.status, d.last_error) == (
-        "failed", "build error: ValueError: notice kind 'channel.recovered' has no builder")
+        "failed", "build error: ValueError: notice kind 'resolved' has no builder")
 
 
 def test_the_deliveries_api_names_a_notice_by_its_kind(api, project):

@@ -327,3 +327,39 @@ def test_a_notification_of_each_kind_links_the_dashboard_and_carries_the_body_ta
         time.sleep(0.1)
     mail = service.output()
     assert "To: ops@example.com" in mail and pages[0] in mail and pages[1] in mail
+
+
+def test_a_channel_answering_500_is_announced_once_and_its_recovery_once(tmp_path, receiver):
+    """A webhook answering 500 for longer than CRONRADAR_CHANNEL_FAILING_AFTER (2 s
+    here): the project's other channel gets one channel.failing, and once the broken
+    receiver answers 200 again (its retry releases the backlog) one channel.recovered."""
+    broken = Receiver(status=500)
+    service = Service(tmp_path, extra_env={"CRONRADAR_CHANNEL_FAILING_AFTER": "2"})
+    try:
+        bad = service.api.post("/channels/", json={
+            "kind": "webhook", "name": "broken", "config": {"url": broken.url + "/hook"}}).json()
+        _hook(service.api, receiver)
+        m = service.api.post("/monitors/", json={"name": "job", "period": 60,
+                                                 "grace": 5}).json()
+        httpx.get(m["ping_url"] + "/fail")
+        failing = receiver.wait_for(lambda r: r.json()["event"] == "channel.failing",
+                                    timeout=15)
+        assert failing.headers["X-CronRadar-Event"] == "channel.failing"
+        channel = failing.json()["channel"]
+        assert (channel["id"], channel["name"], channel["kind"], channel["held"]) == (
+            bad["id"], "broken", "webhook", 1)
+        assert channel["last_error"] == "HTTP 500: ok"
+        assert failing.json()["links"] == {"channel_page": f"{service.url}/channels/{bad['id']}/"}
+        assert httpx.get(failing.json()["links"]["channel_page"]).status_code in (200, 302)
+        broken.status = 200
+        recovered = receiver.wait_for(lambda r: r.json()["event"] == "channel.recovered",
+                                      timeout=20)
+        assert recovered.json()["channel"]["failing_since"] == channel["failing_since"]
+        time.sleep(3)  # nothing more comes
+        assert [r.json()["event"] for r in receiver.requests] == [
+            "incident.opened", "channel.failing", "channel.recovered"]
+        assert broken.requests[-1].status == 200
+        assert broken.requests[-1].json()["event"] == "incident.opened"
+    finally:
+        service.stop()
+        broken.close()

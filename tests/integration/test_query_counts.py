@@ -371,8 +371,9 @@ def test_a_tick_evaluates_due_monitors_together(project, make_monitor, monkeypat
     # statement), alerts' batch reads (open incidents, maintenance windows, recent
     # incidents, alerting, and the channels they follow: the ones their Alerting
     # lists, or their project's), the 3 inserts, end; then the tick's escalation,
-    # flapping and housekeeping steps
-    with django_assert_num_queries(4 + 12 + 3 + 3) as ctx:
+    # flapping, channel-health (alerts.health: the channels whose check is due) and
+    # housekeeping steps
+    with django_assert_num_queries(4 + 12 + 3 + 4) as ctx:
         assert evaluator.tick(T0 + s(4)) == 30
     assert Incident.objects.filter(cause="missed").count() == 30
     assert Delivery.objects.filter(channel=hook).count() == 30

@@ -172,3 +172,30 @@ def test_notice(project):
 
 def channel_page(ch) -> str:
     return f"{BASE}/channels/{ch.pk}/"
+
+
+BROKEN = {"id": 9, "name": "Ops hook", "kind": "webhook", "failing_since": "2025-01-01T12:00:05Z",
+          "last_error": "HTTP 500: boom", "held": 3}  # the channel a channel.* notice is about
+FAILING_TITLE = "Channel failing: Ops hook"
+FAILING_TEXT = ("Notifications to Ops hook (webhook) have been failing since "
+                "2025-01-01T12:00:05Z: HTTP 500: boom. 3 notifications are held and will be "
+                "sent when it works again.")
+RECOVERED_TEXT = ("Notifications to Ops hook (webhook) are delivered again; it had been failing "
+                  "since 2025-01-01T12:00:05Z (last error: HTTP 500: boom). 3 notifications "
+                  "still to send.")
+BROKEN_FACTS = [("Channel", "Ops hook (webhook #9)"), ("Failing since", "2025-01-01T12:00:05Z"),
+                ("Last error", "HTTP 500: boom"), ("Held", "3")]
+
+
+@pytest.fixture
+def failing(project):
+    """A ``channel.failing`` notice (alerts.health) about :data:`BROKEN`, at RESOLVED."""
+    return IncidentEvent.objects.create(kind="channel.failing", project=project, at=RESOLVED,
+                                        detail={"channel": BROKEN})
+
+
+@pytest.fixture
+def recovered(project):
+    return IncidentEvent.objects.create(kind="channel.recovered", project=project,
+                                        at=RESOLVED, detail={"channel": BROKEN})
+BROKEN_PAGE = f"{BASE}/channels/9/"  # the dashboard page of BROKEN

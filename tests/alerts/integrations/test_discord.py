@@ -6,9 +6,12 @@ import pytest
 from alerts.integrations import discord
 from monitors.models import Ping
 from tests.alerts.integrations.conftest import (
+    BROKEN_FACTS,
+    BROKEN_PAGE,
     FACTS,
     OPENED,
     OUTAGE_TEXT,
+    RECOVERED_TEXT,
     TEST_TEXT,
     channel,
     channel_page,
@@ -80,3 +83,15 @@ def test_discord_outage_summary(project, outage_notice):
                                            outage_notice).body)["embeds"] == [{
         "title": "CronRadar was unreachable", "description": OUTAGE_TEXT, "color": 0x4A90D9,
         "fields": [], "footer": {"text": "CronRadar"}}]
+
+
+def test_discord_channel_notice(project, recovered):
+    req = discord.build_notice(channel(project, "discord", url="https://discord.test/api/w"),
+                               recovered)
+    assert json.loads(req.body) == {
+        "content": "Channel recovered: Ops hook", "allowed_mentions": {"parse": []},
+        "embeds": [{"title": "Channel recovered: Ops hook",
+                    "description": f"{RECOVERED_TEXT}\n\n[Channel]({BROKEN_PAGE})",
+                    "color": discord.RESOLVED_COLOUR, "footer": {"text": "CronRadar"},
+                    "fields": [{"name": k, "value": v, "inline": True}
+                               for k, v in BROKEN_FACTS]}]}

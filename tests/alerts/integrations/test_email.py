@@ -5,7 +5,11 @@ from django.core import mail
 from alerts.delivery import transmit
 from alerts.integrations import email
 from tests.alerts.integrations.conftest import (
+    BROKEN_FACTS,
+    BROKEN_PAGE,
     FACTS,
+    FAILING_TEXT,
+    FAILING_TITLE,
     OUTAGE_TEXT,
     TEST_TEXT,
     ack_link,
@@ -63,3 +67,13 @@ def test_email_outage_summary(project, outage_notice):
                                  outage_notice)
     assert (message.subject, message.text, message.html) == (
         "[INFO] CronRadar was unreachable", OUTAGE_TEXT, f"<p>{OUTAGE_TEXT}</p>")
+
+
+def test_email_channel_notice(project, failing):
+    message = email.build_notice(channel(project, "email", to=["ops@example.com"]), failing)
+    assert (message.to, message.subject) == (("ops@example.com",), f"[INFO] {FAILING_TITLE}")
+    assert message.text == "\n".join([FAILING_TEXT, "", *(f"{k}: {v}" for k, v in BROKEN_FACTS),
+                                      "", f"Channel: {BROKEN_PAGE}"])
+    assert message.html == (f"<p>{FAILING_TEXT}</p><table>" + "".join(
+        f"<tr><th align=left>{k}</th><td>{v}</td></tr>" for k, v in BROKEN_FACTS) +
+        f'</table><p><a href="{BROKEN_PAGE}">Channel</a></p>')

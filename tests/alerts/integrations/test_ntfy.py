@@ -6,6 +6,9 @@ import pytest
 from alerts.integrations import ntfy
 from alerts.models import IncidentEvent
 from tests.alerts.integrations.conftest import (
+    BROKEN_PAGE,
+    FAILING_TEXT,
+    FAILING_TITLE,
     OPENED,
     OUTAGE_TEXT,
     TEST_TEXT,
@@ -82,3 +85,10 @@ def test_ntfy_outage_summary(project, outage_notice):
     req = ntfy.build_notice(channel(project, "ntfy", url="https://ntfy.sh/t"), outage_notice)
     assert json.loads(req.body) == {"topic": "t", "title": "CronRadar was unreachable",
                                     "message": OUTAGE_TEXT, "priority": 2, "tags": ["warning"]}
+
+
+def test_ntfy_channel_notice_never_wakes_anyone(project, failing):
+    req = ntfy.build_notice(channel(project, "ntfy", url="https://ntfy.test/ops"), failing)
+    assert (req.url, json.loads(req.body)) == ("https://ntfy.test/", {
+        "topic": "ops", "title": FAILING_TITLE, "message": FAILING_TEXT, "priority": 3,
+        "tags": ["warning"], "click": BROKEN_PAGE})

@@ -6,10 +6,12 @@ import pytest
 from alerts.integrations import opsgenie
 from alerts.models import IncidentEvent
 from tests.alerts.integrations.conftest import (
+    BROKEN_PAGE,
     DEDUP,
     FACTS,
     OPENED,
     OUTAGE_TEXT,
+    RECOVERED_TEXT,
     TEST_TEXT,
     ack_link,
     channel,
@@ -91,3 +93,13 @@ def test_opsgenie_outage_summary(project, outage_notice):
         "message": "CronRadar was unreachable",
         "alias": f"cronradar-outage-{outage_notice.detail['impact']}",
         "description": OUTAGE_TEXT, "priority": "P5", "source": "CronRadar"})
+
+
+def test_opsgenie_channel_notice_is_a_p5_alert(project, recovered):
+    req = opsgenie.build_notice(channel(project, "opsgenie", api_key="K"), recovered)
+    assert (req.url, req.headers["Authorization"]) == ("https://api.opsgenie.com/v2/alerts",
+                                                       "GenieKey K")
+    assert json.loads(req.body) == {
+        "message": "Channel recovered: Ops hook", "alias": f"cronradar-notice-{recovered.pk}",
+        "description": RECOVERED_TEXT, "priority": "P5", "source": "CronRadar",
+        "details": {"channel_page": BROKEN_PAGE, "event_id": str(recovered.pk)}}

@@ -8,7 +8,11 @@ from alerts.integrations import OutgoingRequest, pagerduty
 from alerts.models import Channel, Incident, IncidentEvent
 from tests.alerts.integrations.conftest import (
     BASE,
+    BROKEN,
+    BROKEN_PAGE,
     DEDUP,
+    FAILING_TEXT,
+    FAILING_TITLE,
     JSON_HEADERS,
     OPENED,
     OUTAGE_TEXT,
@@ -183,8 +187,20 @@ def test_pagerduty_test_notification_and_its_close(test_notice):
 
 
 def test_pagerduty_refuses_a_notice_kind_it_does_not_know(project):
-    from alerts import notices
-
-    notice = notices.issue("channel.failing", project.pk, OPENED, {}, [])
-    with pytest.raises(ValueError, match="notice kind 'channel.failing' has no builder"):
+    notice = IncidentEvent.objects.create(kind="resolved", project=project, at=OPENED)
+    with pytest.raises(ValueError, match="notice kind 'resolved' has no builder"):
         pagerduty.build_notice(channel(project, "pagerduty", routing_key="R"), notice)
+
+
+def test_pagerduty_channel_notice_is_a_change_event(project, failing):
+    req = pagerduty.build_notice(channel(project, "pagerduty", routing_key="R"), failing)
+    assert req == OutgoingRequest(
+        url="https://events.pagerduty.com/v2/change/enqueue",
+        body=canonical({
+            "routing_key": "R", "links": [{"href": BROKEN_PAGE, "text": "Channel"}],
+            "payload": {
+                "summary": f"{FAILING_TITLE}. {FAILING_TEXT}", "source": "cronradar",
+                "timestamp": "2025-01-01T12:03:00Z",
+                "custom_details": {"event": "channel.failing", "event_id": failing.pk,
+                                   "channel": BROKEN, "project": "acme"}}}),
+        headers=JSON_HEADERS)

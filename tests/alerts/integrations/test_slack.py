@@ -9,6 +9,9 @@ from alerts.models import Incident, IncidentEvent
 from monitors.models import Ping
 from tests.alerts.integrations.conftest import (
     BASE,
+    BROKEN_PAGE,
+    FAILING_TEXT,
+    FAILING_TITLE,
     JSON_HEADERS,
     OUTAGE_TEXT,
     RESOLVED,
@@ -180,3 +183,15 @@ def test_slack_test_notification(test_notice):
             {"type": "section", "text": {"type": "mrkdwn", "text": TEST_TEXT}},
             {"type": "context", "elements": [{"type": "mrkdwn",
                                               "text": f"<{channel_page(ch)}|Channel>"}]}]}
+
+
+def test_slack_channel_notice(project, failing):
+    req = slack.build_notice(channel(project, "slack", url="https://hooks.slack.test/x"), failing)
+    assert json.loads(req.body) == {
+        "text": f"CronRadar: {FAILING_TEXT}",
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "emoji": True,
+                                        "text": f":warning: {FAILING_TITLE}"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": FAILING_TEXT}},
+            {"type": "context", "elements": [{"type": "mrkdwn",
+                                              "text": f"<{BROKEN_PAGE}|Channel>"}]}]}

@@ -8,7 +8,11 @@ from alerts.integrations import teams
 from alerts.models import Incident, IncidentEvent
 from monitors.models import Ping
 from tests.alerts.integrations.conftest import (
+    BROKEN_FACTS,
+    BROKEN_PAGE,
     FACTS,
+    FAILING_TEXT,
+    FAILING_TITLE,
     OPENED,
     OUTAGE_TEXT,
     TEST_TEXT,
@@ -102,3 +106,17 @@ def test_teams_outage_summary(project, outage_notice):
         {"type": "TextBlock", "text": "CronRadar was unreachable", "weight": "Bolder",
          "size": "Medium", "wrap": True},
         {"type": "TextBlock", "text": OUTAGE_TEXT, "wrap": True}], [])
+
+
+
+
+def test_teams_channel_notice(project, failing):
+    req = teams.build_notice(channel(project, "teams", url="https://x.test/w"), failing)
+    card = json.loads(req.body)["attachments"][0]["content"]
+    assert card["body"] == [
+        {"type": "TextBlock", "text": FAILING_TITLE, "weight": "Bolder", "size": "Medium",
+         "wrap": True},
+        {"type": "TextBlock", "text": FAILING_TEXT, "wrap": True},
+        {"type": "FactSet", "facts": [{"title": k, "value": v} for k, v in BROKEN_FACTS]}]
+    assert card["actions"] == [{"type": "Action.OpenUrl", "title": "Channel",
+                                "url": BROKEN_PAGE}]

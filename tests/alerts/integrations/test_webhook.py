@@ -17,6 +17,8 @@ from alerts.delivery import transmit
 from alerts.integrations import OutgoingRequest, slack, webhook
 from alerts.models import Channel, Delivery, IncidentEvent
 from tests.alerts.integrations.conftest import (
+    BROKEN,
+    BROKEN_PAGE,
     DEDUP,
     JSON_HEADERS,
     OPENED,
@@ -313,3 +315,19 @@ def test_a_test_notice_exactly(project, settings):
     assert req == OutgoingRequest(url="https://x.test/", body=body, headers={
         **JSON_HEADERS, "X-CronRadar-Event": "test", "X-CronRadar-Signature": f"sha256={digest}",
         "webhook-id": str(notice.pk)}, signing_key=SECRET.encode())
+
+
+@pytest.mark.parametrize("notice", ["failing", "recovered"])
+def test_webhook_channel_notice(project, notice, request):
+    event = request.getfixturevalue(notice)
+    req = webhook.build_notice(channel(project, "webhook", url="https://x.test/", secret=SECRET),
+                               event)
+    body = canonical({
+        "schema": "cronradar.channel.v1", "event": f"channel.{notice}", "event_id": event.pk,
+        "occurred_at": "2025-01-01T12:03:00Z", "channel": BROKEN, "project": "acme",
+        "links": {"channel_page": BROKEN_PAGE}})
+    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert req == OutgoingRequest(url="https://x.test/", body=body, headers={
+        **JSON_HEADERS, "X-CronRadar-Event": f"channel.{notice}",
+        "X-CronRadar-Signature": f"sha256={signature}", "webhook-id": str(event.pk)},
+        signing_key=SECRET.encode())
