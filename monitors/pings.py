@@ -215,7 +215,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
         run, duplicate = _start(monitor, ping, now, runs, found, slot, claimed,
                                 slot_named=ping.slot is not None)
     else:
-        run, duplicate = _end(monitor, ping, now, runs, slot, claimed,
+        run, duplicate = _end(monitor, ping, now, runs, found, slot, claimed,
                               slot_named=ping.slot is not None)
     if duplicate:
         return _insert_ping(monitor.pk, run, ping, now, True)
@@ -486,13 +486,15 @@ def _double_launch(monitor: Monitor, slot: datetime, attempt: int,
                              **({"other_run": other.pk} if other is not None else {})})
 
 
-def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
+def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run], found: list,
          slot: datetime | None, claimed: frozenset[datetime], *,
          slot_named: bool = False) -> tuple[Run, bool]:
     """The run an end ping closes, closed in memory (written by :func:`_write`):
     (run, duplicate). ``runs``: from :func:`pending_runs` with the ping's rid and
     ``slot``; slot_named: the ping named ``slot``: without a rid it closes that
-    slot's most recently started open run."""
+    slot's most recently started open run. A run with no start (nothing to close)
+    for a cron slot that already has a succeeded run, or ``max_attempts`` runs, is
+    a ``double_launch`` as a second start is (added to ``found``)."""
     if ping.rid:
         run = _with_rid(runs, ping.rid)
         if run is not None and run.ended_at is not None:
@@ -501,6 +503,11 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
         candidates = [r for r in _open(runs) if not slot_named or r.slot_at == slot]
         run = max(candidates, key=lambda r: (r.started_at or NEVER, r.pk), default=None)
     if run is None:
+        # read before _new_run moves next_expected_at past the slot (no query for an
+        # on-time end-only run); an unknown rid's run (slot None here): not judged
+        slot_runs = _slot_runs(monitor, slot, runs, claimed)
+        if launched := double_launch(slot_runs, monitor.max_attempts):
+            found.append(_double_launch(monitor, slot, len(slot_runs) + 1, launched, now))
         run = _new_run(monitor, ping.rid, now, runs, slot, claimed)
     run.ended_at = now
     run.exit_status = ping.exit_status
