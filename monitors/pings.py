@@ -14,7 +14,8 @@ Run pairing (documented in docs/pinging.md):
   that has no start.
 - an end ping without ``rid`` closes the most recently started open run (with
   ``slot``: of that slot); if no run is open it records a run that has no start (a
-  job that only pings at the end).
+  job that only pings at the end; a ``double_launch`` when its cron slot already
+  has a succeeded run or ``max_attempts`` runs).
 
 Which slot a new run belongs to: :func:`monitors.slots.slot_for`, or the one the
 ping names (``?slot=``, :func:`monitors.slots.named_slot`), docs/slots.md.
@@ -576,8 +577,8 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
     """An unsaved run for the slot ``now`` belongs to; advances the expected slot
     (:func:`slots.advance`: never past a slot that has no run yet).
 
-    A run arriving for a slot already written off (``missed``, or ``unknown``
-    during an outage) takes over that row, so the slot's history shows what
+    A run arriving for a slot already written off (``missed``, ``skipped``, or
+    ``unknown`` during an outage) takes over that row, so the slot's history shows what
     really happened. ``slot``: :func:`slots.slot_for` at ``now`` (or the slot
     the ping named), when the caller computed it and :func:`pending_runs` read its
     written-off row with ``runs``; None: computed here and the row looked up.
