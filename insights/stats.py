@@ -37,11 +37,12 @@ Units and definitions (docs/analytics.md, "Run statistics", says the same):
 - **skipped**: runs whose outcome is ``skipped`` (``concurrency: forbid``: no run
   started for the slot while an earlier run was still open; a late run that took
   over the row is not skipped). Not in judged, like the double launches.
-- **double launches**: runs with a start that started for a slot (the same
-  ``slot_at``) that already had another run still open at that start (not ended,
-  or ended after it), or a run that had succeeded (ended at or before it), or
-  ``max_attempts`` runs already (runs of the slot in order of first ping, a lower
-  id first). Only the selected runs are compared.
+- **double launches**: runs whose first ping (the start, or the end of a run that
+  pinged only at its end) came for a slot (the same ``slot_at``) that already had
+  another run still open then (not ended, or ended after it), or a run that had
+  succeeded (ended at or before it), or ``max_attempts`` runs already (runs of the
+  slot in order of first ping, a lower id first). Only the selected runs are
+  compared.
 """
 from __future__ import annotations
 
@@ -165,9 +166,9 @@ def overlaps(runs: Iterable) -> int:
 
 
 def double_launches(runs: Iterable, max_attempts: int = 1) -> int:
-    """How many of ``runs`` with a start are double launches of their slot (module
-    docstring): the slot's runs in order of first ping, each start held against
-    the ones before it."""
+    """How many of ``runs`` are double launches of their slot (module docstring):
+    the slot's runs in order of first ping, each first ping held against the runs
+    before it."""
     by_slot: dict[datetime, list] = {}
     for r in runs:
         if r.slot_at is not None and r.outcome not in WRITTEN_OFF:
@@ -176,11 +177,10 @@ def double_launches(runs: Iterable, max_attempts: int = 1) -> int:
     for slot_runs in by_slot.values():
         slot_runs.sort(key=lambda r: (r.started_at or r.ended_at, r.pk))
         for i, r in enumerate(slot_runs):
-            if r.started_at is None:
-                continue
+            first = r.started_at or r.ended_at  # a run that pinged only at its end: then
             before = slot_runs[:i]
             if i >= max_attempts or any(
-                    b.ended_at is None or b.ended_at > r.started_at
+                    b.ended_at is None or b.ended_at > first
                     or b.outcome == "succeeded" for b in before):
                 count += 1
     return count

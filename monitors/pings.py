@@ -14,7 +14,8 @@ Run pairing (documented in docs/pinging.md):
   that has no start.
 - an end ping without ``rid`` closes the most recently started open run (with
   ``slot``: of that slot); if no run is open it records a run that has no start (a
-  job that only pings at the end).
+  job that only pings at the end; a ``double_launch`` when its cron slot already
+  has a succeeded run or ``max_attempts`` runs).
 
 Which slot a new run belongs to: :func:`monitors.slots.slot_for`, or the one the
 ping names (``?slot=``, :func:`monitors.slots.named_slot`), docs/slots.md.
@@ -215,7 +216,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
         run, duplicate = _start(monitor, ping, now, runs, found, slot, claimed,
                                 slot_named=ping.slot is not None)
     else:
-        run, duplicate = _end(monitor, ping, now, runs, slot, claimed,
+        run, duplicate = _end(monitor, ping, now, runs, found, slot, claimed,
                               slot_named=ping.slot is not None)
     if duplicate:
         return _insert_ping(monitor.pk, run, ping, now, True)
@@ -486,13 +487,15 @@ def _double_launch(monitor: Monitor, slot: datetime, attempt: int,
                              **({"other_run": other.pk} if other is not None else {})})
 
 
-def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
+def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run], found: list,
          slot: datetime | None, claimed: frozenset[datetime], *,
          slot_named: bool = False) -> tuple[Run, bool]:
     """The run an end ping closes, closed in memory (written by :func:`_write`):
     (run, duplicate). ``runs``: from :func:`pending_runs` with the ping's rid and
     ``slot``; slot_named: the ping named ``slot``: without a rid it closes that
-    slot's most recently started open run."""
+    slot's most recently started open run. A run with no start (nothing to close)
+    for a cron slot that already has a succeeded run, or ``max_attempts`` runs, is
+    a ``double_launch`` as a second start is (added to ``found``)."""
     if ping.rid:
         run = _with_rid(runs, ping.rid)
         if run is not None and run.ended_at is not None:
@@ -501,6 +504,11 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
         candidates = [r for r in _open(runs) if not slot_named or r.slot_at == slot]
         run = max(candidates, key=lambda r: (r.started_at or NEVER, r.pk), default=None)
     if run is None:
+        # read before _new_run moves next_expected_at past the slot (no query for an
+        # on-time end-only run); an unknown rid's run (slot None here): not judged
+        slot_runs = _slot_runs(monitor, slot, runs, claimed)
+        if launched := double_launch(slot_runs, monitor.max_attempts):
+            found.append(_double_launch(monitor, slot, len(slot_runs) + 1, launched, now))
         run = _new_run(monitor, ping.rid, now, runs, slot, claimed)
     run.ended_at = now
     run.exit_status = ping.exit_status
@@ -569,8 +577,8 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
     """An unsaved run for the slot ``now`` belongs to; advances the expected slot
     (:func:`slots.advance`: never past a slot that has no run yet).
 
-    A run arriving for a slot already written off (``missed``, or ``unknown``
-    during an outage) takes over that row, so the slot's history shows what
+    A run arriving for a slot already written off (``missed``, ``skipped``, or
+    ``unknown`` during an outage) takes over that row, so the slot's history shows what
     really happened. ``slot``: :func:`slots.slot_for` at ``now`` (or the slot
     the ping named), when the caller computed it and :func:`pending_runs` read its
     written-off row with ``runs``; None: computed here and the row looked up.

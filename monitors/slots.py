@@ -57,7 +57,7 @@ def slot_for(monitor, at: datetime, claimed: frozenset[datetime] = frozenset()) 
     3. else the latest fire time at or before ``at``: another run of a slot that
        already has one (within grace: an attempt under ``max_attempts``, else a
        double launch), or a late run past its grace (it takes over the slot's
-       ``missed`` row).
+       ``missed``, ``skipped`` or ``unknown`` row).
     interval: the expected time ``next_expected_at`` when it has come, else ``at``.
     """
     if monitor.kind == INTERVAL:

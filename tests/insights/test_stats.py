@@ -142,3 +142,23 @@ def test_skipped_slots_and_double_launches_are_counted_and_never_judged():
     assert (got.judged, got.succeeded, got.success_rate) == (6, 3, 0.5)
     # with two attempts a slot, the retry of slot 5 is none
     assert stats.summarize(rows, max_attempts=2).double_launches == 2
+
+
+def test_stats_of_skipped_missed_and_double_launched_runs_together():
+    r = stats.RunRow
+    rows = [r(1, slot(0), slot(0) + s(5), slot(2) + s(30), "succeeded", 0),  # a long run
+            r(2, slot(1), None, None, "skipped", None),
+            r(3, slot(2), None, None, "skipped", None),
+            r(4, slot(3), None, None, "missed", None),
+            r(5, slot(4), None, slot(4) + s(30), "succeeded", None),  # pinged at its end
+            r(6, slot(4), None, slot(4) + s(60), "succeeded", None),  # again: after 5's success
+            r(7, slot(5), slot(5) + s(1), slot(5) + s(4), "failed", 1),
+            r(8, slot(5), slot(5) + s(10), slot(5) + s(20), "succeeded", 0)]  # a second attempt
+    got = stats.summarize(rows)
+    assert got.outcomes == {"running": 0, "succeeded": 4, "failed": 1, "stuck": 0,
+                            "replaced": 0, "missed": 1, "skipped": 2, "unknown": 0}
+    assert (got.skipped, got.missed, got.double_launches) == (2, 1, 2)  # 6 and 8
+    # judged: succeeded + failed + stuck + missed; skipped slots are not in it
+    assert (got.judged, got.succeeded, got.success_rate) == (6, 4, 0.6667)
+    # two attempts a slot: 8 is a retry; 6 still came after a success
+    assert stats.summarize(rows, max_attempts=2).double_launches == 1

@@ -387,6 +387,51 @@ def test_a_cron_slot_skipped_under_forbid_is_taken_over_by_a_late_run(make_monit
     assert [e.kind for e in inc.events.all()] == ["opened", "resolved"]  # no double launch
 
 
+
+def test_forbid_with_grace_wider_than_the_gap_skips_the_slots_a_long_run_covers(make_monitor):
+    m = make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), concurrency="forbid",
+                     created=T0 - s(60))
+    ingest(m.pk, PingInput("start"), T0 + s(2))  # 12:00, runs for 26 minutes
+    ingest(m.pk, PingInput("start"), T0 + s(602))  # 12:10 (12:05 is open too): an overlap
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + s(300)  # 12:05 has no run; 12:10 is claimed
+    for t in (900, 1200, 1500):
+        evaluator.tick(T0 + s(t))
+    first, second = Run.objects.filter(monitor=m, started_at__isnull=False).order_by("pk")
+    assert runs_of_monitor(m) == [(T0, T0 + s(2), None, "running"),
+                                  (T0 + s(300), None, None, "skipped"),
+                                  (T0 + s(600), T0 + s(602), None, "running"),
+                                  (T0 + s(900), None, None, "skipped")]
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.missed_count) == ("overlap", 0)  # skipped ranks lower: counted
+    assert inc.events.get(kind="opened").detail == {"open_runs": [first.pk], "cause": "overlap"}
+    skipped = inc.events.get(kind="skipped")
+    assert (skipped.count, skipped.at, skipped.detail) == (2, T0 + s(900), {
+        "code": "still_running", "first_slot": (T0 + s(900)).isoformat(),
+        "last_slot": (T0 + s(900)).isoformat(), "running_since": (T0 + s(2)).isoformat(),
+        "blocking_run": first.pk, "skipped_count": 1})
+    ingest(m.pk, PingInput("success"), T0 + s(1550))  # closes the later-started run
+    ingest(m.pk, PingInput("success"), T0 + s(1560))  # and the long one
+    evaluator.tick(T0 + s(1800))  # 12:20: still open then
+    assert runs_of_monitor(m)[-1] == (T0 + s(1200), None, None, "skipped")
+    inc.refresh_from_db()
+    assert (inc.resolved_at, inc.events.get(kind="skipped").count) == (None, 3)
+    # a late start naming 12:05 takes over its skipped row; started after the skipped
+    # slots, its success resolves the incident
+    ingest(m.pk, PingInput("start", slot=T0 + s(300)), T0 + s(1850))
+    ingest(m.pk, PingInput("success"), T0 + s(1860))
+    inc.refresh_from_db()
+    assert (inc.resolved_at, inc.resolution) == (T0 + s(1860), "a run succeeded")
+    assert runs_of_monitor(m) == [(T0, T0 + s(2), T0 + s(1560), "succeeded"),
+                                  (T0 + s(300), T0 + s(1850), T0 + s(1860), "succeeded"),
+                                  (T0 + s(600), T0 + s(602), T0 + s(1550), "succeeded"),
+                                  (T0 + s(900), None, None, "skipped"),
+                                  (T0 + s(1200), None, None, "skipped")]
+    assert [e.kind for e in inc.events.order_by("pk")] == ["opened", "skipped", "resolved"]
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + s(1500)
+
+
 def test_skipped_counts_are_exact_however_many_slots(make_monitor):
     m = make_monitor(kind="cron", schedule="* * * * *", grace=s(30), concurrency="forbid",
                      created=T0 - s(1))

@@ -554,3 +554,122 @@ def test_a_slot_that_cannot_be_the_monitors_is_refused_and_nothing_stored(
     assert not Ping.objects.exists() and not Run.objects.exists()
     m.refresh_from_db()
     assert m.last_ping_at is None
+
+
+# --- the detection branches together: named slots, grace wider than the gap ---------------
+
+def _runs(m):
+    return list(Run.objects.filter(monitor=m).order_by("slot_at", "pk")
+                .values_list("slot_at", "started_at", "ended_at", "outcome"))
+
+
+def test_a_named_slot_that_already_succeeded_is_a_double_launch_until_a_later_slot_succeeds(
+        make_monitor):
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), created=T0 - s(60))
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    ingest(m.pk, PingInput("success"), T0 + s(30))
+    first = Run.objects.get(monitor=m)
+    ingest(m.pk, PingInput("start", slot=T0), T0 + s(3000))  # 12:00 again, by name
+    inc = Incident.objects.get(monitor=m)
+    assert (inc.cause, inc.severity, inc.opened_at) == ("double_launch", "warning", T0 + s(3000))
+    assert inc.summary == ("job-1: run 2 of the 12:00 slot started although the slot's run "
+                           "succeeded at 12:00:30")
+    assert inc.events.get(kind="opened").detail == {
+        "code": "succeeded", "slot": T0.isoformat(), "attempt": 2, "other_run": first.pk,
+        "cause": "double_launch"}
+    ingest(m.pk, PingInput("success"), T0 + s(3010))  # the second 12:00 run succeeds
+    inc.refresh_from_db()
+    assert inc.resolved_at is None
+    ingest(m.pk, PingInput("success"), T0 + s(3605))  # 13:00, pinged at its end only
+    inc.refresh_from_db()
+    assert (inc.resolved_at, inc.resolution) == (T0 + s(3605), "a run succeeded")
+    assert _runs(m) == [(T0, T0 + s(2), T0 + s(30), "succeeded"),
+                        (T0, T0 + s(3000), T0 + s(3010), "succeeded"),
+                        (T0 + s(3600), None, T0 + s(3605), "succeeded")]
+
+
+def test_an_end_only_run_naming_a_slot_that_already_succeeded_is_a_double_launch(make_monitor):
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), created=T0 - s(60))
+    ingest(m.pk, PingInput("success", slot=T0), T0 + s(30))
+    assert not Incident.objects.exists()
+    ingest(m.pk, PingInput("success", slot=T0), T0 + s(60))  # no open run: another run
+    inc = Incident.objects.get(monitor=m)
+    first = Run.objects.filter(monitor=m).order_by("pk").first()
+    assert (inc.cause, inc.severity, inc.opened_at, inc.summary) == (
+        "double_launch", "warning", T0 + s(60),
+        "job-1: run 2 of the 12:00 slot started although the slot's run succeeded at 12:00:30")
+    assert inc.events.get(kind="opened").detail == {
+        "code": "succeeded", "slot": T0.isoformat(), "attempt": 2, "other_run": first.pk,
+        "cause": "double_launch"}
+    assert inc.resolved_at is None  # its own success does not resolve it
+    assert _runs(m) == [(T0, None, T0 + s(30), "succeeded"), (T0, None, T0 + s(60), "succeeded")]
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + s(3600)
+    ingest(m.pk, PingInput("success"), T0 + s(3620))
+    inc.refresh_from_db()
+    assert inc.resolved_at == T0 + s(3620)
+
+
+def test_an_end_only_rerun_of_an_on_time_slot_is_a_double_launch_too(make_monitor):
+    # without a slot name: every slot within grace has a run, so another run of 12:00
+    m = make_monitor(kind="cron", schedule="0 * * * *", grace=s(300), created=T0 - s(60))
+    ingest(m.pk, PingInput("success"), T0 + s(30))
+    ingest(m.pk, PingInput("success"), T0 + s(90))
+    assert Incident.objects.get(monitor=m).events.get(kind="opened").detail["code"] == (
+        "succeeded")
+    assert [r[0] for r in _runs(m)] == [T0, T0]
+
+
+def _five_minutely(make_monitor, **fields):
+    return make_monitor(kind="cron", schedule="*/5 * * * *", grace=s(600), created=T0 - s(60),
+                        **fields)
+
+
+def test_grace_wider_than_the_gap_a_ping_with_every_slot_taken_is_another_run_of_the_latest(
+        make_monitor):
+    m = _five_minutely(make_monitor, max_attempts=2)
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    ingest(m.pk, PingInput("success"), T0 + s(30))
+    ingest(m.pk, PingInput("start"), T0 + s(302))
+    ingest(m.pk, PingInput("fail", exit_status=1), T0 + s(320))  # attempt 1 of 12:05
+    # 12:00 and 12:05 are both within grace and have a run: attempt 2 of 12:05
+    ingest(m.pk, PingInput("start"), T0 + s(400))
+    assert not Incident.objects.exists()
+    assert _runs(m) == [(T0, T0 + s(2), T0 + s(30), "succeeded"),
+                        (T0 + s(300), T0 + s(302), T0 + s(320), "failed"),
+                        (T0 + s(300), T0 + s(400), None, "running")]
+    m.refresh_from_db()
+    assert m.next_expected_at == T0 + s(600)
+    ingest(m.pk, PingInput("start"), T0 + s(410))  # while attempt 2 is open
+    inc = Incident.objects.get(monitor=m)
+    second = Run.objects.get(monitor=m, started_at=T0 + s(400))
+    assert (inc.cause, inc.severity, inc.opened_at, inc.summary) == (
+        "double_launch", "warning", T0 + s(410),
+        "job-1: run 3 of the 12:05 slot started while its run that started at 12:06:40 was "
+        "still open")
+    assert inc.events.get(kind="opened").detail == {
+        "code": "open_run", "slot": (T0 + s(300)).isoformat(), "attempt": 3,
+        "other_run": second.pk, "cause": "double_launch"}
+    assert Run.objects.get(monitor=m, started_at=T0 + s(410)).slot_at == T0 + s(300)
+
+
+def test_grace_wider_than_the_gap_more_runs_than_max_attempts_is_a_double_launch(make_monitor):
+    m = _five_minutely(make_monitor)
+    ingest(m.pk, PingInput("start"), T0 + s(2))
+    ingest(m.pk, PingInput("success"), T0 + s(30))
+    ingest(m.pk, PingInput("start"), T0 + s(302))
+    ingest(m.pk, PingInput("fail", exit_status=1), T0 + s(320))  # max_attempts 1: failed
+    ingest(m.pk, PingInput("start"), T0 + s(400))  # a second run of 12:05
+    inc = Incident.objects.get(monitor=m)
+    assert inc.cause == "failed"
+    launched = inc.events.get(kind="double_launch")
+    assert (launched.at, launched.message, launched.detail) == (
+        T0 + s(400), "run 2 of the 12:05 slot started: more than max_attempts (1)",
+        {"code": "attempts", "slot": (T0 + s(300)).isoformat(), "attempt": 2})
+    ingest(m.pk, PingInput("success"), T0 + s(420))  # the same slot: not resolved
+    inc.refresh_from_db()
+    assert inc.resolved_at is None
+    ingest(m.pk, PingInput("start"), T0 + s(602))  # 12:10
+    ingest(m.pk, PingInput("success"), T0 + s(620))
+    inc.refresh_from_db()
+    assert inc.resolved_at == T0 + s(620)

@@ -228,3 +228,15 @@ def test_overdue_during_an_outage_does_not_count_slots_that_have_runs():
     assert (got.missed, got.missed_count, got.unknown, got.unknown_by_outage,
             got.next_expected) == ([_at(10, 0), _at(10, 15)], 2, [_at(10, 10)],
                                    {_at(10, 12): 1}, _at(10, 20))
+
+
+def test_under_forbid_with_grace_wider_than_the_gap_claimed_slots_are_neither_missed_nor_skipped():
+    m = Monitor(kind="cron", schedule="*/5 * * * *", timezone="UTC", cron_semantics="debian",
+                grace=s(600), next_expected_at=_at(10, 0), concurrency="forbid")
+    claimed = frozenset({_at(10, 5), _at(10, 15)})
+    long_run = Run(pk=1, started_at=_at(9, 58), ended_at=_at(10, 17))
+    due = slots.overdue(m, _at(10, 30), claimed=claimed)
+    assert (due.missed, due.missed_count) == ([_at(10, 0), _at(10, 10), _at(10, 20)], 3)
+    got = slots.skipped(m, due, [long_run], claimed=claimed)
+    assert (got.count, [(slot, run.pk) for slot, run in got.slots]) == (
+        2, [(_at(10, 0), 1), (_at(10, 10), 1)])  # 10:20 came after it ended: missed
