@@ -601,15 +601,18 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
 CREATE_DEFAULTS = {"period": 86400, "grace": 3600}  # as Healthchecks: daily, 1 h grace
 
 
-def create_on_ping(project_id: int, slug: str, params, now: datetime) -> tuple[int, bool]:
+def create_on_ping(project_id: int, slug: str, params, now: datetime,
+                   slot: datetime | None = None) -> tuple[int, bool]:
     """The monitor ``slug`` of project ``project_id``, made if it does not exist
-    (``/ping/<ping key>/<slug>?create=1``): (monitor id, created).
+    (``/ping/<ping key>/<slug>?create=1``): (monitor id, created). slot: the slot
+    the ping names (``?slot=``), checked against the new monitor before it is
+    made (:func:`slots.named_slot`), so a refused ping makes no monitor either.
 
     params: the ping's query parameters: ``schedule`` (a cron expression: a cron
     monitor) and ``timezone``, else ``period`` (seconds, default 1 day); ``grace``
     (seconds, default 1 hour). Raises ValueError with a message for a bad slug or
-    parameter. The new monitor notifies all the project's channels, as the API's
-    default does. Two pings creating the same slug at once make one monitor.
+    parameter, :class:`SlotError` for a slot the new monitor cannot have. The new
+    monitor notifies all the project's channels, as the API's default does. Two pings creating the same slug at once make one monitor.
     """
     existing = Monitor.objects.filter(project_id=project_id, slug=slug,
                                       deleted_at__isnull=True).values_list("pk", flat=True)
@@ -638,6 +641,8 @@ def create_on_ping(project_id: int, slug: str, params, now: datetime) -> tuple[i
         raise ValueError(str(exc)) from None
     monitor = Monitor(project_id=project_id, grace=timedelta(seconds=seconds["grace"]),
                       **fields)
+    if slot is not None:
+        slots.named_slot(monitor, slot, now)  # SlotError (a ValueError): made nothing
     rearm(monitor, now)
     try:
         with transaction.atomic():

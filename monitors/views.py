@@ -246,8 +246,10 @@ def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
                           .values_list("pk", flat=True).first())
             if project_id is not None:
                 try:
-                    monitor_id, created = pings.create_on_ping(project_id, parts[1],
-                                                               request.GET, timezone.now())
+                    monitor_id, created = pings.create_on_ping(
+                        project_id, parts[1], request.GET, timezone.now(), slot)
+                except pings.SlotError as e:
+                    return _text(400, f"{e}; nothing was stored")
                 except ValueError as e:
                     return _text(400, str(e))
         if monitor_id is None:

@@ -2,12 +2,13 @@
 client's address, rate limits, and the database being down."""
 import io
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from django.db import OperationalError
 
 from monitors import views
-from monitors.models import Ping, Run
+from monitors.models import Monitor, Ping, Run
 from tests.conftest import S
 
 pytestmark = pytest.mark.django_db
@@ -234,3 +235,21 @@ def test_an_interval_monitor_refuses_a_slot(client, make_monitor, ping_clock):
     assert (resp.status_code, resp.content) == (
         400, b"slot: an interval monitor has no fire times to name; leave slot out; "
              b"nothing was stored\n")
+
+
+def test_a_refused_slot_makes_no_monitor_on_create(client, project, ping_clock):
+    """``?create=1`` with a slot the new monitor cannot have: the 400 says nothing
+    was stored, and no monitor was made either."""
+    base = f"/ping/{project.ping_key}"
+    interval = client.get(f"{base}/newone?create=1&slot=1767614400")
+    assert (interval.status_code, interval.content) == (
+        400, b"slot: an interval monitor has no fire times to name; leave slot out; "
+             b"nothing was stored\n")
+    cron = client.get(f"{base}/newtwo?create=1&schedule=*/5+*+*+*+*&slot=1767614460")
+    assert cron.status_code == 400
+    assert cron.content.decode().startswith("slot 2026-01-05T12:01:00Z is not a fire time")
+    assert not Monitor.objects.filter(slug__in=["newone", "newtwo"]).exists()
+    made = client.get(f"{base}/newtwo?create=1&schedule=*/5+*+*+*+*&slot=1767614400")
+    assert made.status_code == 201
+    assert list(Run.objects.filter(monitor__slug="newtwo").values_list("slot_at", flat=True)) == [
+        datetime(2026, 1, 5, 12, 0, tzinfo=UTC)]
