@@ -196,27 +196,33 @@ def warnings(monitor, now: datetime) -> list[dict[str, str]]:
 
     ``grace_covers_gap``: the grace is at least the shortest gap between fire times
     (over the next ``GAP_FIRES`` fire times from the start of ``now``'s hour, the
-    same answer for a whole hour: cached), or for an interval monitor at least its
-    period: several slots are open at once and a first ping goes to the latest
-    of them (docs/slots.md).
+    same answer for a whole hour: cached): several slots are open at once and a
+    first ping goes to the latest of them (docs/slots.md); or, for an interval
+    monitor, at least its period: a whole run can be left out unnoticed (the next
+    slot counts from each first ping, so a ping within grace is the expected run).
     """
     grace = monitor.grace
     if grace is None:
         return []
     if monitor.kind == INTERVAL:
-        gap, what = monitor.period, "the period"
-    else:
-        hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-        try:
-            gap = schedule.shortest_gap(monitor.schedule, monitor.timezone, hour,
-                                        monitor.cron_semantics, GAP_FIRES)
-        except schedule.ScheduleError:  # saved around validation: evaluation_error says
+        period = monitor.period
+        if period is None or grace < period:
             return []
-        what = "the shortest gap between fire times"
+        return [{"code": "grace_covers_gap", "message": (
+            f"grace {_seconds(grace)} is at least the period ({_seconds(period)}): a run "
+            "can be left out without an alert, since a first ping within grace is the "
+            "expected run and the next one counts from it")}]
+    hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    try:
+        gap = schedule.shortest_gap(monitor.schedule, monitor.timezone, hour,
+                                    monitor.cron_semantics, GAP_FIRES)
+    except schedule.ScheduleError:  # saved around validation: evaluation_error says
+        return []
     if gap is None or grace < gap:
         return []
     return [{"code": "grace_covers_gap", "message": (
-        f"grace {_seconds(grace)} is at least {what} ({_seconds(gap)}): several slots "
+        f"grace {_seconds(grace)} is at least the shortest gap between fire times "
+        f"({_seconds(gap)}): several slots "
         "are open at once; a first ping goes to the latest of them that has no run, and "
         "an earlier one without a run is reported missed at its own slot + grace")}]
 

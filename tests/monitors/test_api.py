@@ -241,8 +241,10 @@ def test_an_interval_monitors_grace_covering_its_period_is_a_warning(api, grace,
     assert resp.status_code == 201, resp.json()
     assert [w["code"] for w in resp.json()["warnings"]] == codes
     if codes:
-        assert resp.json()["warnings"][0]["message"].startswith(
-            "grace 60 s is at least the period (60 s): ")
+        assert resp.json()["warnings"][0]["message"] == (
+            "grace 60 s is at least the period (60 s): a run can be left out without an "
+            "alert, since a first ping within grace is the expected run and the next one "
+            "counts from it")
 
 
 def test_the_shortest_gap_is_measured_over_the_next_1000_fire_times(api, monkeypatch):
