@@ -4,7 +4,9 @@ import base64
 import hashlib
 import hmac
 import json
+import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -255,13 +257,14 @@ def test_each_attempt_is_signed_when_it_starts(project, opened):
 EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
 
 
-@pytest.fixture(params=[["python3", "verify_webhook.py"], ["/usr/bin/node", "verify_webhook.mjs"]],
+@pytest.fixture(params=[[sys.executable, "verify_webhook.py"], ["node", "verify_webhook.mjs"]],
                 ids=["python", "node"])
 def example_receiver(request, project):
     """A docs/examples receiver running with a webhook channel's signing secret:
     (channel, its URL)."""
     ch = channel(project, "webhook", url="http://127.0.0.1:1/", secret=Channel.new_secret())
     command, name = request.param
+    command = shutil.which(command) or command  # Node.js: .ci/run installs it when missing
     proc = subprocess.Popen([command, str(EXAMPLES / name), "0"], cwd=EXAMPLES, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={"PATH": "/usr/bin:/bin",
