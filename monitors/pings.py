@@ -528,7 +528,9 @@ def _judge(monitor: Monitor, ping: PingInput, run: Run, now: datetime) -> Detect
         attempt = _attempt(monitor, run)
         if attempt < monitor.max_attempts:  # a later attempt may still succeed
             return None
-        of = f", attempt {attempt} of {monitor.max_attempts}" if monitor.max_attempts > 1 else ""
+        of = "" if monitor.max_attempts <= 1 else (
+            f", attempt {attempt} of {monitor.max_attempts}" if attempt <= monitor.max_attempts
+            else f", attempt {attempt}: more than max_attempts ({monitor.max_attempts})")
         return Detection(Kind.FAILED, now, f"run failed{_status(ping)}{of}",
                          detail={"run": run.pk, "exit_status": ping.exit_status})
     if monitor.min_runtime and run.duration is not None and run.duration < monitor.min_runtime:

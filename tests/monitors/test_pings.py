@@ -673,3 +673,14 @@ def test_grace_wider_than_the_gap_more_runs_than_max_attempts_is_a_double_launch
     ingest(m.pk, PingInput("success"), T0 + s(620))
     inc.refresh_from_db()
     assert inc.resolved_at == T0 + s(620)
+
+
+def test_a_failed_run_beyond_max_attempts_says_so_not_attempt_3_of_2(make_monitor):
+    m = hourly(make_monitor, max_attempts=2)
+    for i in range(3):
+        ingest(m.pk, PingInput("start"), T0 + s(10 + 100 * i))
+        ingest(m.pk, PingInput("fail", exit_status=1), T0 + s(20 + 100 * i))
+    inc = Incident.objects.get(monitor=m)
+    assert inc.summary == "job-1: run failed (exit status 1), attempt 2 of 2"
+    assert inc.events.get(kind="failed").message == (
+        "run failed (exit status 1), attempt 3: more than max_attempts (2)")
