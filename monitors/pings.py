@@ -614,7 +614,8 @@ def create_on_ping(project_id: int, slug: str, params, now: datetime,
     monitor) and ``timezone``, else ``period`` (seconds, default 1 day); ``grace``
     (seconds, default 1 hour). Raises ValueError with a message for a bad slug or
     parameter, :class:`SlotError` for a slot the new monitor cannot have. The new
-    monitor notifies all the project's channels, as the API's default does. Two pings creating the same slug at once make one monitor.
+    monitor notifies all the project's channels, as the API's default does. Two
+    pings creating the same slug at once make one monitor.
     """
     existing = Monitor.objects.filter(project_id=project_id, slug=slug,
                                       deleted_at__isnull=True).values_list("pk", flat=True)

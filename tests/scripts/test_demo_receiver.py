@@ -32,7 +32,8 @@ def test_it_answers_200_to_notices_of_no_incident_and_to_junk(capsys):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
-        assert [httpx.post(url, json=doc, headers={"X-CronRadar-Signature": "sha256=abc"}).status_code
+        signed = {"X-CronRadar-Signature": "sha256=abc"}
+        assert [httpx.post(url, json=doc, headers=signed).status_code
                 for doc in (OPENED, FAILING, TEST)] == [200, 200, 200]
         assert httpx.post(url, content=b"not json").status_code == 200
     finally:
