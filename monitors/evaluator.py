@@ -75,7 +75,7 @@ class Decision:
 
 
 def decide(monitor, runs, succeeded_slots: set, now: datetime,
-           alive: Liveness | None = None, ended=(),
+           alive: Liveness | None = None, ended: list[Run] | tuple = (),
            claimed: frozenset[datetime] = frozenset()) -> Decision:
     """Pure decision for one monitor at ``now``.
 
@@ -213,7 +213,8 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness,
     ``WRITTEN_OFF_FIELDS`` rows, by slot); the monitor's ``MONITOR_FIELDS`` are set
     for the caller to write. Reads the succeeded slots a deadline needs, under
     ``concurrency: forbid`` with a slot overdue the runs that ended after it
-    (``skipped`` or missed?), and records unknown slots (outages)."""
+    (which tell a ``skipped`` slot from a missed one), and records unknown slots
+    (outages)."""
     # decide() only asks about the slots of runs whose deadline has come
     deadline_slots = [r.slot_at for r in runs
                       if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]

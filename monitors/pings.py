@@ -213,8 +213,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
         runs = pending_runs(monitor, rid=ping.rid, slot=slot)
     found: list[Detection] = []
     if ping.kind == Ping.Kind.START:
-        run, duplicate = _start(monitor, ping, now, runs, found, slot, claimed,
-                                slot_named=ping.slot is not None)
+        run, duplicate = _start(monitor, ping, now, runs, found, slot, claimed)
     else:
         run, duplicate = _end(monitor, ping, now, runs, found, slot, claimed,
                               slot_named=ping.slot is not None)
@@ -401,24 +400,21 @@ def _with_rid(runs: list[Run], rid: UUID) -> Run | None:
 
 
 def _start(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run],
-           found: list, slot: datetime | None, claimed: frozenset[datetime], *,
-           slot_named: bool = False) -> tuple[Run, bool]:
+           found: list, slot: datetime | None, claimed: frozenset[datetime]
+           ) -> tuple[Run, bool]:
     """The run a start ping opens, in memory (written by :func:`_write`; runs it
     replaces are written here): (run, duplicate). ``runs``: from
-    :func:`pending_runs` with the ping's rid and ``slot``; claimed: as for
-    :func:`slots.slot_for`. slot_named: the ping named ``slot`` (``?slot=``): the
-    run is that slot's even when the slot already has a run. A second run of a
-    cron slot is a ``double_launch`` (:func:`double_launch`), which under
-    ``forbid`` takes the place of the ``overlap``."""
+    :func:`pending_runs` with the ping's rid and ``slot`` (the one it named, if
+    any: the run is that slot's even when the slot already has a run); claimed: as
+    for :func:`slots.slot_for`. A second run of a cron slot is a ``double_launch``
+    (:func:`_launched`), which under ``forbid`` takes the place of the ``overlap``."""
     if ping.rid:
         existing = _with_rid(runs, ping.rid)
         if existing is not None:
             return existing, True
     open_runs = _open(runs)
-    slot_runs = _slot_runs(monitor, slot, runs, claimed)
-    launched = double_launch(slot_runs, monitor.max_attempts)
-    if launched is not None:  # under forbid, instead of the overlap
-        found.append(_double_launch(monitor, slot, len(slot_runs) + 1, launched, now))
+    if launched := _launched(monitor, slot, runs, claimed, now):
+        found.append(launched)  # under forbid, instead of the overlap
     elif open_runs and monitor.concurrency == Monitor.Concurrency.FORBID:
         found.append(Detection(
             Kind.OVERLAP, now,
@@ -472,11 +468,17 @@ def _slot_runs(monitor: Monitor, slot: datetime | None, runs: list[Run],
                 .exclude(outcome__in=Run.WRITTEN_OFF).order_by("pk"))
 
 
-def _double_launch(monitor: Monitor, slot: datetime, attempt: int,
-                   launched: tuple[Code, Run | None], now: datetime) -> Detection:
-    """The ``double_launch`` detection of :func:`double_launch`'s answer (coded) for
-    run ``attempt`` (1-based) of ``slot``."""
+def _launched(monitor: Monitor, slot: datetime | None, runs: list[Run],
+              claimed: frozenset[datetime], now: datetime) -> Detection | None:
+    """The ``double_launch`` detection (coded) of a new run for ``slot``, when
+    :func:`double_launch` says it is one, else None (``runs``, ``claimed``: as for
+    :func:`_slot_runs`)."""
+    slot_runs = _slot_runs(monitor, slot, runs, claimed)
+    launched = double_launch(slot_runs, monitor.max_attempts)
+    if launched is None:
+        return None
     code, other = launched
+    attempt = len(slot_runs) + 1
     facts = {"attempt": attempt, "slot": slot, "max_attempts": monitor.max_attempts}
     if code == Code.OPEN_RUN:
         facts["since"] = other.started_at
@@ -506,9 +508,8 @@ def _end(monitor: Monitor, ping: PingInput, now: datetime, runs: list[Run], foun
     if run is None:
         # read before _new_run moves next_expected_at past the slot (no query for an
         # on-time end-only run); an unknown rid's run (slot None here): not judged
-        slot_runs = _slot_runs(monitor, slot, runs, claimed)
-        if launched := double_launch(slot_runs, monitor.max_attempts):
-            found.append(_double_launch(monitor, slot, len(slot_runs) + 1, launched, now))
+        if launched := _launched(monitor, slot, runs, claimed, now):
+            found.append(launched)
         run = _new_run(monitor, ping.rid, now, runs, slot, claimed)
     run.ended_at = now
     run.exit_status = ping.exit_status
