@@ -35,6 +35,8 @@ class Channel(models.Model):
                                 related_name="channels")
     kind = models.CharField(max_length=12, choices=Kind.choices)
     name = models.CharField(max_length=200, blank=True, default="")
+    # stable public id (Healthchecks' channel "id" in /api/v3/channels/)
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     config = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     # Deleted through the API: kept (and invisible) until the notifications that

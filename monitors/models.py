@@ -50,8 +50,12 @@ class Monitor(models.Model):
     # project, as every lookup by slug does, and every ping rewrites this row's
     # indexes (next_evaluation_at changes), so each index costs a ping
     slug = models.SlugField(max_length=100, db_index=False)
-    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # The ping URL's key. Unique among monitors not deleted (a deleted monitor frees
+    # its UUID, constraint monitor_uuid_unique); a creator may choose it (issue 20:
+    # Healthchecks' UUIDs kept, monitors.api).
+    uuid = models.UUIDField(default=uuid.uuid4, db_index=True)
     tags = models.JSONField(default=list, blank=True)
+    description = models.TextField(blank=True, default="")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.INTERVAL)
     schedule = models.CharField(max_length=200, blank=True, default="")
     timezone = models.CharField(max_length=64, default="UTC")
@@ -70,6 +74,10 @@ class Monitor(models.Model):
         max_length=8, choices=Concurrency.choices, default=Concurrency.ALLOW
     )
     paused = models.BooleanField(default=False)
+    # Which HTTP methods a ping may use: "" any; "POST" only POST (GET and HEAD
+    # are refused), Healthchecks' ``methods``.
+    methods = models.CharField(max_length=8, blank=True, default="",
+                               choices=[("", "any"), ("POST", "POST only")])
     # Attempts a slot may take (a Kubernetes Job's backoffLimit + 1): a failed
     # attempt that a later one of the same slot may still make good raises nothing.
     max_attempts = models.PositiveSmallIntegerField(default=1)
@@ -85,12 +93,18 @@ class Monitor(models.Model):
     evaluation_error = models.CharField(max_length=500, blank=True, default="")
     # pings refused (429) by the per-ping-URL rate limit, CRONRADAR_PING_RATE
     dropped_pings = models.PositiveIntegerField(default=0)
+    # pings received and stored, ever (pings are pruned, so counting rows is wrong);
+    # kept by the ping's own update of this row (Healthchecks' ``n_pings``)
+    n_pings = models.PositiveBigIntegerField(default=0)
     evaluation_failures = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
             # A deleted monitor waiting for its last notifications frees its slug.
             models.UniqueConstraint(fields=["project", "slug"], name="monitor_slug_unique",
+                                    condition=Q(deleted_at__isnull=True)),
+            # ... and its UUID, on the whole installation.
+            models.UniqueConstraint(fields=["uuid"], name="monitor_uuid_unique",
                                     condition=Q(deleted_at__isnull=True)),
         ]
 
