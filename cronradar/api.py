@@ -3,13 +3,14 @@ OpenAPI schema views. The plumbing the apps' endpoints share is :mod:`core.api`.
 """
 from pathlib import Path
 
+from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import permissions
 
-from cronradar import cronradar_exec
 from cronradar.dashboard.common import not_found as dashboard_not_found
 
+EXEC_SCRIPT = Path(settings.BASE_DIR) / "sdk" / "python" / "cronradar_sdk" / "cronradar_exec.py"
 MACHINE_PATHS = ("/ping/", "/badge/", "/cli/", "/incident-link/")
 
 
@@ -26,9 +27,10 @@ def not_found(request, exception=None):
 
 
 def exec_script(request):
-    """``GET /cli/cronradar_exec.py``: the job wrapper (:mod:`cronradar.cronradar_exec`,
-    standard library only) as one file, for hosts without CronRadar installed."""
-    return HttpResponse(Path(cronradar_exec.__file__).read_bytes(),
+    """``GET /cli/cronradar_exec.py``: the job wrapper (the SDK's
+    ``sdk/python/cronradar_sdk/cronradar_exec.py``, standard library only, one
+    self-contained module) as one file, for hosts without CronRadar installed."""
+    return HttpResponse(EXEC_SCRIPT.read_bytes(),
                         content_type="text/x-python; charset=utf-8")
 
 

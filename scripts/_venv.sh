@@ -1,6 +1,7 @@
 # Sourced by scripts/serve, scripts/test and scripts/demo: make sure .venv exists
-# and has cronradar installed with the extras given ("" or "[test]").
-# Sets VENV and PY. Reinstalls only when pyproject.toml or the Python changed.
+# and has cronradar installed with the extras given ("" or "[test]"), and the SDK
+# (sdk/python: the `cronradar` command) beside it. Sets VENV and PY. Reinstalls
+# only when a pyproject.toml or the Python changed.
 ensure_venv() {
     local extras=$1
     VENV="$ROOT/.venv"
@@ -13,15 +14,16 @@ ensure_venv() {
     fi
     local stamp="$VENV/.cronradar-installed"
     local want
-    want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1) $("$VENV/bin/python" -V 2>&1)"
+    want="$(cat "$ROOT/pyproject.toml" "$ROOT/sdk/python/pyproject.toml" | sha256sum | cut -d' ' -f1) $("$VENV/bin/python" -V 2>&1)"
     # An install with [test] also satisfies a plain one.
     if [ -f "$stamp" ] && { [ "$(cat "$stamp")" = "$want $extras" ] \
             || { [ -z "$extras" ] && [ "$(cat "$stamp")" = "$want [test]" ]; }; }; then
         :
     else
         printf '==> Installing cronradar%s into .venv\n' "$extras"
-        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT$extras" || {
-            echo "ERROR: pip install -e '.$extras' failed" >&2
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT$extras" \
+                -e "$ROOT/sdk/python[yaml]" || {
+            echo "ERROR: pip install -e '.$extras' -e 'sdk/python[yaml]' failed" >&2
             exit 1
         }
         echo "$want $extras" >"$stamp"

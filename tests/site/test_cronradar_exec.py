@@ -14,7 +14,8 @@ import pytest
 from tests.live import ROOT, Service, free_port
 
 pytestmark = pytest.mark.live
-WRAPPER = [sys.executable, str(ROOT / "cronradar" / "cronradar_exec.py"), "exec"]
+EXEC = ROOT / "sdk" / "python" / "cronradar_sdk" / "cronradar_exec.py"
+WRAPPER = [sys.executable, str(EXEC), "exec"]
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +145,7 @@ def test_the_served_file_runs_on_its_own(service, monitor, tmp_path):
     api, m = monitor
     got = httpx.get(f"{service.url}/cli/cronradar_exec.py")
     assert got.status_code == 200 and got.headers["content-type"].startswith("text/x-python")
-    assert got.content == (ROOT / "cronradar" / "cronradar_exec.py").read_bytes()
+    assert got.content == EXEC.read_bytes()
     alone = Path(tmp_path / "cronradar_exec.py")
     alone.write_bytes(got.content)
     # -I: isolated, nothing of CronRadar's tree or virtualenv on the path
