@@ -16,6 +16,7 @@ from cronradar_sdk import cronradar_exec, pings
 from cronradar_sdk.config import Settings
 
 log = logging.getLogger("cronradar_sdk")
+CREATE_GRACE = 3600  # seconds: a new monitor's grace unless given (create-on-ping's too)
 
 
 class Answer:
@@ -72,8 +73,9 @@ def get_monitor(settings: Settings, slug: str) -> dict | None:
 def ensure_monitor(settings: Settings, slug: str, fields: dict) -> dict | None:
     """The monitor ``slug`` with ``fields`` (the API's monitor fields: ``kind``,
     ``schedule``, ``timezone``, ``period`` and ``grace`` in seconds, ...): created
-    (named ``fields["name"]``, else the slug) when new, changed when one of
-    ``fields`` differs, left alone otherwise (``PUT /api/v1/monitors/by-slug/``).
+    when new (named ``fields["name"]``, else the slug; grace 3600 s unless given, as
+    create-on-ping), changed when one of ``fields`` differs, left alone otherwise
+    (``PUT /api/v1/monitors/by-slug/``).
 
     Returns the monitor as the API answers it, or None when it could not be read or
     written (the reason logged as a warning). Never raises."""
@@ -85,7 +87,7 @@ def ensure_monitor(settings: Settings, slug: str, fields: dict) -> dict | None:
             return answer.data
         payload = fields
     elif answer.status == 404:
-        payload = {"name": slug, **fields}
+        payload = {"name": slug, "grace": CREATE_GRACE, **fields}
     else:
         _refused("GET", slug, answer)
         return None

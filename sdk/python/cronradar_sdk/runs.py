@@ -41,7 +41,8 @@ from cronradar_sdk import api, config, cronradar_exec, pings
 _clock = time.monotonic  # the durations' clock (tests replace it)
 # the runs open in this thread or task, innermost last: (monitor, Run) pairs
 _open: contextvars.ContextVar[tuple] = contextvars.ContextVar("cronradar_sdk_open", default=())
-# (url, api key, slug) -> the monitor's ping URL, learned from the API once per process
+# (url, api key, slug, fields) -> the monitor's ping URL, learned from the API once per
+# process
 _ping_urls: dict = {}
 _ping_urls_lock = threading.Lock()
 
@@ -137,20 +138,21 @@ class monitor:  # noqa: N801 (a decorator: named as a function)
 
     def _ping_url(self, settings: config.Settings) -> str:
         """The monitor's ping URL from the API (created or updated first when a
-        schedule is given), once per process; "" when the API did not answer it."""
-        key = (settings.url, settings.api_key, self.slug)
-        with _ping_urls_lock:
-            if key in _ping_urls:
-                return _ping_urls[key]
+        schedule is given), once per process and schedule; "" when the API did not
+        answer it."""
+        fields = {}
         if self.schedule:
             fields = {"kind": "cron", "schedule": self.schedule}
             if self.tz:
                 fields["timezone"] = self.tz
             if self.grace is not None:
                 fields["grace"] = self.grace
-            found = api.ensure_monitor(settings, self.slug, fields)
-        else:
-            found = api.get_monitor(settings, self.slug)
+        key = (settings.url, settings.api_key, self.slug, tuple(sorted(fields.items())))
+        with _ping_urls_lock:
+            if key in _ping_urls:
+                return _ping_urls[key]
+        found = api.ensure_monitor(settings, self.slug, fields) if fields else \
+            api.get_monitor(settings, self.slug)
         ping_url = (found or {}).get("ping_url") or ""
         if ping_url:
             with _ping_urls_lock:
