@@ -21,6 +21,12 @@ import uuid
 from pathlib import Path
 
 SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"
+try:
+    import pytest
+except ImportError:  # the Python 3.8 run: unittest only
+    LIVE_MARK = []
+else:
+    LIVE_MARK = [pytest.mark.live]
 
 
 class Live:
@@ -97,8 +103,10 @@ def closed_url() -> str:
 
 class LiveTestCase(unittest.TestCase):
     """A test against the shared live service (``self.live``), with the SDK's
-    settings cleared from the environment so only what a test gives counts."""
+    settings cleared from the environment so only what a test gives counts;
+    marked ``live`` for pytest."""
 
+    pytestmark = LIVE_MARK
     live: Live
 
     @classmethod

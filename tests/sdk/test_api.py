@@ -8,13 +8,6 @@ from cronradar_sdk.config import resolve
 
 from tests.sdk.service import LiveTestCase, closed_url, slug
 
-try:
-    import pytest
-except ImportError:  # the Python 3.8 run: unittest only
-    pass
-else:
-    pytestmark = pytest.mark.live
-
 CRON = {"kind": "cron", "schedule": "0 3 * * *", "timezone": "Europe/Berlin", "grace": 900}
 
 

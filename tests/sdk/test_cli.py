@@ -9,13 +9,6 @@ import unittest
 
 from tests.sdk.service import SDK, LiveTestCase, slug
 
-try:
-    import pytest
-except ImportError:  # the Python 3.8 run: unittest only
-    pass
-else:
-    pytestmark = pytest.mark.live
-
 
 class Exec(LiveTestCase):
     def test_exec_creates_its_monitor_and_reports_the_job(self):

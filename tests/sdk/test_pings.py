@@ -12,13 +12,6 @@ from cronradar_sdk.config import resolve
 
 from tests.sdk.service import LiveTestCase, slug
 
-try:
-    import pytest
-except ImportError:  # the Python 3.8 run: unittest only
-    pass
-else:
-    pytestmark = pytest.mark.live
-
 
 class Send(LiveTestCase):
     def setUp(self):
@@ -49,9 +42,11 @@ class Send(LiveTestCase):
                                                  datetime.timezone.utc)
         settings = resolve(ping_url=m["ping_url"], environ={})
         self.assertIs(pings.send(settings, None, "success", slot=minute.isoformat()), True)
-        [run] = self.live.runs(m)
-        self.assertEqual((run["slot_at"], run["outcome"]),
-                         (minute.isoformat().replace("+00:00", "Z"), "succeeded"))
+        plus_one = datetime.timezone(datetime.timedelta(hours=1))  # a datetime in any zone
+        earlier = (minute - datetime.timedelta(minutes=1)).astimezone(plus_one)
+        self.assertIs(pings.send(settings, None, "fail", slot=earlier), True)
+        self.assertEqual(sorted((r["slot_at"], r["outcome"]) for r in self.live.runs(m)),
+                         [(_z(earlier), "failed"), (_z(minute), "succeeded")])
 
     def test_params_create_the_monitor(self):
         name = slug()
@@ -79,10 +74,20 @@ class Send(LiveTestCase):
             "(or ping_url=)"])
 
 
+def _z(moment: datetime.datetime) -> str:
+    """``moment`` as the API writes it: UTC, ``Z``."""
+    return moment.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
 class Action(unittest.TestCase):
     def test_the_url_action_of_each_state(self):
         self.assertEqual([pings.action(s) for s in ("start", "success", "fail", "log", 0, "42")],
                          ["start", "", "fail", "log", "0", "42"])
+
+    def test_a_naive_datetime_slot(self):
+        with self.assertRaises(ValueError):
+            pings.send(resolve(environ={}), None, "start",
+                       slot=datetime.datetime(2026, 1, 5, 3, 0))
 
     def test_bad_states(self):
         for bad in ("stop", "", 256, -1, "-1", "٣", True, None, 1.0):

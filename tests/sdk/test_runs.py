@@ -14,13 +14,6 @@ from cronradar_sdk import monitor, runs
 
 from tests.sdk.service import LiveTestCase, closed_url, slug
 
-try:
-    import pytest
-except ImportError:  # the Python 3.8 run: unittest only
-    pass
-else:
-    pytestmark = pytest.mark.live
-
 
 class ReportError(Exception):
     pass
