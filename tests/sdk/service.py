@@ -10,10 +10,12 @@ of its own (:func:`slug`) in the key's project.
 from __future__ import annotations
 
 import atexit
+import http.server
 import json
 import os
 import socket
 import tempfile
+import threading
 import unittest
 import urllib.error
 import urllib.request
@@ -99,6 +101,40 @@ def closed_url() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+class Stub:
+    """A local HTTP server that records every request as (method, path, body) in
+    ``requests`` and answers each ``status`` with ``body``; a context manager
+    (``url`` its base URL)."""
+
+    def __init__(self, status: int = 200, body: bytes = b"OK\n"):
+        stub, self.requests = self, []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self):
+                size = int(self.headers.get("Content-Length") or 0)
+                stub.requests.append((self.command, self.path, self.rfile.read(size)))
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Stub:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class LiveTestCase(unittest.TestCase):

@@ -6,7 +6,7 @@ import unittest
 from cronradar_sdk import api
 from cronradar_sdk.config import resolve
 
-from tests.sdk.service import LiveTestCase, closed_url, slug
+from tests.sdk.service import LiveTestCase, Stub, closed_url, slug
 
 CRON = {"kind": "cron", "schedule": "0 3 * * *", "timezone": "Europe/Berlin", "grace": 900}
 
@@ -29,8 +29,8 @@ class Monitors(LiveTestCase):
         with self.assertLogs("cronradar_sdk", "WARNING") as logs:
             self.assertIsNone(api.get_monitor(self.settings, "no-such-one"))
         self.assertEqual(logs.output, [
-            "WARNING:cronradar_sdk:cronradar: the API refused GET of monitor no-such-one "
-            '(HTTP 404: {"detail": "Not found."})'])
+            "WARNING:cronradar_sdk:cronradar: the API answered GET of monitor no-such-one with "
+            'HTTP 404, not the monitor: {"detail": "Not found."}'])
 
     def test_ensure_creates_named_by_the_slug(self):
         name = slug()
@@ -67,13 +67,21 @@ class Monitors(LiveTestCase):
             self.assertIsNone(api.ensure_monitor(self.read_only(), m["slug"], CRON))
         [line] = logs.output
         self.assertTrue(line.startswith(
-            f"WARNING:cronradar_sdk:cronradar: the API refused PUT of monitor {m['slug']} "
-            "(HTTP 403: "), line)
+            f"WARNING:cronradar_sdk:cronradar: the API answered PUT of monitor {m['slug']} "
+            "with HTTP 403, not the monitor: "), line)
 
     def test_a_refused_field_is_a_warning(self):
         with self.assertLogs("cronradar_sdk", "WARNING") as logs:
             self.assertIsNone(api.ensure_monitor(self.settings, slug(), {"grace": 0}))
-        self.assertIn('(HTTP 400: {"grace": [', logs.output[0])
+        self.assertIn('with HTTP 400, not the monitor: {"grace": [', logs.output[0])
+
+    def test_an_answer_that_is_not_a_monitor(self):
+        with Stub(200, b"[1]") as stub, self.assertLogs("cronradar_sdk", "WARNING") as logs:
+            self.assertIsNone(api.get_monitor(self.settings.replace(url=stub.url), "x"))
+            self.assertIsNone(api.ensure_monitor(self.settings.replace(url=stub.url), "x", CRON))
+        self.assertEqual(logs.output, [
+            "WARNING:cronradar_sdk:cronradar: the API answered GET of monitor x with HTTP 200, "
+            "not the monitor: [1]"] * 2)
 
     def test_cronradar_down(self):
         down = self.settings.replace(url=closed_url(), timeout=0.5)

@@ -12,7 +12,7 @@ from unittest import mock
 
 from cronradar_sdk import monitor, runs
 
-from tests.sdk.service import LiveTestCase, closed_url, slug
+from tests.sdk.service import LiveTestCase, Stub, closed_url, slug
 
 
 class ReportError(Exception):
@@ -66,6 +66,15 @@ class Pinging(LiveTestCase):
         self.assertEqual(pings, [("start", ""), ("fail", "ValueError: no rows for 2026-01-04\n"
                                                          "duration: 0.500 s")])
         self.assertEqual(ran, [("failed", None)])
+
+    def test_the_duration_is_the_jobs_not_the_pings(self):
+        stub = Stub()
+        # the clock reads how many pings were sent: the start ping is out of it
+        with stub, mock.patch.object(runs, "_clock", lambda: float(len(stub.requests))), \
+                monitor("x", url=stub.url, ping_key="k"):
+            pass
+        self.assertEqual([(path.split("?")[0], body) for _, path, body in stub.requests],
+                         [("/ping/k/x/start", b""), ("/ping/k/x", b"duration: 0.000 s")])
 
     def test_each_call_is_a_run_of_its_own(self):
         job = monitor(self.m["slug"], **self.keys)(lambda: None)

@@ -64,7 +64,7 @@ def get_monitor(settings: Settings, slug: str) -> dict | None:
     answer = call(settings, "GET", _by_slug(slug))
     if answer is None:
         return None
-    if answer.status != 200:
+    if answer.status != 200 or not isinstance(answer.data, dict):
         _refused("GET", slug, answer)
         return None
     return answer.data
@@ -94,7 +94,7 @@ def ensure_monitor(settings: Settings, slug: str, fields: dict) -> dict | None:
     answer = call(settings, "PUT", _by_slug(slug), payload)
     if answer is None:
         return None
-    if answer.status not in (200, 201):
+    if answer.status not in (200, 201) or not isinstance(answer.data, dict):
         _refused("PUT", slug, answer)
         return None
     return answer.data
@@ -105,5 +105,6 @@ def _by_slug(slug: str) -> str:
 
 
 def _refused(method: str, slug: str, answer: Answer) -> None:
-    log.warning("cronradar: the API refused %s of monitor %s (HTTP %s: %s)", method, slug,
-                answer.status, json.dumps(answer.data)[:300])
+    """Warn of an answer that is not the monitor (a 4xx, or not an object)."""
+    log.warning("cronradar: the API answered %s of monitor %s with HTTP %s, not the monitor: "
+                "%s", method, slug, answer.status, json.dumps(answer.data)[:300])

@@ -94,9 +94,9 @@ class monitor:  # noqa: N801 (a decorator: named as a function)
     # --- the two ends of a run --------------------------------------------------------
     def start(self) -> Run:
         """Ping ``start`` for a new run and return it. Never raises."""
-        run = Run(str(uuid.uuid4()), _clock())
-        self._ping("start", run)
-        return run
+        rid = str(uuid.uuid4())
+        self._ping("start", rid)
+        return Run(rid, _clock())  # after the ping: the job's duration, not CronRadar's
 
     def finish(self, run: Run, error: BaseException | None = None) -> bool:
         """Ping the end of ``run``: ``success``, or ``fail`` when ``error`` is an
@@ -104,20 +104,20 @@ class monitor:  # noqa: N801 (a decorator: named as a function)
         CronRadar stored it; never raises."""
         took = f"duration: {_clock() - run.started:.3f} s"
         if error is None or (isinstance(error, SystemExit) and error.code in (0, None)):
-            return self._ping("success", run, took)
+            return self._ping("success", run.rid, took)
         kind = type(error)
         name = kind.__qualname__ if kind.__module__ == "builtins" else \
             f"{kind.__module__}.{kind.__qualname__}"
         message = str(error)
-        return self._ping("fail", run, f"{name}: {message}\n{took}" if message
+        return self._ping("fail", run.rid, f"{name}: {message}\n{took}" if message
                           else f"{name}\n{took}")
 
-    def _ping(self, state: str, run: Run, body: str = "") -> bool:
+    def _ping(self, state: str, rid: str, body: str = "") -> bool:
         target = self._target()
         if target is None:
             return False
         settings, slug, params = target
-        return pings.send(settings, slug, state, rid=run.rid, body=body.encode(), params=params)
+        return pings.send(settings, slug, state, rid=rid, body=body.encode(), params=params)
 
     def _target(self):
         """(settings, slug or None, query params) to ping with; None when no
