@@ -28,5 +28,15 @@ class Exec(LiveTestCase):
                          [("start", None, ""), ("fail", 3, "")])
 
 
+class StartUp(unittest.TestCase):
+    def test_the_command_does_not_import_the_decorators_asyncio(self):
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys, cronradar_sdk.cli; "
+             "print(sorted(m for m in sys.modules if m.startswith(('asyncio', 'cronradar'))))"],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(SDK)})
+        self.assertEqual(done.stdout, "['cronradar_sdk', 'cronradar_sdk.cli', "
+                                      "'cronradar_sdk.cronradar_exec']\n", done.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
