@@ -10,7 +10,7 @@ import uuid
 from cronradar_sdk import __version__, pings
 from cronradar_sdk.config import resolve
 
-from tests.sdk.service import LiveTestCase, slug
+from tests.sdk.service import LiveTestCase, Stub, slug
 
 
 class Send(LiveTestCase):
@@ -77,6 +77,16 @@ class Send(LiveTestCase):
 def _z(moment: datetime.datetime) -> str:
     """``moment`` as the API writes it: UTC, ``Z``."""
     return moment.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+class Redirect(unittest.TestCase):
+    def test_a_redirect_that_was_not_followed_is_not_a_stored_ping(self):
+        with Stub(302, b"moved") as stub, self.assertLogs("cronradar_sdk", "WARNING") as logs:
+            settings = resolve(ping_url=f"{stub.url}/ping/u", environ={})
+            self.assertIs(pings.send(settings, None, "start"), False)
+        self.assertEqual(logs.output, ["WARNING:cronradar_sdk:cronradar: ping refused "
+                                       f"(HTTP 302: moved): {stub.url}/ping/u/start"])
+        self.assertEqual(len(stub.requests), 1)  # not retried
 
 
 class Action(unittest.TestCase):

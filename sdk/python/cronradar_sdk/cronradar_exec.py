@@ -84,8 +84,8 @@ def request(url: str, timeout: float, body: bytes | None = b"", method: str = "P
     """Send one HTTP request to CronRadar, retrying network errors, 429 and 5xx with
     backoff (0.5 s, 1 s, 2 s, ...) within ``timeout`` seconds in all.
 
-    Returns ``(status, body bytes)`` for a final answer (2xx, or a 4xx other than
-    429: retrying cannot change it), or None when CronRadar could not be reached in
+    Returns ``(status, body bytes)`` for a final answer (any but 429 and 5xx:
+    retrying cannot change it), or None when CronRadar could not be reached in
     time or the URL is unusable; then ``warn(message)`` was called with the reason
     (the URL without its query; ``doing`` names the attempt in it: "gave up pinging
     after 10s (...)"). Never raises. ``body`` None sends no body (a GET).
@@ -103,7 +103,10 @@ def request(url: str, timeout: float, body: bytes | None = b"", method: str = "P
             with urllib.request.urlopen(req, timeout=max(0.1, min(left, 5))) as resp:
                 return resp.status, resp.read()
         except urllib.error.HTTPError as exc:
-            answer = exc.read()
+            try:
+                answer = exc.read()
+            except OSError:  # the connection broke while the error's body was read
+                answer = b""
             problem = f"HTTP {exc.code}: {answer[:200].decode('utf-8', 'replace').strip()}"
             if exc.code != 429 and exc.code < 500:
                 return exc.code, answer
@@ -130,7 +133,7 @@ def ping(url: str, timeout: float, body: bytes = b"", warn=_stderr,
     if answer is None:
         return False
     status, text = answer
-    if status >= 400:
+    if not 200 <= status < 300:  # a redirect urllib did not follow is not stored either
         problem = f"HTTP {status}: {text[:200].decode('utf-8', 'replace').strip()}"
         warn(f"ping refused ({problem}): {_safe(url)}")
         return False
