@@ -160,14 +160,14 @@ def sign_up(email: str, password: str, client: str) -> Outcome:
         return Outcome.DOMAIN
     if rate_limited(email, client):
         return Outcome.RATE_LIMITED
-    existing = same_address(email).select_related("profile").first()
-    if existing is not None:
+    existing = same_address(email).first()
+    if existing is not None:  # the typed address gets the note: it is the one claimed
         if is_verified(existing):
-            _send(existing.email, "taken", {"login": people.absolute(reverse("dashboard:login")),
+            _send(email, "taken", {"login": people.absolute(reverse("dashboard:login")),
                                              "reset": people.absolute(
                                                  reverse("dashboard:password_reset"))})
         else:
-            _send(existing.email, "verify", {"link": verification_link(existing)})
+            _send(email, "verify", {"link": verification_link(existing)})
         return Outcome.SENT
     with transaction.atomic():
         user = get_user_model().objects.create_user(username=email, email=email,

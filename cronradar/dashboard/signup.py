@@ -94,9 +94,11 @@ def first_run(request):
 
 def signup_page(request):
     """``/signup/``: email and password (open or domain mode; closed: 404 with a
-    page saying so). The same answer page whether the address is new or taken;
-    over a rate limit 429."""
+    page saying so; while nobody exists, the first-account page at ``/``). The
+    same answer page whether the address is new or taken; over a rate limit 429."""
     mode = signup.mode()
+    if firstrun.nobody_yet():  # the operator's first account comes before anyone's
+        return redirect("dashboard:monitors")
     if not mode.is_open:
         return render(request, "dashboard/error.html", {
             "title": "Sign-up is closed", "text": "This installation takes new people by "
@@ -165,7 +167,9 @@ def invitation(request, token: str):
         now = timezone.now()
         if user is not None and invitations.is_for(found, user):
             invitations.accept(found, user, now)
-            request.session.pop("project_id", None)
+            first = found.organisation.projects.order_by("name").first()
+            if first is not None:  # look at the organisation just joined
+                request.session["project_id"] = first.pk
             return redirect("dashboard:monitors")
         if user is None and not invitations.has_account(found):
             values = request.POST

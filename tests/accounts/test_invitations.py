@@ -91,7 +91,9 @@ def test_someone_with_an_account_joins_after_signing_in_as_that_address(
                                          user__username="mallory").exists()
     signed_in = Client()
     assert signed_in.login(username="stranger", password="pw-stranger")
-    assert signed_in.post(link).status_code == 302
+    joined = signed_in.post(link)
+    assert (joined.status_code, joined["Location"]) == (302, "/")
+    assert signed_in.session["project_id"] == project.pk  # looking at the new organisation
     assert Membership.objects.get(organisation=project.organisation, user=stranger).role == \
         "viewer"
     assert Client().get(link).status_code == 404
