@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
-from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.core.cache import cache
@@ -162,6 +162,7 @@ def sign_up(email: str, password: str, client: str) -> Outcome:
         return Outcome.RATE_LIMITED
     existing = same_address(email).first()
     if existing is not None:  # the typed address gets the note: it is the one claimed
+        make_password(password)  # the work a new account costs: the time tells nothing
         if is_verified(existing):
             _send(email, "taken", {"login": people.absolute(reverse("dashboard:login")),
                                              "reset": people.absolute(
@@ -250,8 +251,6 @@ class LoginForm(AuthenticationForm):
                       "unverified": "Confirm your email address first: follow the link we "
                                     "emailed you (sign up again with the same address to get "
                                     "a new one)."}
-
-    username = forms.CharField(max_length=254, widget=forms.TextInput(attrs={"autofocus": True}))
 
     def confirm_login_allowed(self, user) -> None:
         super().confirm_login_allowed(user)
