@@ -1,0 +1,349 @@
+"""Celery beat instrumentation: one CronRadar monitor per ``beat_schedule`` entry.
+
+    from cronradar_sdk.celery import instrument
+    app.conf.beat_schedule = {...}
+    instrument(app)           # CRONRADAR_URL, CRONRADAR_PING_KEY, CRONRADAR_API_KEY
+
+:func:`instrument` reads the app's ``beat_schedule`` (``crontab`` entries become
+``cron`` monitors in the app's ``timezone``; ``timedelta``, number and
+``schedule(run_every=...)`` entries ``interval`` monitors), puts a header naming
+the entry into each entry's ``options``, and connects Celery's signals:
+
+- ``beat_init`` (the beat process): each entry's monitor is created or updated
+  (``PUT /api/v1/monitors/by-slug/<slug>/`` with the API key; slug: the entry's
+  name made a slug), with ``max_attempts`` = the task's ``max_retries`` + 1;
+- ``before_task_publish`` (the beat process): a crontab entry's message gets the
+  fire time it is for (RFC 3339, header ``cronradar_slot``), sent as ``?slot=``
+  with every ping of that run and kept by Celery on a retry;
+- ``task_prerun`` → ``start``, ``task_success`` → success, ``task_failure`` →
+  ``fail`` (body: the exception's type and message), ``task_retry`` → ``fail``
+  (a failed attempt of the same slot; the retry pings ``start`` again), each with
+  a run id (``rid``) made from the task id and the attempt number, so each
+  attempt's start and end pair up.
+
+Only messages beat published carry the entry header, so an ad-hoc ``.delay()``
+of the same task pings nothing. CronRadar being unreachable never fails a task:
+pings are retried within ``timeout`` seconds, then given up with a warning.
+Celery is imported only here, so the rest of the SDK stays standard library only.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from cronradar_sdk import cronradar_exec
+
+log = logging.getLogger("cronradar_sdk.celery")
+
+ENTRY_HEADER = "cronradar_entry"  # the beat entry's name, from its options
+SLOT_HEADER = "cronradar_slot"  # the fire time a crontab entry's message is for
+# rid = uuid5(RID_NAMESPACE, "<task id>/<attempt number>"): the same in every
+# handler of one attempt, without keeping state between signals
+RID_NAMESPACE = uuid.UUID("5d1b7c8e-2f0a-4e55-9c8b-0c1c4f3e7a61")
+MAX_ATTEMPTS = 100  # CronRadar's upper bound; a task with max_retries=None retries forever
+DEFAULT_GRACE = 60
+
+
+class Unsupported(ValueError):
+    """A beat entry CronRadar cannot monitor as it stands; str(e) says why."""
+
+
+@dataclass
+class Entry:
+    """One beat entry as CronRadar sees it.
+
+    name: the entry's name; slug: its monitor's slug; task: the task name;
+    fields: the monitor's fields for the upsert (durations in whole seconds);
+    crontab: the entry's ``celery.schedules.crontab`` (None for interval entries),
+    for :func:`slot`."""
+
+    name: str
+    slug: str
+    task: str
+    fields: dict
+    crontab: object = None
+
+
+def slugify(name: str) -> str:
+    """``name`` as a CronRadar slug: lower case, runs of anything but letters,
+    digits, ``_`` and ``-`` made one ``-``, at most 100 characters."""
+    slug = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-")[:100].strip("-")
+    if not slug:
+        raise Unsupported(f"entry {name!r}: no slug can be made from its name")
+    return slug
+
+
+def _field(values, lo: int, hi: int) -> str:
+    """A crontab field's set of values as a cron field: ``*``, ``*/n``, or a comma
+    list of values and ranges."""
+    values = sorted(values)
+    if values == list(range(lo, hi + 1)):
+        return "*"
+    if len(values) > 2 and values[0] == lo:
+        step = values[1] - values[0]
+        if values == list(range(lo, hi + 1, step)):
+            return f"*/{step}"
+    runs = [[values[0], values[0]]]
+    for v in values[1:]:
+        if v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def cron_expression(crontab) -> str:
+    """The 5-field cron expression (Vixie/Debian) that fires when ``crontab``
+    does. Raises :class:`Unsupported` when both day fields are restricted: Celery
+    requires both to match, cron either."""
+    dom, dow = _field(crontab.day_of_month, 1, 31), _field(crontab.day_of_week, 0, 6)
+    if dom != "*" and dow != "*":
+        raise Unsupported(f"day_of_month {dom} and day_of_week {dow}: Celery runs on days "
+                          "matching both, cron on days matching either")
+    return " ".join((_field(crontab.minute, 0, 59), _field(crontab.hour, 0, 23), dom,
+                     _field(crontab.month_of_year, 1, 12), dow))
+
+
+def _zone_name(app) -> str:
+    """The IANA name of the app's time zone (``timezone``; UTC when unset and
+    ``enable_utc``)."""
+    name = app.conf.timezone
+    if name:
+        return str(name)
+    if app.conf.enable_utc:
+        return "UTC"
+    raise Unsupported("enable_utc is off and timezone is unset: set the app's timezone")
+
+
+def slot(crontab, tz, now: datetime) -> datetime:
+    """The latest fire time of ``crontab`` at or before ``now`` (aware), read in
+    the time zone ``tz`` (a tzinfo), as an aware UTC datetime: the run beat sends
+    at ``now`` is for it. A wall time the clock skips (a DST gap) is no fire time
+    and a repeated one is its first instant. Raises :class:`Unsupported` when
+    none is found within 8 years (``0 0 30 2 *``)."""
+    local = now.astimezone(tz).replace(tzinfo=None, second=0, microsecond=0)
+    hours, minutes = sorted(crontab.hour, reverse=True), sorted(crontab.minute, reverse=True)
+    day = local.date()
+    for _ in range(8 * 366):
+        if (day.month in crontab.month_of_year and day.day in crontab.day_of_month
+                and day.isoweekday() % 7 in crontab.day_of_week):
+            for h in hours:
+                for m in minutes:
+                    wall = datetime(day.year, day.month, day.day, h, m)
+                    if wall > local:
+                        continue
+                    at = wall.replace(tzinfo=tz)
+                    if at.astimezone(timezone.utc).astimezone(tz).replace(tzinfo=None) == wall:
+                        return at.astimezone(timezone.utc)
+        day -= timedelta(days=1)
+    raise Unsupported("no fire time in the last 8 years")
+
+
+def rfc3339(at: datetime) -> str:
+    """``at`` (aware) as RFC 3339 in UTC with ``Z``."""
+    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def entries(app, grace: int = DEFAULT_GRACE, exclude=()) -> list[Entry]:
+    """The monitors ``app.conf.beat_schedule`` describes, in its order, without
+    ``exclude`` (entry names). A monitor's fields: ``name`` (the entry's),
+    ``kind``, ``schedule`` + ``timezone`` (crontab) or ``period`` (seconds,
+    rounded up; at least 1), ``grace`` (seconds) and ``max_attempts`` (the task's
+    ``max_retries`` + 1, when the task is registered). An entry that cannot be
+    monitored (a solar schedule, both day fields restricted) is left out with a
+    warning in the log."""
+    from celery.schedules import crontab, schedule
+
+    found = []
+    for name, spec in (app.conf.beat_schedule or {}).items():
+        if name in exclude:
+            continue
+        try:
+            found.append(_entry(app, name, spec, grace, crontab, schedule))
+        except Unsupported as exc:
+            log.warning("cronradar: beat entry %r is not monitored: %s", name, exc)
+    return found
+
+
+def _entry(app, name: str, spec: dict, grace: int, crontab, schedule) -> Entry:
+    every = spec["schedule"]
+    fields = {"name": name, "grace": grace}
+    cron = None
+    if isinstance(every, crontab):
+        cron = every
+        fields.update(kind="cron", schedule=cron_expression(every), timezone=_zone_name(app))
+    else:
+        if isinstance(every, schedule) and type(every) is schedule:
+            every = every.run_every
+        if isinstance(every, (int, float)):
+            every = timedelta(seconds=every)
+        if not isinstance(every, timedelta):
+            raise Unsupported(f"schedule {every!r}: only crontab and interval schedules")
+        seconds = every.total_seconds()
+        fields.update(kind="interval", period=max(1, int(-(-seconds // 1))))
+    task = app.tasks.get(spec["task"])
+    if task is not None:
+        retries = task.max_retries
+        fields["max_attempts"] = MAX_ATTEMPTS if retries is None else min(MAX_ATTEMPTS,
+                                                                          retries + 1)
+    return Entry(name, slugify(name), spec["task"], fields, cron)
+
+
+def _tag(app, wanted: list[Entry]) -> None:
+    """Put the entry header into each wanted entry's ``options`` (beat passes
+    them to ``apply_async``; Celery keeps custom headers on a retry)."""
+    for e in wanted:
+        spec = app.conf.beat_schedule[e.name]
+        options = spec.setdefault("options", {})
+        options["headers"] = {**(options.get("headers") or {}), ENTRY_HEADER: e.name}
+
+
+def instrument(app, *, grace: int = DEFAULT_GRACE, exclude=(), timeout: float = 10.0,
+               **settings) -> Instrumentation:
+    """Monitor every entry of ``app.conf.beat_schedule`` (call it after the
+    schedule is set, in the module beat and the workers import). ``grace``:
+    seconds a run may start after its scheduled time (default 60; it must cover
+    the queue's latency); ``exclude``: entry names to leave alone; ``timeout``:
+    seconds each ping may take, retries included; ``settings``: ``url=``,
+    ``ping_key=``, ``api_key=`` (else ``CRONRADAR_URL``, ``CRONRADAR_PING_KEY``,
+    ``CRONRADAR_API_KEY``). Returns the :class:`Instrumentation` (its
+    ``entries``; ``close()`` disconnects it). Never raises because CronRadar is
+    unreachable."""
+    wanted = entries(app, grace, exclude)
+    _tag(app, wanted)
+    return Instrumentation(app, wanted, {**_settings(settings), "timeout": timeout})
+
+
+class Instrumentation:
+    """The signal handlers of one instrumented app (see the module docstring).
+
+    entries: entry name -> :class:`Entry`; settings: url, ping_key, api_key,
+    timeout (seconds)."""
+
+    def __init__(self, app, wanted: list[Entry], settings: dict):
+        from celery import signals
+
+        self.app, self.settings = app, settings
+        self.entries = {e.name: e for e in wanted}
+        self._connected = [(signals.beat_init, self.on_beat_init),
+                           (signals.before_task_publish, self.on_publish),
+                           (signals.task_prerun, self.on_prerun),
+                           (signals.task_success, self.on_success),
+                           (signals.task_failure, self.on_failure),
+                           (signals.task_retry, self.on_retry)]
+        for signal, handler in self._connected:
+            signal.connect(handler, weak=False)
+
+    def close(self) -> None:
+        """Disconnect the handlers."""
+        for signal, handler in self._connected:
+            signal.disconnect(handler)
+
+    def on_beat_init(self, sender=None, **_):
+        sync(self.entries.values(), self.settings)
+
+    def on_publish(self, headers=None, now: datetime | None = None, **_):
+        """Stamp a crontab entry's message with its fire time (beat publishes it
+        at ``now``); a retry's message has it already."""
+        e = self.entries.get((headers or {}).get(ENTRY_HEADER))
+        if e is not None and e.crontab is not None and SLOT_HEADER not in headers:
+            at = now or datetime.now(timezone.utc)
+            headers[SLOT_HEADER] = rfc3339(slot(e.crontab, self.app.timezone, at))
+
+    def on_prerun(self, sender=None, **_):
+        self._report(sender, "start", task_request(sender))
+
+    def on_success(self, sender=None, **_):
+        self._report(sender, "0", task_request(sender))
+
+    def on_failure(self, sender=None, exception=None, **_):
+        self._report(sender, "fail", task_request(sender), _describe(exception))
+
+    def on_retry(self, sender=None, request=None, reason=None, **_):
+        # reason: the Retry, whose exc is what the attempt failed with
+        self._report(sender, "fail", request,
+                     f"retrying: {_describe(getattr(reason, 'exc', None) or reason)}")
+
+    def _report(self, task, action: str, request, body: str = "") -> None:
+        """Ping ``action`` for the attempt ``request`` is, when beat published it
+        for one of this app's monitored entries (never raises)."""
+        e = self.entries.get(_header(request, ENTRY_HEADER))
+        if e is None or getattr(task, "app", None) is not self.app or request.id is None:
+            return
+        try:
+            _ping(self.settings, e.slug, action, rid(request.id, request.retries),
+                  _header(request, SLOT_HEADER), body.encode())
+        except Exception:  # instrumentation must never fail the task
+            log.warning("cronradar: could not report %s of %s", action, e.name, exc_info=True)
+
+
+def task_request(task):
+    """The request (``celery.app.task.Context``) ``task`` is running."""
+    return getattr(task, "request", None)
+
+
+def _header(request, name: str):
+    if request is None:
+        return None
+    return (getattr(request, "headers", None) or {}).get(name) or getattr(request, name, None)
+
+
+def rid(task_id: str, retries: int) -> str:
+    """The run id of attempt ``retries`` + 1 of task ``task_id``."""
+    return str(uuid.uuid5(RID_NAMESPACE, f"{task_id}/{retries or 0}"))
+
+
+def _describe(exc) -> str:
+    return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
+
+
+def sync(wanted, settings: dict) -> None:
+    """Create or update the monitors of ``wanted`` (:class:`Entry`) through the
+    API; a refusal or an unreachable CronRadar is a warning in the log."""
+    if not settings.get("api_key"):
+        log.warning("cronradar: no API key (CRONRADAR_API_KEY): monitors not created")
+        return
+    for e in wanted:
+        _put_monitor(settings, e.slug, e.fields)
+
+
+# --- the primitives (replaced by cronradar_sdk.config / ping on the sdk-core merge)
+
+def _settings(kwargs: dict) -> dict:
+    import os
+
+    return {"url": (kwargs.get("url") or os.environ.get("CRONRADAR_URL", "")).rstrip("/"),
+            "ping_key": kwargs.get("ping_key") or os.environ.get("CRONRADAR_PING_KEY", ""),
+            "api_key": kwargs.get("api_key") or os.environ.get("CRONRADAR_API_KEY", "")}
+
+
+def _ping(settings, slug, action, run_id, slot_at, body) -> bool:
+    import urllib.parse
+
+    base = (f"{settings['url']}/ping/{urllib.parse.quote(settings['ping_key'])}/"
+            f"{urllib.parse.quote(slug)}")
+    return cronradar_exec.ping(cronradar_exec._with(base, action, run_id, slot_at),
+                               settings["timeout"], body)
+
+
+def _put_monitor(settings, slug, fields) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{settings['url']}/api/v1/monitors/by-slug/{slug}/", method="PUT",
+        data=json.dumps(fields).encode(),
+        headers={"Authorization": f"Bearer {settings['api_key']}",
+                 "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=settings["timeout"]) as resp:
+            resp.read()
+    except urllib.error.HTTPError as exc:
+        log.warning("cronradar: monitor %s refused (HTTP %s): %s", slug, exc.code,
+                    exc.read(500).decode("utf-8", "replace"))
+    except OSError as exc:
+        log.warning("cronradar: monitor %s not created: %s", slug, exc)
