@@ -3,6 +3,10 @@ message is stamped with (controlled clock), the pings of each attempt (eager
 tasks, pings recorded); and a real worker and beat on Redis against a live
 `manage.py serve` (REDIS_URL, the PostgreSQL+Redis run)."""
 import logging
+import os
+import subprocess
+import sys
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -11,6 +15,8 @@ import pytest
 from celery import Celery
 from celery.schedules import crontab, schedule
 from cronradar_sdk import celery as cr
+
+from tests.live import ROOT, Service
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -217,3 +223,180 @@ def test_a_failing_ping_never_fails_the_task(app, monkeypatch, caplog):
     finally:
         inst.close()
     assert "cronradar: could not report start of fine" in caplog.text
+
+
+# --- live: a real worker and beat on Redis, a real manage.py serve ------------------
+
+LIVE_APP = '''
+import os
+import pathlib
+
+from celery import Celery
+from celery.schedules import crontab
+
+from cronradar_sdk.celery import instrument
+
+app = Celery("liveapp", broker=os.environ["REDIS_URL"], set_as_current=True)
+app.conf.update(
+    timezone="UTC", task_default_queue=os.environ["QUEUE"], worker_hijack_root_logger=False,
+    broker_connection_retry_on_startup=True, beat_max_loop_interval=1,
+    beat_schedule={
+        "ok every 2s": {"task": "liveapp.ok", "schedule": 2.0},
+        "boom": {"task": "liveapp.boom", "schedule": 2.0},
+        "flaky": {"task": "liveapp.flaky", "schedule": 2.0},
+        "minutely": {"task": "liveapp.ok", "schedule": crontab()},
+    })
+RAN = pathlib.Path(os.environ["RAN"])
+
+
+def ran(request):
+    with RAN.open("a") as f:
+        f.write(f"{request.id} {request.retries}\\n")
+
+
+@app.task(name="liveapp.ok", bind=True)
+def ok(self):
+    ran(self.request)
+
+
+@app.task(name="liveapp.boom", bind=True, max_retries=0)
+def boom(self):
+    ran(self.request)
+    raise ValueError("no rows")
+
+
+@app.task(name="liveapp.flaky", bind=True, max_retries=2)
+def flaky(self):
+    ran(self.request)
+    if self.request.retries == 0:
+        raise self.retry(exc=OSError("disk busy"), countdown=0)
+
+
+instrument(app, grace=30)
+'''
+
+
+def _wait(predicate, timeout: float, what: str):
+    end = time.time() + timeout
+    while time.time() < end:
+        got = predicate()
+        if got:
+            return got
+        time.sleep(0.25)
+    raise AssertionError(f"{what}: not within {timeout}s")
+
+
+@pytest.fixture
+def live_celery(tmp_path):
+    """A manage.py serve, and a worker and beat of LIVE_APP on REDIS_URL reporting to
+    it (a queue of their own, so concurrent runs share the Redis)."""
+    redis_url = os.environ.get("REDIS_URL")
+    if not redis_url:
+        pytest.skip("REDIS_URL unset: the PostgreSQL+Redis run of scripts/test has a Redis")
+    service = Service(tmp_path)
+    procs = []
+    try:
+        api = service.api
+        ping_key = api.get("/projects/").json()[0]["ping_key"]
+        (tmp_path / "liveapp.py").write_text(LIVE_APP)
+        env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+               "REDIS_URL": redis_url, "QUEUE": f"sdk-{uuid.uuid4().hex}",
+               "RAN": str(tmp_path / "ran.txt"), "CRONRADAR_URL": service.url,
+               "CRONRADAR_PING_KEY": ping_key,
+               "CRONRADAR_API_KEY": api.headers["Authorization"].split()[1]}
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        celery = [sys.executable, "-m", "celery", "-A", "liveapp"]
+        for name, args in (("worker", ["worker", "--pool=solo", "-Q", env["QUEUE"]]),
+                           ("beat", ["beat", "-s", str(tmp_path / "beat-schedule")])):
+            log = open(tmp_path / f"{name}.log", "w+")  # noqa: SIM115 (closed below)
+            procs.append((subprocess.Popen([*celery, *args, "--loglevel=INFO"], cwd=tmp_path,
+                                           env=env, stdout=log, stderr=subprocess.STDOUT), log))
+        yield service, env, tmp_path
+    finally:
+        for proc, log in procs:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            log.seek(0)
+            print(log.read()[-5000:])  # shown when the test fails
+            log.close()
+        service.stop()
+
+
+def _ran(path) -> list[tuple[str, int]]:
+    if not path.exists():
+        return []
+    return [(tid, int(n)) for tid, n in (line.split() for line in path.read_text().split("\n")
+                                          if line)]
+
+
+@pytest.mark.live
+def test_a_real_worker_and_beat_report_each_entrys_runs(live_celery):
+    service, env, tmp = live_celery
+    api = service.api
+
+    def monitor(slug):
+        answer = api.get(f"/monitors/by-slug/{slug}/")
+        return answer.json() if answer.status_code == 200 else None
+
+    def runs(m):
+        return list(reversed(api.get(f"/monitors/{m['id']}/runs/").json()))
+
+    _wait(lambda: monitor("minutely"), 30, "beat upserts the monitors (the last)")
+    ok, boom, flaky, minutely = map(monitor, ("ok-every-2s", "boom", "flaky", "minutely"))
+    assert [(m["kind"], m["period"], m["grace"], m["max_attempts"]) for m in (ok, boom, flaky)] \
+        == [("interval", 2, 30, 4), ("interval", 2, 30, 1), ("interval", 2, 30, 3)]
+    assert (minutely["kind"], minutely["schedule"], minutely["timezone"]) == (
+        "cron", "* * * * *", "UTC")
+
+    # two successful runs of ok: each a start and a success with one rid
+    ok_runs = _wait(lambda: [r for r in runs(ok) if r["outcome"] == "succeeded"][2:] and runs(ok),
+                    60, "ok's runs")
+    ran = _ran(tmp / "ran.txt")
+    for r in [r for r in ok_runs if r["outcome"] == "succeeded"]:
+        assert r["started_at"] and r["ended_at"] and r["exit_status"] == 0
+        assert r["rid"] in {cr.rid(tid, n) for tid, n in ran}
+    # boom fails (max_retries=0: its only attempt), the monitor goes down
+    failed = _wait(lambda: [r for r in runs(boom) if r["outcome"] == "failed"], 30, "boom fails")
+    assert failed[0]["started_at"] is not None
+    fail_ping = [p for p in reversed(api.get(f"/monitors/{boom['id']}/pings/").json())
+                 if p["kind"] == "fail"][0]
+    assert fail_ping["body"] == "ValueError: no rows"
+    assert api.get(f"/monitors/{boom['id']}/").json()["status"] == "down"
+    # flaky: attempt 1 fails and retries, attempt 2 succeeds; the failed attempt
+    # (1 of max_attempts 3) opens nothing
+    flaky_runs = _wait(lambda: (lambda rs: rs if [r["outcome"] for r in rs][:2]
+                                == ["failed", "succeeded"] else None)(runs(flaky)),
+                       30, "flaky's two attempts")
+    [tid] = [t for t, n in _ran(tmp / "ran.txt") if cr.rid(t, n) == flaky_runs[0]["rid"]]
+    assert (tid, 1) in _ran(tmp / "ran.txt") and flaky_runs[1]["rid"] == cr.rid(tid, 1)
+    assert api.get(f"/incidents/?monitor={flaky['id']}").json() == []
+    assert api.get(f"/monitors/{flaky['id']}/").json()["status"] == "up"
+
+    # an ad-hoc send of ok's task runs on the worker and pings nothing; a message
+    # published for the crontab entry gets its slot (the publisher's handler, as
+    # in beat) and its run files under that minute
+    client = Celery("liveapp", broker=env["REDIS_URL"], set_as_current=False)
+    client.conf.update(timezone="UTC", beat_schedule={
+        "minutely": {"task": "liveapp.ok", "schedule": crontab()}})
+    inst = cr.instrument(client)
+    try:
+        adhoc = client.send_task("liveapp.ok", queue=env["QUEUE"]).id
+        stamped = client.send_task("liveapp.ok", queue=env["QUEUE"],
+                                   headers={"cronradar_entry": "minutely"})
+        published = datetime.now(UTC)
+    finally:
+        inst.close()
+    _wait(lambda: {adhoc, stamped.id} <= {t for t, _ in _ran(tmp / "ran.txt")}, 30,
+          "the worker runs both")
+    # (beat's own minutely runs may be there too, at a minute boundary)
+    [minute_run] = _wait(lambda: [r for r in runs(minutely) if r["rid"] == cr.rid(stamped.id, 0)
+                                  and r["ended_at"]], 30, "the stamped run")
+    expected = published.replace(second=0, microsecond=0)
+    assert minute_run["outcome"] == "succeeded"
+    assert datetime.fromisoformat(minute_run["slot_at"]) == expected
+    time.sleep(1)  # an ad-hoc ping would have come by now
+    every_rid = {r["rid"] for m in (ok, boom, flaky, minutely) for r in runs(m)}
+    assert cr.rid(adhoc, 0) not in every_rid
