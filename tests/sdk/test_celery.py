@@ -164,8 +164,8 @@ def test_user_headers_of_an_entry_are_kept():
 @pytest.fixture
 def pinged(monkeypatch):
     calls = []
-    monkeypatch.setattr(cr, "_ping", lambda settings, slug, action, rid, slot, body: calls.append(
-        (slug, action, rid, slot, body)) or True)
+    monkeypatch.setattr(cr.pings, "send", lambda settings, slug, state, rid, slot, body:
+                        calls.append((slug, state, rid, slot, body)) or True)
     return calls
 
 
@@ -199,7 +199,7 @@ def test_each_attempt_pings_start_then_its_end_with_one_rid_and_the_slot(app, pi
         ("flaky", "start", first, at, b""),
         ("flaky", "fail", first, at, b"retrying: OSError: disk busy"),
         ("flaky", "start", second, at, b""),
-        ("flaky", "0", second, at, b""),
+        ("flaky", "success", second, at, b""),
         ("boom", "start", cr.rid("t-boom", 0), at, b""),
         ("boom", "fail", cr.rid("t-boom", 0), at, b"ValueError: no rows"),
     ]
@@ -210,7 +210,7 @@ def test_a_failing_ping_never_fails_the_task(app, monkeypatch, caplog):
     def down(*args):
         raise OSError("unreachable")
 
-    monkeypatch.setattr(cr, "_ping", down)
+    monkeypatch.setattr(cr.pings, "send", down)
 
     @app.task(shared=False, name="jobs.fine")
     def fine():
@@ -356,7 +356,7 @@ def test_a_real_worker_and_beat_report_each_entrys_runs(live_celery):
                     60, "ok's runs")
     ran = _ran(tmp / "ran.txt")
     for r in [r for r in ok_runs if r["outcome"] == "succeeded"]:
-        assert r["started_at"] and r["ended_at"] and r["exit_status"] == 0
+        assert r["started_at"] and r["ended_at"] and r["exit_status"] is None  # success
         assert r["rid"] in {cr.rid(tid, n) for tid, n in ran}
     # boom fails (max_retries=0: its only attempt), the monitor goes down
     failed = _wait(lambda: [r for r in runs(boom) if r["outcome"] == "failed"], 30, "boom fails")

@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from cronradar_sdk import cronradar_exec
+from cronradar_sdk import api, config, pings
 
 log = logging.getLogger("cronradar_sdk.celery")
 
@@ -209,21 +209,21 @@ def instrument(app, *, grace: int = DEFAULT_GRACE, exclude=(), timeout: float = 
     the queue's latency); ``exclude``: entry names to leave alone; ``timeout``:
     seconds each ping may take, retries included; ``settings``: ``url=``,
     ``ping_key=``, ``api_key=`` (else ``CRONRADAR_URL``, ``CRONRADAR_PING_KEY``,
-    ``CRONRADAR_API_KEY``). Returns the :class:`Instrumentation` (its
+    ``CRONRADAR_API_KEY``; :func:`cronradar_sdk.config.resolve`): beat needs the
+    API key (the upserts), the workers the ping key. Returns the :class:`Instrumentation` (its
     ``entries``; ``close()`` disconnects it). Never raises because CronRadar is
     unreachable."""
     wanted = entries(app, grace, exclude)
     _tag(app, wanted)
-    return Instrumentation(app, wanted, {**_settings(settings), "timeout": timeout})
+    return Instrumentation(app, wanted, config.resolve(timeout=timeout, **settings))
 
 
 class Instrumentation:
     """The signal handlers of one instrumented app (see the module docstring).
 
-    entries: entry name -> :class:`Entry`; settings: url, ping_key, api_key,
-    timeout (seconds)."""
+    entries: entry name -> :class:`Entry`; settings: :class:`cronradar_sdk.config.Settings`."""
 
-    def __init__(self, app, wanted: list[Entry], settings: dict):
+    def __init__(self, app, wanted: list[Entry], settings: config.Settings):
         from celery import signals
 
         self.app, self.settings = app, settings
@@ -257,7 +257,7 @@ class Instrumentation:
         self._report(sender, "start", task_request(sender))
 
     def on_success(self, sender=None, **_):
-        self._report(sender, "0", task_request(sender))
+        self._report(sender, "success", task_request(sender))
 
     def on_failure(self, sender=None, exception=None, **_):
         self._report(sender, "fail", task_request(sender), _describe(exception))
@@ -267,17 +267,17 @@ class Instrumentation:
         self._report(sender, "fail", request,
                      f"retrying: {_describe(getattr(reason, 'exc', None) or reason)}")
 
-    def _report(self, task, action: str, request, body: str = "") -> None:
-        """Ping ``action`` for the attempt ``request`` is, when beat published it
+    def _report(self, task, state: str, request, body: str = "") -> None:
+        """Ping ``state`` for the attempt ``request`` is, when beat published it
         for one of this app's monitored entries (never raises)."""
         e = self.entries.get(_header(request, ENTRY_HEADER))
         if e is None or getattr(task, "app", None) is not self.app or request.id is None:
             return
         try:
-            _ping(self.settings, e.slug, action, rid(request.id, request.retries),
-                  _header(request, SLOT_HEADER), body.encode())
+            pings.send(self.settings, e.slug, state, rid(request.id, request.retries),
+                       _header(request, SLOT_HEADER), body.encode())
         except Exception:  # instrumentation must never fail the task
-            log.warning("cronradar: could not report %s of %s", action, e.name, exc_info=True)
+            log.warning("cronradar: could not report %s of %s", state, e.name, exc_info=True)
 
 
 def task_request(task):
@@ -300,50 +300,13 @@ def _describe(exc) -> str:
     return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
 
 
-def sync(wanted, settings: dict) -> None:
+def sync(wanted, settings: config.Settings) -> None:
     """Create or update the monitors of ``wanted`` (:class:`Entry`) through the
-    API; a refusal or an unreachable CronRadar is a warning in the log."""
-    if not settings.get("api_key"):
-        log.warning("cronradar: no API key (CRONRADAR_API_KEY): monitors not created")
+    API (:func:`cronradar_sdk.api.ensure_monitor`: only what differs is written);
+    no API key, a refusal or an unreachable CronRadar is a warning in the log."""
+    if not (settings.url and settings.api_key):
+        log.warning("cronradar: monitors of the beat schedule not created or updated: set "
+                    "CRONRADAR_URL and CRONRADAR_API_KEY (or url=, api_key=)")
         return
     for e in wanted:
-        _put_monitor(settings, e.slug, e.fields)
-
-
-# --- the primitives (replaced by cronradar_sdk.config / ping on the sdk-core merge)
-
-def _settings(kwargs: dict) -> dict:
-    import os
-
-    return {"url": (kwargs.get("url") or os.environ.get("CRONRADAR_URL", "")).rstrip("/"),
-            "ping_key": kwargs.get("ping_key") or os.environ.get("CRONRADAR_PING_KEY", ""),
-            "api_key": kwargs.get("api_key") or os.environ.get("CRONRADAR_API_KEY", "")}
-
-
-def _ping(settings, slug, action, run_id, slot_at, body) -> bool:
-    import urllib.parse
-
-    base = (f"{settings['url']}/ping/{urllib.parse.quote(settings['ping_key'])}/"
-            f"{urllib.parse.quote(slug)}")
-    return cronradar_exec.ping(cronradar_exec._with(base, action, run_id, slot_at),
-                               settings["timeout"], body)
-
-
-def _put_monitor(settings, slug, fields) -> None:
-    import json
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(
-        f"{settings['url']}/api/v1/monitors/by-slug/{slug}/", method="PUT",
-        data=json.dumps(fields).encode(),
-        headers={"Authorization": f"Bearer {settings['api_key']}",
-                 "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=settings["timeout"]) as resp:
-            resp.read()
-    except urllib.error.HTTPError as exc:
-        log.warning("cronradar: monitor %s refused (HTTP %s): %s", slug, exc.code,
-                    exc.read(500).decode("utf-8", "replace"))
-    except OSError as exc:
-        log.warning("cronradar: monitor %s not created: %s", slug, exc)
+        api.ensure_monitor(settings, e.slug, e.fields)
