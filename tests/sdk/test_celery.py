@@ -95,12 +95,11 @@ def test_entries_cron_cannot_express_are_left_out_with_a_warning(caplog):
     with caplog.at_level(logging.WARNING, "cronradar_sdk.celery"):
         assert [e.name for e in cr.entries(app, exclude=("excluded",))] == ["kept"]
     assert [r.getMessage() for r in caplog.records] == [
-        "cronradar: beat entry 'both days' is not monitored: day_of_month 1 and day_of_week 1: "
-        "Celery runs on days matching both, cron on days matching either",
+        "cronradar: beat entry 'both days' is not monitored: day of month 1 and day of week 1: "
+        "the scheduler runs on days matching both, cron on days matching either",
         "cronradar: beat entry 'sunset' is not monitored: schedule <sunset>: only crontab and "
         "interval schedules",
-        "cronradar: beat entry '!!!' is not monitored: entry '!!!': no slug can be made from "
-        "its name",
+        "cronradar: beat entry '!!!' is not monitored: '!!!': no slug can be made from its name",
     ]
 
 

@@ -29,26 +29,17 @@ Celery is imported only here, so the rest of the SDK stays standard library only
 from __future__ import annotations
 
 import logging
-import re
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from cronradar_sdk import api, config, pings
+from cronradar_sdk import api, config, pings, schedulers
+from cronradar_sdk.schedulers import DEFAULT_GRACE, Unsupported, rfc3339, slugify
 
 log = logging.getLogger("cronradar_sdk.celery")
 
 ENTRY_HEADER = "cronradar_entry"  # the beat entry's name, from its options
 SLOT_HEADER = "cronradar_slot"  # the fire time a crontab entry's message is for
-# rid = uuid5(RID_NAMESPACE, "<task id>/<attempt number>"): the same in every
-# handler of one attempt, without keeping state between signals
-RID_NAMESPACE = uuid.UUID("5d1b7c8e-2f0a-4e55-9c8b-0c1c4f3e7a61")
 MAX_ATTEMPTS = 100  # CronRadar's upper bound; a task with max_retries=None retries forever
-DEFAULT_GRACE = 60
-
-
-class Unsupported(ValueError):
-    """A beat entry CronRadar cannot monitor as it stands; str(e) says why."""
 
 
 @dataclass
@@ -67,44 +58,11 @@ class Entry:
     crontab: object = None
 
 
-def slugify(name: str) -> str:
-    """``name`` as a CronRadar slug: lower case, runs of anything but letters,
-    digits, ``_`` and ``-`` made one ``-``, at most 100 characters."""
-    slug = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-")[:100].strip("-")
-    if not slug:
-        raise Unsupported(f"entry {name!r}: no slug can be made from its name")
-    return slug
-
-
-def _field(values, lo: int, hi: int) -> str:
-    """A crontab field's set of values as a cron field: ``*``, ``*/n``, or a comma
-    list of values and ranges."""
-    values = sorted(values)
-    if values == list(range(lo, hi + 1)):
-        return "*"
-    if len(values) > 2 and values[0] == lo:
-        step = values[1] - values[0]
-        if values == list(range(lo, hi + 1, step)):
-            return f"*/{step}"
-    runs = [[values[0], values[0]]]
-    for v in values[1:]:
-        if v == runs[-1][1] + 1:
-            runs[-1][1] = v
-        else:
-            runs.append([v, v])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
-
-
 def cron_expression(crontab) -> str:
     """The 5-field cron expression (Vixie/Debian) that fires when ``crontab``
-    does. Raises :class:`Unsupported` when both day fields are restricted: Celery
-    requires both to match, cron either."""
-    dom, dow = _field(crontab.day_of_month, 1, 31), _field(crontab.day_of_week, 0, 6)
-    if dom != "*" and dow != "*":
-        raise Unsupported(f"day_of_month {dom} and day_of_week {dow}: Celery runs on days "
-                          "matching both, cron on days matching either")
-    return " ".join((_field(crontab.minute, 0, 59), _field(crontab.hour, 0, 23), dom,
-                     _field(crontab.month_of_year, 1, 12), dow))
+    does. Raises :class:`Unsupported` when both day fields are restricted."""
+    return schedulers.cron_expression(crontab.minute, crontab.hour, crontab.day_of_month,
+                                      crontab.month_of_year, crontab.day_of_week)
 
 
 def _zone_name(app) -> str:
@@ -140,11 +98,6 @@ def slot(crontab, tz, now: datetime) -> datetime:
                         return at.astimezone(timezone.utc)
         day -= timedelta(days=1)
     raise Unsupported("no fire time in the last 8 years")
-
-
-def rfc3339(at: datetime) -> str:
-    """``at`` (aware) as RFC 3339 in UTC with ``Z``."""
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def entries(app, grace: int = DEFAULT_GRACE, exclude=()) -> list[Entry]:
@@ -293,7 +246,7 @@ def _header(request, name: str):
 
 def rid(task_id: str, retries: int) -> str:
     """The run id of attempt ``retries`` + 1 of task ``task_id``."""
-    return str(uuid.uuid5(RID_NAMESPACE, f"{task_id}/{retries or 0}"))
+    return schedulers.rid(task_id, retries or 0)
 
 
 def _describe(exc) -> str:
