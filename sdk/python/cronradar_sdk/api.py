@@ -16,6 +16,7 @@ from cronradar_sdk import cronradar_exec, pings
 from cronradar_sdk.config import Settings
 
 log = logging.getLogger("cronradar_sdk")
+CREATE_GRACE = 3600  # seconds: a new monitor's grace unless given (create-on-ping's too)
 
 
 class Answer:
@@ -63,7 +64,7 @@ def get_monitor(settings: Settings, slug: str) -> dict | None:
     answer = call(settings, "GET", _by_slug(slug))
     if answer is None:
         return None
-    if answer.status != 200:
+    if answer.status != 200 or not isinstance(answer.data, dict):
         _refused("GET", slug, answer)
         return None
     return answer.data
@@ -72,8 +73,9 @@ def get_monitor(settings: Settings, slug: str) -> dict | None:
 def ensure_monitor(settings: Settings, slug: str, fields: dict) -> dict | None:
     """The monitor ``slug`` with ``fields`` (the API's monitor fields: ``kind``,
     ``schedule``, ``timezone``, ``period`` and ``grace`` in seconds, ...): created
-    (named ``fields["name"]``, else the slug) when new, changed when one of
-    ``fields`` differs, left alone otherwise (``PUT /api/v1/monitors/by-slug/``).
+    when new (named ``fields["name"]``, else the slug; grace 3600 s unless given, as
+    create-on-ping), changed when one of ``fields`` differs, left alone otherwise
+    (``PUT /api/v1/monitors/by-slug/``).
 
     Returns the monitor as the API answers it, or None when it could not be read or
     written (the reason logged as a warning). Never raises."""
@@ -85,14 +87,14 @@ def ensure_monitor(settings: Settings, slug: str, fields: dict) -> dict | None:
             return answer.data
         payload = fields
     elif answer.status == 404:
-        payload = {"name": slug, **fields}
+        payload = {"name": slug, "grace": CREATE_GRACE, **fields}
     else:
         _refused("GET", slug, answer)
         return None
     answer = call(settings, "PUT", _by_slug(slug), payload)
     if answer is None:
         return None
-    if answer.status not in (200, 201):
+    if answer.status not in (200, 201) or not isinstance(answer.data, dict):
         _refused("PUT", slug, answer)
         return None
     return answer.data
@@ -103,5 +105,6 @@ def _by_slug(slug: str) -> str:
 
 
 def _refused(method: str, slug: str, answer: Answer) -> None:
-    log.warning("cronradar: the API refused %s of monitor %s (HTTP %s: %s)", method, slug,
-                answer.status, json.dumps(answer.data)[:300])
+    """Warn of an answer that is not the monitor (a 4xx, or not an object)."""
+    log.warning("cronradar: the API answered %s of monitor %s with HTTP %s, not the monitor: "
+                "%s", method, slug, answer.status, json.dumps(answer.data)[:300])

@@ -8,6 +8,7 @@ CronRadar refuses or cannot be sent is a warning on the ``cronradar_sdk`` logger
 """
 from __future__ import annotations
 
+import datetime
 import logging
 from typing import Mapping
 
@@ -37,22 +38,28 @@ def action(state: str | int) -> str:
 
 
 def send(settings: Settings, slug: str | None, state: str | int,
-         rid: str | None = None, slot: str | None = None, body: bytes = b"",
+         rid: str | None = None, slot: str | datetime.datetime | None = None,
+         body: bytes = b"",
          params: Mapping[str, str] | None = None) -> bool:
     """Ping monitor ``slug`` (by the project's ping key; None: ``settings.ping_url``).
 
     state: ``"start"``, ``"success"``, ``"fail"``, ``"log"`` or an exit status
     (0-255, 0 a success); rid: the run id pairing a start with its end (a UUID
-    string); slot: the scheduled time the run is for (RFC 3339 or Unix seconds);
+    string); slot: the scheduled time the run is for (RFC 3339 or Unix seconds, or
+    a timezone-aware datetime);
     body: stored with the ping (the first 100 KB); params: more query parameters
     (:func:`cronradar_exec.create_params` for create-on-ping).
 
-    Returns whether CronRadar stored the ping. Never raises (a bad ``state`` is a
-    programming error and does raise ValueError): settings that cannot name the
-    monitor, a refusal (4xx) or CronRadar unreachable for ``settings.timeout``
-    seconds are logged as a warning and answer False.
+    Returns whether CronRadar stored the ping. Never raises (a bad ``state`` or a
+    naive datetime ``slot`` is a programming error and does raise ValueError):
+    settings that cannot name the monitor, a refusal (4xx) or CronRadar unreachable
+    for ``settings.timeout`` seconds are logged as a warning and answer False.
     """
     name = action(state)
+    if isinstance(slot, datetime.datetime):
+        if slot.utcoffset() is None:
+            raise ValueError(f"a slot must be timezone-aware, not {slot!r}")
+        slot = slot.isoformat()
     base = settings.ping_base(slug)
     if not base:
         log.warning("cronradar: not pinging %s: %s", slug or "(no slug)",

@@ -41,7 +41,8 @@ from cronradar_sdk import api, config, cronradar_exec, pings
 _clock = time.monotonic  # the durations' clock (tests replace it)
 # the runs open in this thread or task, innermost last: (monitor, Run) pairs
 _open: contextvars.ContextVar[tuple] = contextvars.ContextVar("cronradar_sdk_open", default=())
-# (url, api key, slug) -> the monitor's ping URL, learned from the API once per process
+# (url, api key, slug, fields) -> the monitor's ping URL, learned from the API once per
+# process
 _ping_urls: dict = {}
 _ping_urls_lock = threading.Lock()
 
@@ -93,9 +94,9 @@ class monitor:  # noqa: N801 (a decorator: named as a function)
     # --- the two ends of a run --------------------------------------------------------
     def start(self) -> Run:
         """Ping ``start`` for a new run and return it. Never raises."""
-        run = Run(str(uuid.uuid4()), _clock())
-        self._ping("start", run)
-        return run
+        rid = str(uuid.uuid4())
+        self._ping("start", rid)
+        return Run(rid, _clock())  # after the ping: the job's duration, not CronRadar's
 
     def finish(self, run: Run, error: BaseException | None = None) -> bool:
         """Ping the end of ``run``: ``success``, or ``fail`` when ``error`` is an
@@ -103,20 +104,20 @@ class monitor:  # noqa: N801 (a decorator: named as a function)
         CronRadar stored it; never raises."""
         took = f"duration: {_clock() - run.started:.3f} s"
         if error is None or (isinstance(error, SystemExit) and error.code in (0, None)):
-            return self._ping("success", run, took)
+            return self._ping("success", run.rid, took)
         kind = type(error)
         name = kind.__qualname__ if kind.__module__ == "builtins" else \
             f"{kind.__module__}.{kind.__qualname__}"
         message = str(error)
-        return self._ping("fail", run, f"{name}: {message}\n{took}" if message
+        return self._ping("fail", run.rid, f"{name}: {message}\n{took}" if message
                           else f"{name}\n{took}")
 
-    def _ping(self, state: str, run: Run, body: str = "") -> bool:
+    def _ping(self, state: str, rid: str, body: str = "") -> bool:
         target = self._target()
         if target is None:
             return False
         settings, slug, params = target
-        return pings.send(settings, slug, state, rid=run.rid, body=body.encode(), params=params)
+        return pings.send(settings, slug, state, rid=rid, body=body.encode(), params=params)
 
     def _target(self):
         """(settings, slug or None, query params) to ping with; None when no
@@ -137,20 +138,21 @@ class monitor:  # noqa: N801 (a decorator: named as a function)
 
     def _ping_url(self, settings: config.Settings) -> str:
         """The monitor's ping URL from the API (created or updated first when a
-        schedule is given), once per process; "" when the API did not answer it."""
-        key = (settings.url, settings.api_key, self.slug)
-        with _ping_urls_lock:
-            if key in _ping_urls:
-                return _ping_urls[key]
+        schedule is given), once per process and schedule; "" when the API did not
+        answer it."""
+        fields = {}
         if self.schedule:
             fields = {"kind": "cron", "schedule": self.schedule}
             if self.tz:
                 fields["timezone"] = self.tz
             if self.grace is not None:
                 fields["grace"] = self.grace
-            found = api.ensure_monitor(settings, self.slug, fields)
-        else:
-            found = api.get_monitor(settings, self.slug)
+        key = (settings.url, settings.api_key, self.slug, tuple(sorted(fields.items())))
+        with _ping_urls_lock:
+            if key in _ping_urls:
+                return _ping_urls[key]
+        found = api.ensure_monitor(settings, self.slug, fields) if fields else \
+            api.get_monitor(settings, self.slug)
         ping_url = (found or {}).get("ping_url") or ""
         if ping_url:
             with _ping_urls_lock:
