@@ -9,12 +9,12 @@ import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 
 import pytest
 from celery import Celery
 from celery.schedules import crontab, schedule
 from cronradar_sdk import celery as cr
+from zoneinfo import ZoneInfo
 
 from tests.live import ROOT, Service
 
