@@ -178,3 +178,22 @@ def test_a_background_scheduler_reports_to_a_live_server(scheduler, tmp_path):
             "failed", skipped)
     finally:
         service.stop()
+
+
+def test_an_end_whose_start_never_comes_is_sent_after_the_timeout(scheduler, monkeypatch):
+    from apscheduler.events import EVENT_JOB_EXECUTED, JobExecutionEvent
+
+    calls, sent = [], threading.Event()
+    monkeypatch.setattr(cra.api, "ensure_monitor", lambda *a: None)
+    monkeypatch.setattr(cra.pings, "send", lambda *a: calls.append(a[2:]) or sent.set())
+    scheduler.add_job(noop, "interval", seconds=60, id="job")
+    listener = cra.instrument(scheduler, url="http://cronradar.test", ping_key="pk",
+                              timeout=0.2)
+    at = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
+    begun = time.monotonic()
+    # a run submitted before instrument(): its end comes, its start never will
+    listener(JobExecutionEvent(EVENT_JOB_EXECUTED, "job", "default", at))
+    assert calls == []
+    assert sent.wait(5)
+    assert time.monotonic() - begun >= 1.2
+    assert calls == [("success", schedulers.rid("job", at.isoformat()), None, b"")]

@@ -123,9 +123,10 @@ class Listener:
         self.scheduler, self.settings = scheduler, settings
         self.grace, self.exclude = grace, exclude
         self.monitored: dict = {}
-        # rid -> set once its start ping is done: a job's end event may come (from the
-        # executor's thread) before the scheduler thread has sent its start
-        self._started: dict = {}
+        # (job id, scheduled time) of runs whose start is sent and end is not; the
+        # ends that came before their start: (job id, scheduled time) -> (state, body)
+        self._started: set = set()
+        self._early: dict = {}
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -177,24 +178,41 @@ class Listener:
     def _start(self, job_id: str, at: datetime) -> None:
         if job_id not in self.monitored:
             return
+        self._ping(job_id, at, "start", "")
+        key = (job_id, at)
         with self._lock:
-            done = self._started.setdefault(schedulers.rid(job_id, at.isoformat()),
-                                            threading.Event())
-        try:
-            self._ping(job_id, at, "start", "")
-        finally:
-            done.set()
+            early = self._early.pop(key, None)
+            if early is None:
+                self._started.add(key)
+        if early is not None:
+            self._ping(job_id, at, *early)
 
     def _end(self, job_id: str, at: datetime, state: str, body: str) -> None:
+        """Ping the end of a run once its start is sent: the executor may end a run
+        (a missed one at once, and in the scheduler's thread) before the scheduler
+        thread has sent its start; such an end waits, at most ``timeout`` + 1 s."""
         if job_id not in self.monitored:
             return
+        key = (job_id, at)
         with self._lock:
-            done = self._started.setdefault(schedulers.rid(job_id, at.isoformat()),
-                                            threading.Event())
-        done.wait(self.settings.timeout + 1)
+            started = key in self._started
+            self._started.discard(key)
+            if not started:
+                self._early[key] = (state, body)
+        if started:
+            self._ping(job_id, at, state, body)
+            return
+        timer = threading.Timer(self.settings.timeout + 1, self._unstarted, (key,))
+        timer.daemon = True
+        timer.start()
+
+    def _unstarted(self, key) -> None:
+        """Send an end whose start never came (a run submitted before
+        :func:`instrument`)."""
         with self._lock:
-            self._started.pop(schedulers.rid(job_id, at.isoformat()), None)
-        self._ping(job_id, at, state, body)
+            early = self._early.pop(key, None)
+        if early is not None:
+            self._ping(*key, *early)
 
     def _ping(self, job_id: str, at: datetime, state: str, body: str) -> None:
         """Ping ``state`` for the run of ``job_id`` scheduled ``at`` (aware)."""
