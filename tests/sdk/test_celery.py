@@ -51,7 +51,8 @@ def app():
 
 
 def test_each_entry_becomes_a_monitor_with_its_schedule_zone_period_and_attempts(app):
-    got = [(e.name, e.slug, e.task, e.fields) for e in cr.entries(app, grace=120)]
+    got = [(e.name, e.slug, e.task, cr.monitor_fields(app, e))
+           for e in cr.entries(app, grace=120)]
     assert got == [
         ("Nightly report", "nightly-report", "jobs.report",
          {"name": "Nightly report", "grace": 120, "kind": "cron", "schedule": "0 3 * * *",
@@ -150,6 +151,34 @@ def test_instrument_tags_the_entries_and_beat_stamps_only_crontab_messages(app):
         assert retried["cronradar_slot"] == "2026-03-09T02:00:00Z"
     finally:
         inst.close()
+
+
+def test_beat_upserts_at_its_start_with_the_tasks_known_by_then(monkeypatch, caplog):
+    monkeypatch.delenv("CRONRADAR_API_KEY", raising=False)
+    upserts = []
+    monkeypatch.setattr(cr.api, "ensure_monitor",
+                        lambda settings, slug, fields: upserts.append((slug, fields)))
+    app = make_app({"Rebuild index": {"task": "jobs.later", "schedule": 600}})
+    inst = cr.instrument(app, url="http://cronradar.test", api_key="ak")
+    try:
+        assert not app.finalized  # instrument() in the app's module must not finalize it
+
+        @app.task(shared=False, name="jobs.later", max_retries=4)
+        def later():
+            pass
+
+        inst.on_beat_init()
+        assert upserts == [("rebuild-index", {"name": "Rebuild index", "grace": 60,
+                                              "kind": "interval", "period": 600,
+                                              "max_attempts": 5})]
+    finally:
+        inst.close()
+    keyless = cr.instrument(make_app({"x": {"task": "t", "schedule": 5}}), url="http://x.test")
+    keyless.close()
+    keyless.on_beat_init()
+    assert len(upserts) == 1
+    assert "monitors of the beat schedule not created or updated: set CRONRADAR_URL and " \
+           "CRONRADAR_API_KEY" in caplog.text
 
 
 def test_user_headers_of_an_entry_are_kept():

@@ -47,7 +47,8 @@ class Entry:
     """One beat entry as CronRadar sees it.
 
     name: the entry's name; slug: its monitor's slug; task: the task name;
-    fields: the monitor's fields for the upsert (durations in whole seconds);
+    fields: the monitor's fields for the upsert (durations in whole seconds; see
+    :func:`monitor_fields`);
     crontab: the entry's ``celery.schedules.crontab`` (None for interval entries),
     for :func:`slot`."""
 
@@ -104,8 +105,8 @@ def entries(app, grace: int = DEFAULT_GRACE, exclude=()) -> list[Entry]:
     """The monitors ``app.conf.beat_schedule`` describes, in its order, without
     ``exclude`` (entry names). A monitor's fields: ``name`` (the entry's),
     ``kind``, ``schedule`` + ``timezone`` (crontab) or ``period`` (seconds,
-    rounded up; at least 1), ``grace`` (seconds) and ``max_attempts`` (the task's
-    ``max_retries`` + 1, when the task is registered). An entry that cannot be
+    rounded up; at least 1) and ``grace`` (seconds); :func:`monitor_fields` adds
+    ``max_attempts``. An entry that cannot be
     monitored (a solar schedule, both day fields restricted) is left out with a
     warning in the log."""
     from celery.schedules import crontab, schedule
@@ -137,12 +138,20 @@ def _entry(app, name: str, spec: dict, grace: int, crontab, schedule) -> Entry:
             raise Unsupported(f"schedule {every!r}: only crontab and interval schedules")
         seconds = every.total_seconds()
         fields.update(kind="interval", period=max(1, int(-(-seconds // 1))))
-    task = app.tasks.get(spec["task"])
-    if task is not None:
-        retries = task.max_retries
-        fields["max_attempts"] = MAX_ATTEMPTS if retries is None else min(MAX_ATTEMPTS,
-                                                                          retries + 1)
     return Entry(name, slugify(name), spec["task"], fields, cron)
+
+
+def monitor_fields(app, entry: Entry) -> dict:
+    """``entry.fields`` with ``max_attempts``: the task's ``max_retries`` + 1 (at
+    most 100, CronRadar's bound, also for ``max_retries=None``, retrying forever),
+    when the app has the task. Read when beat starts: the app's task modules are
+    imported by then (looking earlier would finalize the app while it is set up)."""
+    task = app.tasks.get(entry.task)
+    if task is None:
+        return dict(entry.fields)
+    retries = task.max_retries
+    attempts = MAX_ATTEMPTS if retries is None else min(MAX_ATTEMPTS, retries + 1)
+    return {**entry.fields, "max_attempts": attempts}
 
 
 def _tag(app, wanted: list[Entry]) -> None:
@@ -163,9 +172,9 @@ def instrument(app, *, grace: int = DEFAULT_GRACE, exclude=(), timeout: float = 
     seconds each ping may take, retries included; ``settings``: ``url=``,
     ``ping_key=``, ``api_key=`` (else ``CRONRADAR_URL``, ``CRONRADAR_PING_KEY``,
     ``CRONRADAR_API_KEY``; :func:`cronradar_sdk.config.resolve`): beat needs the
-    API key (the upserts), the workers the ping key. Returns the :class:`Instrumentation` (its
-    ``entries``; ``close()`` disconnects it). Never raises because CronRadar is
-    unreachable."""
+    API key (the upserts), the workers the ping key. Returns the
+    :class:`Instrumentation` (its ``entries``; ``close()`` disconnects it). Never
+    raises because CronRadar is unreachable."""
     wanted = entries(app, grace, exclude)
     _tag(app, wanted)
     return Instrumentation(app, wanted, config.resolve(timeout=timeout, **settings))
@@ -196,7 +205,7 @@ class Instrumentation:
             signal.disconnect(handler)
 
     def on_beat_init(self, sender=None, **_):
-        sync(self.entries.values(), self.settings)
+        sync(self.app, self.entries.values(), self.settings)
 
     def on_publish(self, headers=None, now: datetime | None = None, **_):
         """Stamp a crontab entry's message with its fire time (beat publishes it
@@ -253,13 +262,14 @@ def _describe(exc) -> str:
     return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
 
 
-def sync(wanted, settings: config.Settings) -> None:
-    """Create or update the monitors of ``wanted`` (:class:`Entry`) through the
-    API (:func:`cronradar_sdk.api.ensure_monitor`: only what differs is written);
+def sync(app, wanted, settings: config.Settings) -> None:
+    """Create or update the monitors of ``wanted`` (:class:`Entry` of ``app``) with
+    :func:`monitor_fields` through the API (:func:`cronradar_sdk.api.ensure_monitor`:
+    only what differs is written);
     no API key, a refusal or an unreachable CronRadar is a warning in the log."""
     if not (settings.url and settings.api_key):
         log.warning("cronradar: monitors of the beat schedule not created or updated: set "
                     "CRONRADAR_URL and CRONRADAR_API_KEY (or url=, api_key=)")
         return
     for e in wanted:
-        api.ensure_monitor(settings, e.slug, e.fields)
+        api.ensure_monitor(settings, e.slug, monitor_fields(app, e))
