@@ -16,12 +16,14 @@ imported) and noted (what was not mapped as it was), each coded.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from uuid import UUID
 
 import httpx
 from django.db import IntegrityError, transaction
 
+from accounts.models import Project
 from monitors import evaluator, healthchecks, schedule
 from monitors.imports.apply import Outcome, _api
 from monitors.imports.spec import (
@@ -44,6 +46,7 @@ MAX_ANSWER = 20 * 1024 * 1024  # bytes of an answer (or a file) read at most
 # what an existing monitor is updated from (its uuid is the check's already)
 FIELDS = ("name", "slug", "description", "kind", "schedule", "timezone", "cron_semantics",
           "period", "grace", "paused", "methods")  # tags apart: added, never removed
+PING_KEY = re.compile(r"[A-Za-z0-9_][-A-Za-z0-9_]{15,63}")  # as Healthchecks' (22)
 UNPROVEN = ("a file's UUIDs cannot be shown to be yours on this installation (sign-up is not "
             "closed, CRONRADAR_SIGNUP): import with manage.py importhealthchecks --url and "
             "the Healthchecks project's read-write API key")
@@ -96,8 +99,8 @@ def read_checks(text: str, source: str = "the file") -> list[dict]:
     return checks
 
 
-def import_checks(project, checks: list, *, proven: bool, dry_run: bool, now: datetime
-                  ) -> tuple[Parsed, Outcome]:
+def import_checks(project, checks: list, *, proven: bool, dry_run: bool, now: datetime,
+                  ping_key: str | None = None) -> tuple[Parsed, Outcome]:
     """Create or update one monitor of ``project`` per check at ``now`` (module
     docstring); ``dry_run``: only compare. ``proven``: the checks were fetched
     with the Healthchecks key that owns them (their UUIDs may be taken); else
@@ -105,10 +108,23 @@ def import_checks(project, checks: list, *, proven: bool, dry_run: bool, now: da
     Returns (what was reported and noted, the outcome; their ``as_dict`` is the
     answer). A check whose UUID another project's monitor has is reported with
     the one answer a UUID in use gets. Raises ImportFailed when the UUIDs cannot
-    be taken, Conflict when a monitor was created meanwhile (nothing written)."""
+    be taken, Conflict when a monitor was created meanwhile (nothing written).
+
+    ``ping_key``: the Healthchecks project's ping key, made the project's too (in
+    the same transaction), so the checks' slug URLs ``/ping/<ping key>/<slug>``
+    work here; only where sign-up is closed (Healthchecks' API cannot show it is
+    yours), and not one another project has: else ImportFailed."""
     if not (proven or chosen_uuids_allowed()):
         raise ImportFailed(UNPROVEN)
     parsed, wanted = Parsed(), []
+    if ping_key == project.ping_key:
+        ping_key = None  # already: nothing to do or say
+    if ping_key is not None:
+        _check_ping_key(project, ping_key)
+        parsed.notes.append(Remark("", f"the project's ping key {'would be' if dry_run else 'is'}"
+                                   f" {ping_key}, Healthchecks': its checks' slug URLs "
+                                   "/ping/<ping key>/<slug> work here (the old key's do not)",
+                                   "ping_key"))
     for number, check in enumerate(checks, 1):
         where = _where(number, check)
         try:
@@ -123,7 +139,19 @@ def import_checks(project, checks: list, *, proven: bool, dry_run: bool, now: da
                                        "every channel of the project (choose them in "
                                        "CronRadar)", healthchecks.Code.NOT_MAPPED.value))
         wanted.append((where, values))
-    return parsed, _apply(project, parsed, wanted, dry_run, now)
+    return parsed, _apply(project, parsed, wanted, dry_run, now, ping_key)
+
+
+def _check_ping_key(project, key: str) -> None:
+    """Raises ImportFailed unless ``key`` may become ``project``'s ping key."""
+    if not chosen_uuids_allowed():
+        raise ImportFailed("a chosen ping key needs sign-up closed on this installation "
+                           "(CRONRADAR_SIGNUP=closed)")
+    if not PING_KEY.fullmatch(key):
+        raise ImportFailed("the ping key is 16 to 64 letters, digits, '-' and '_' (Healthchecks' "
+                           "Project Settings show it)")
+    if Project.objects.filter(ping_key=key).exclude(pk=project.pk).exists():
+        raise ImportFailed("this ping key cannot be used: another project has it")
 
 
 def _where(number: int, check) -> str:
@@ -181,10 +209,12 @@ def _values(fields: dict) -> dict:
     return values
 
 
-def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime) -> Outcome:
-    """Create or update the monitors of ``wanted`` ((where, model values)),
-    in one transaction. Reported: checks whose UUID another project's monitor
-    has, or whose slug (and the made one) other monitors have."""
+def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime,
+           ping_key: str | None) -> Outcome:
+    """Create or update the monitors of ``wanted`` ((where, model values)), and set
+    the project's ``ping_key`` when given, in one transaction. Reported: checks
+    whose UUID another project's monitor has, or whose slug (and the made one)
+    other monitors have."""
     result = Outcome(dry_run)
     uuids = {values["uuid"] for _, values in wanted}
     holders = {m.uuid: m for m in Monitor.objects.filter(uuid__in=uuids,
@@ -196,6 +226,9 @@ def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime) 
              .values_list("slug", "uuid")}
     try:
         with transaction.atomic():
+            if ping_key is not None and not dry_run:
+                Project.objects.filter(pk=project.pk).update(ping_key=ping_key)
+                project.ping_key = ping_key
             for where, values in wanted:
                 monitor = holders.get(values["uuid"])
                 if monitor is not None and monitor.project_id != project.pk:

@@ -219,6 +219,12 @@ def test_importhealthchecks_from_a_saved_answer(project, settings, tmp_path):
     assert "4 created, 0 updated, 0 unchanged, 0 reported" in out
     assert str(Monitor.objects.get(slug="database-backup").uuid) == (
         "803f680d-e89b-492b-82ef-2be7b774a92d")
+    out, _ = command("importhealthchecks", "--from-json", str(HC_CHECKS), "--project", "acme",
+                     "--ping-key", "jq3WmSKH3kN8lTBnoWEoxw")
+    assert ("  the project's ping key is jq3WmSKH3kN8lTBnoWEoxw, Healthchecks': its checks' "
+            "slug URLs /ping/<ping key>/<slug> work here (the old key's do not)") in out
+    project.refresh_from_db()
+    assert project.ping_key == "jq3WmSKH3kN8lTBnoWEoxw"
     settings.CRONRADAR_SIGNUP = "open"
     with pytest.raises(CommandError, match="a file's UUIDs cannot be shown to be yours"):
         command("importhealthchecks", "--from-json", str(HC_CHECKS), "--project", "acme")

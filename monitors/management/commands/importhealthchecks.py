@@ -1,5 +1,5 @@
 """``manage.py importhealthchecks (--url URL --api-key KEY | --from-json FILE)
-[--project P] [--organisation O] [--dry-run]``: create or update one monitor per
+[--ping-key KEY] [--project P] [--organisation O] [--dry-run]``: create or update one monitor per
 check of a Healthchecks project, with the check's UUID (so its ping URLs keep
 working), and print what was created, updated, left unchanged, reported and not
 mapped (the work is :mod:`monitors.imports.healthchecks`)."""
@@ -23,6 +23,9 @@ class Command(BaseCommand):
                             "/api/v3/checks/ saved to a file ('-': standard input)")
         parser.add_argument("--api-key", help="the Healthchecks project's read-write API key "
                             "(with --url)")
+        parser.add_argument("--ping-key", help="the Healthchecks project's ping key (its "
+                            "Project Settings), made the CronRadar project's, so slug URLs "
+                            "/ping/<ping key>/<slug> keep working (sign-up closed only)")
         parser.add_argument("--project", help="the CronRadar project's name (default: the "
                             "installation's only project)")
         parser.add_argument("--organisation", help="organisation name (when several projects "
@@ -30,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true",
                             help="only say what would change; change nothing")
 
-    def handle(self, *args, url, from_json, api_key, project, organisation, dry_run,
+    def handle(self, *args, url, from_json, api_key, ping_key, project, organisation, dry_run,
                **options):
         if url and not api_key:
             raise CommandError("--url needs --api-key (the Healthchecks project's read-write "
@@ -48,7 +51,8 @@ class Command(BaseCommand):
             else:
                 checks = healthchecks.read_checks(spec.read_file(from_json), from_json)
             parsed, outcome = healthchecks.import_checks(
-                target, checks, proven=bool(url), dry_run=dry_run, now=timezone.now())
+                target, checks, proven=bool(url), dry_run=dry_run, now=timezone.now(),
+                ping_key=ping_key)
         except spec.ImportFailed as e:
             raise CommandError(f"{source}: {e}") from None
         for line in apply.report_lines(outcome.as_dict(parsed)):

@@ -228,3 +228,45 @@ def test_read_checks_takes_the_answer_or_a_bare_list():
         hc.read_checks(json.dumps({"checks": [{}] * 1001}))
     assert Remark("check 1", "m", "status").as_dict() == {"where": "check 1", "message": "m",
                                                           "code": "status"}
+
+
+HC_PING_KEY = "jq3WmSKH3kN8lTBnoWEoxw"
+
+
+def test_the_healthchecks_ping_key_keeps_the_slug_urls(project, client, settings):
+    settings.CRONRADAR_SIGNUP = "closed"
+    parsed, outcome = hc.import_checks(project, copy.deepcopy(CHECKS), proven=True,
+                                       dry_run=True, now=T0, ping_key=HC_PING_KEY)
+    project.refresh_from_db()
+    assert project.ping_key != HC_PING_KEY
+    assert parsed.notes[0] == Remark("", "the project's ping key would be "
+                                      f"{HC_PING_KEY}, Healthchecks': its checks' slug URLs "
+                                      "/ping/<ping key>/<slug> work here (the old key's do "
+                                      "not)", "ping_key")
+    hc.import_checks(project, copy.deepcopy(CHECKS), proven=True, dry_run=False, now=T0,
+                     ping_key=HC_PING_KEY)
+    project.refresh_from_db()
+    assert project.ping_key == HC_PING_KEY
+    assert client.get(f"/ping/{HC_PING_KEY}/filesystem-backup").status_code == 200
+    parsed, _ = hc.import_checks(project, copy.deepcopy(CHECKS), proven=True, dry_run=False,
+                                 now=T0, ping_key=HC_PING_KEY)
+    assert "ping_key" not in [n.code for n in parsed.notes]  # already: nothing said
+
+
+@pytest.mark.parametrize("signup,key,message", [
+    ("open", HC_PING_KEY, "a chosen ping key needs sign-up closed on this installation"),
+    ("closed", "short", "the ping key is 16 to 64 letters, digits, '-' and '_'"),
+    ("closed", "-" + HC_PING_KEY, "the ping key is 16 to 64"),
+    ("closed", "taken-by-another-project", "this ping key cannot be used: another project "
+     "has it"),
+])
+def test_a_ping_key_that_cannot_be_taken_fails_the_import(project, settings, signup, key,
+                                                          message):
+    settings.CRONRADAR_SIGNUP = signup
+    other = new_project("globex")
+    other.ping_key = "taken-by-another-project"
+    other.save()
+    with pytest.raises(ImportFailed, match=message):
+        hc.import_checks(project, copy.deepcopy(CHECKS), proven=True, dry_run=False, now=T0,
+                         ping_key=key)
+    assert not Monitor.objects.exists()
