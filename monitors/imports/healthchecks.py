@@ -24,8 +24,8 @@ import httpx
 from django.db import IntegrityError, transaction
 
 from accounts.models import Project
-from monitors import evaluator, healthchecks, schedule
-from monitors.imports.apply import Outcome, _api
+from monitors import healthchecks, schedule
+from monitors.imports.apply import Outcome, api_value, update
 from monitors.imports.spec import (
     MAX_SECONDS,
     MAX_SPECS,
@@ -238,10 +238,10 @@ def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime,
                     if monitor is None:
                         _create(project, values, where, dry_run, now, result)
                     else:
-                        _update(monitor, values, where, dry_run, now, result)
-    except IntegrityError:
-        raise Conflict("a monitor with one of these UUIDs or slugs was created meanwhile: "
-                       "nothing was changed; run the import again") from None
+                        _update(monitor, values, where, now, result)
+    except (IntegrityError, Monitor.DoesNotExist):
+        raise Conflict("a monitor with one of these UUIDs or slugs was created or deleted "
+                       "meanwhile: nothing was changed; run the import again") from None
     return result
 
 
@@ -268,7 +268,7 @@ def _free_slug(values: dict, taken: dict, where: str, parsed: Parsed) -> bool:
 def _create(project, values: dict, where: str, dry_run: bool, now: datetime,
             result: Outcome) -> None:
     entry = {"slug": values["slug"], "where": where,
-             "monitor": {k: _shown(v) for k, v in values.items() if v is not None}}
+             "monitor": {k: api_value(v) for k, v in values.items() if v is not None}}
     if not dry_run:
         monitor = Monitor(project=project, **values)
         rearm(monitor, now)
@@ -278,24 +278,8 @@ def _create(project, values: dict, where: str, dry_run: bool, now: datetime,
     result.created.append(entry)
 
 
-def _update(monitor: Monitor, values: dict, where: str, dry_run: bool, now: datetime,
+def _update(monitor: Monitor, values: dict, where: str, now: datetime,
             result: Outcome) -> None:
     changes = {k: values[k] for k in FIELDS if getattr(monitor, k) != values[k]}
-    tags = monitor.tags + [t for t in values["tags"] if t not in monitor.tags]
-    if tags != monitor.tags:
-        changes["tags"] = tags
-    entry = {"slug": values["slug"], "where": where, "id": monitor.pk}
-    if not changes:
-        result.unchanged.append(entry)
-    else:
-        result.updated.append({**entry, "changes": {
-            k: {"old": _shown(getattr(monitor, k)), "new": _shown(v)}
-            for k, v in changes.items()}})
-        if not dry_run:
-            monitor = evaluator.edit(monitor.pk, changes, now)
-    result.monitors[values["slug"]] = monitor
-
-
-def _shown(value):
-    """A model value as the API shows it (seconds; a UUID as text)."""
-    return str(value) if isinstance(value, UUID) else _api(value)
+    result.monitors[values["slug"]] = update(result, monitor, changes, values["tags"],
+                                             values["slug"], where, now)

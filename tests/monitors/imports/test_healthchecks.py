@@ -270,3 +270,22 @@ def test_a_ping_key_that_cannot_be_taken_fails_the_import(project, settings, sig
         hc.import_checks(project, copy.deepcopy(CHECKS), proven=True, dry_run=False, now=T0,
                          ping_key=key)
     assert not Monitor.objects.exists()
+
+
+def test_a_monitor_deleted_meanwhile_is_a_conflict_and_nothing_is_written(project, monkeypatch):
+    from monitors.imports.spec import Conflict
+
+    run(project)
+    checks = copy.deepcopy(CHECKS)
+    checks[0]["name"], checks[1]["name"] = "renamed", "renamed too"
+    real = evaluator.edit
+
+    def edit(pk, changes, now):
+        if changes.get("name") == "renamed too":
+            raise Monitor.DoesNotExist  # deleted by someone else after it was read
+        return real(pk, changes, now)
+
+    monkeypatch.setattr(evaluator, "edit", edit)
+    with pytest.raises(Conflict, match="created or deleted meanwhile: nothing was changed"):
+        run(project, checks)
+    assert Monitor.objects.get(uuid=BACKUP).name == "Filesystem Backup"  # rolled back
