@@ -204,15 +204,15 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
 
     def _validate_uuid(self, attrs: dict, errors: dict) -> None:
         """A chosen ``uuid``: kept in ``attrs`` for a new monitor where it may be
-        chosen (:func:`monitors.models.chosen_uuids_allowed`, or the context's
-        ``uuid_proven``: the caller proved it owns it) and no other monitor has it;
-        dropped when it is None or the instance's own; else an error in ``errors``."""
+        chosen (:func:`monitors.models.chosen_uuids_allowed`) and no other monitor
+        has it; dropped when it is None or the instance's own; else an error in
+        ``errors``."""
         given = attrs.pop("uuid", None)
         if given is None or (self.instance is not None and given == self.instance.uuid):
             return
         if self.instance is not None:
             errors["uuid"] = ["cannot be changed: it is the key of the monitor's ping URLs"]
-        elif not (self.context.get("uuid_proven") or chosen_uuids_allowed()):
+        elif not chosen_uuids_allowed():
             errors["uuid"] = ["a chosen uuid needs sign-up closed on this installation "
                               "(CRONRADAR_SIGNUP=closed), or manage.py importhealthchecks "
                               "with the Healthchecks API key of the check: leave it out for "
