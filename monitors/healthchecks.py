@@ -59,6 +59,12 @@ class Code(enum.StrEnum):
     """Refused: a systemd OnCalendar schedule; CronRadar reads cron expressions."""
     INVALID = "invalid"
     """Refused: a value of the wrong type or outside Healthchecks' own rules."""
+    UUID_TAKEN = "uuid_taken"
+    """Not imported: another project's monitor, or another check of the same
+    import, has the UUID (the same answer whoever has it)."""
+    PING_KEY = "ping_key"
+    """The project takes the Healthchecks project's ping key (the importer's
+    ``--ping-key``), so slug URLs keep working."""
 
 
 @dataclass(frozen=True)

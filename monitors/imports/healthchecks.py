@@ -27,7 +27,6 @@ from accounts.models import Project
 from monitors import healthchecks, schedule
 from monitors.imports.apply import Outcome, api_value, update
 from monitors.imports.spec import (
-    MAX_SECONDS,
     MAX_SPECS,
     SLUG,
     Conflict,
@@ -124,7 +123,7 @@ def import_checks(project, checks: list, *, proven: bool, dry_run: bool, now: da
         parsed.notes.append(Remark("", f"the project's ping key {'would be' if dry_run else 'is'}"
                                    f" {ping_key}, Healthchecks': its checks' slug URLs "
                                    "/ping/<ping key>/<slug> work here (the old key's do not)",
-                                   "ping_key"))
+                                   healthchecks.Code.PING_KEY.value))
     for number, check in enumerate(checks, 1):
         where = _where(number, check)
         try:
@@ -202,8 +201,7 @@ def _values(fields: dict) -> dict:
             values.update(schedule=valid_schedule(fields["schedule"], zone, schedule.DEBIAN),
                           period=None)
         else:
-            values.update(schedule="", period=timedelta(seconds=min(fields["period"],
-                                                                    MAX_SECONDS)))
+            values.update(schedule="", period=timedelta(seconds=fields["period"]))
     except schedule.ScheduleError as e:
         raise _refused(invalid, schedule_error(fields.get("schedule", ""), e)) from None
     return values
@@ -229,16 +227,23 @@ def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime,
             if ping_key is not None and not dry_run:
                 Project.objects.filter(pk=project.pk).update(ping_key=ping_key)
                 project.ping_key = ping_key
+            seen = set()
             for where, values in wanted:
                 monitor = holders.get(values["uuid"])
-                if monitor is not None and monitor.project_id != project.pk:
+                if values["uuid"] in seen:
+                    parsed.reported.append(Remark(where, f"uuid {values['uuid']}: an earlier "
+                                                  "check has it: not imported",
+                                                  healthchecks.Code.UUID_TAKEN.value))
+                elif monitor is not None and monitor.project_id != project.pk:
                     parsed.reported.append(Remark(where, f"uuid {values['uuid']}: "
-                                                  f"{UUID_TAKEN}", "uuid_taken"))
+                                                  f"{UUID_TAKEN}",
+                                                  healthchecks.Code.UUID_TAKEN.value))
                 elif _free_slug(values, taken, where, parsed):
                     if monitor is None:
                         _create(project, values, where, dry_run, now, result)
                     else:
                         _update(monitor, values, where, now, result)
+                seen.add(values["uuid"])
     except (IntegrityError, Monitor.DoesNotExist):
         raise Conflict("a monitor with one of these UUIDs or slugs was created or deleted "
                        "meanwhile: nothing was changed; run the import again") from None

@@ -138,6 +138,14 @@ def test_a_uuid_another_project_has_is_reported_alike_and_a_taken_slug_is_made(p
     assert Monitor.objects.filter(uuid=BACKUP).get().project.name == "globex"
 
 
+def test_a_uuid_twice_in_one_answer_is_imported_once(project):
+    answer = run(project, [CHECKS[1], {**CHECKS[1], "name": "copy", "slug": "copy"}])
+    assert [c["slug"] for c in answer["created"]] == ["database-backup"]
+    assert answer["reported"] == [{"where": "check 2 (copy)", "code": "uuid_taken",
+                                   "message": f"uuid {DATABASE}: an earlier check has it: not "
+                                              "imported"}]
+
+
 def test_a_deleted_monitor_frees_its_uuid(project, make_monitor):
     gone = make_monitor(name="old", uuid=UUID(BACKUP))
     evaluator.delete(gone.pk, T0)
