@@ -237,9 +237,9 @@ def now() -> datetime:
     return timezone.now()
 
 
-SECTIONS = {"monitors": "monitors", "incidents": "incidents", "channels": "channels",
-            "policies": "policies", "maintenance": "windows", "keys": "keys",
-            "members": "members", "docs": "docs"}
+SECTIONS = {"monitors": "monitors", "import": "monitors", "incidents": "incidents",
+            "channels": "channels", "policies": "policies", "maintenance": "windows",
+            "keys": "keys", "members": "members", "docs": "docs"}
 
 
 def navigation(request) -> dict:

@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path, re_path, reverse_lazy
 
 from accounts.people import ResetForm
-from cronradar.dashboard import account, badges, docs, incidents, monitors, setup, signup
+from cronradar.dashboard import account, badges, docs, imports, incidents, monitors, setup, signup
 
 app_name = "dashboard"
 DONE = reverse_lazy("dashboard:password_reset_done")
@@ -23,6 +23,7 @@ urlpatterns = [
     path("monitors/<int:pk>/edit/", monitors.monitor_edit, name="monitor_edit"),
     path("monitors/<int:pk>/pause/", monitors.monitor_pause, name="monitor_pause"),
     path("monitors/<int:pk>/delete/", monitors.monitor_delete, name="monitor_delete"),
+    path("import/healthchecks/", imports.import_healthchecks, name="import_healthchecks"),
     path("incidents/", incidents.incident_list, name="incidents"),
     path("incidents/<int:pk>/", incidents.incident_detail, name="incident"),
     path("incidents/<int:pk>/<str:action>/", incidents.incident_act, name="incident_act"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from uuid import UUID
 
 from django.db import IntegrityError, transaction
 
@@ -67,8 +68,8 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
                 monitor = existing.get(spec.slug)
                 if monitor is None:
                     values = {**spec.values(), "tags": list(spec.tags)}
-                    entry = {"slug": spec.slug, "where": spec.where,
-                             "monitor": {k: _api(v) for k, v in values.items() if v is not None}}
+                    entry = {"slug": spec.slug, "where": spec.where, "monitor": {
+                        k: api_value(v) for k, v in values.items() if v is not None}}
                     if not dry_run:
                         monitor = Monitor(project=project, slug=spec.slug, **values)
                         rearm(monitor, now)
@@ -81,18 +82,8 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
                     result.notes += [
                         Remark(spec.where, f"{k} {_report(getattr(monitor, k))} kept: {why}")
                         for k, why in spec.kept.items() if getattr(monitor, k) is not None]
-                    tags = monitor.tags + [t for t in spec.tags if t not in monitor.tags]
-                    if tags != monitor.tags:
-                        changes["tags"] = tags
-                    entry = {"slug": spec.slug, "where": spec.where, "id": monitor.pk}
-                    if not changes:
-                        result.unchanged.append(entry)
-                    else:
-                        result.updated.append({**entry, "changes": {
-                            k: {"old": _api(getattr(monitor, k)), "new": _api(v)}
-                            for k, v in changes.items()}})
-                        if not dry_run:
-                            monitor = evaluator.edit(monitor.pk, changes, now)
+                    monitor = update(result, monitor, changes, spec.tags, spec.slug,
+                                     spec.where, now)
                 if monitor is not None:
                     result.monitors[spec.slug] = monitor
     except (IntegrityError, Monitor.DoesNotExist):
@@ -101,8 +92,30 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
     return result
 
 
-def _api(value):
-    """A model value as the API shows it (durations in whole seconds)."""
+def update(result: Outcome, monitor: Monitor, changes: dict, tags, slug: str, where: str,
+           now: datetime) -> Monitor:
+    """Record in ``result`` the update of an existing ``monitor`` with ``changes``
+    (model values of the fields that differ) and ``tags`` added where missing,
+    and make it at ``now`` unless ``result`` is a dry run; nothing differing: it
+    is ``unchanged``. Returns the monitor (as the edit left it)."""
+    added = monitor.tags + [t for t in tags if t not in monitor.tags]
+    if added != monitor.tags:
+        changes = {**changes, "tags": added}
+    entry = {"slug": slug, "where": where, "id": monitor.pk}
+    if not changes:
+        result.unchanged.append(entry)
+        return monitor
+    result.updated.append({**entry, "changes": {
+        k: {"old": api_value(getattr(monitor, k)), "new": api_value(v)}
+        for k, v in changes.items()}})
+    return monitor if result.dry_run else evaluator.edit(monitor.pk, changes, now)
+
+
+def api_value(value):
+    """A model value as the API shows it (durations in whole seconds, a UUID as
+    text)."""
+    if isinstance(value, UUID):
+        return str(value)
     return int(value.total_seconds()) if isinstance(value, timedelta) else value
 
 

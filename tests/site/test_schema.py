@@ -34,3 +34,11 @@ def test_the_schema_has_the_monitors_read_only_warnings(client):
         "$ref": "#/components/schemas/MonitorWarning"}
     assert schemas["MonitorWarning"]["required"] == ["code", "message"]
     assert "warnings" not in schemas["MonitorRequest"]["properties"]
+
+
+def test_the_schema_has_a_monitors_chosen_uuid_description_methods_and_n_pings(client):
+    schemas = client.get("/api/v1/schema/?format=json").json()["components"]["schemas"]
+    request, answer = schemas["MonitorRequest"]["properties"], schemas["Monitor"]["properties"]
+    assert request["uuid"]["format"] == "uuid" and "uuid" in answer
+    assert {"description", "methods"} <= set(request) and "n_pings" not in request
+    assert answer["n_pings"]["readOnly"] is True

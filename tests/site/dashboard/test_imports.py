@@ -1,0 +1,72 @@
+"""The dashboard's Healthchecks import (cronradar.dashboard.imports): the saved
+answer of GET /api/v3/checks/ pasted or uploaded, previewed, imported, with the
+report of manage.py importhealthchecks."""
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from monitors.models import Monitor
+from tests.conftest import DATA
+from tests.site.dashboard.conftest import signed_in, text
+
+pytestmark = pytest.mark.django_db
+
+ANSWER = (DATA / "healthchecks_checks.json").read_text()
+
+
+def test_a_pasted_answer_is_previewed_then_imported(admin, project, settings):
+    settings.CRONRADAR_SIGNUP = "closed"
+    assert 'href="/import/healthchecks/"' in admin.get("/").content.decode()
+    page = text(admin.get("/import/healthchecks/"))
+    assert "Import from Healthchecks" in page and 'name="text"' in page
+    preview = admin.post("/import/healthchecks/", {"text": ANSWER, "apply": "0"})
+    page = text(preview)
+    assert preview.status_code == 200
+    assert "Preview: nothing changed yet" in page
+    assert "4 to create, 0 to update, 0 unchanged, 0 not imported." in page
+    assert ("check 3 (Log rotation): warning: paused with manual_resume false: Healthchecks "
+            "would resume it on its next ping; CronRadar keeps it paused until you resume it "
+            '<span class="muted small">[paused_auto_resume]</span>') in page
+    assert not Monitor.objects.exists()
+    assert '<input type="hidden" name="apply" value="1">' in page
+    done = text(admin.post("/import/healthchecks/", {"text": ANSWER, "apply": "1"}))
+    assert "Imported" in done and "4 created, 0 updated, 0 unchanged, 0 not imported." in done
+    backup = Monitor.objects.get(slug="filesystem-backup")
+    assert str(backup.uuid) == "31365bce-8da9-4729-8ff3-aaa71d56b712"
+    assert f'href="/monitors/{backup.pk}/">filesystem-backup</a>' in done
+    again = text(admin.post("/import/healthchecks/", {"text": ANSWER, "apply": "0"}))
+    assert "0 to create, 0 to update, 4 unchanged, 0 not imported." in again
+    assert 'name="apply" value="1">' not in again.split('id="report"')[1].split("</section>")[0]
+
+
+def test_an_uploaded_file_is_imported(admin, project):
+    upload = SimpleUploadedFile("checks.json", ANSWER.encode(), "application/json")
+    page = text(admin.post("/import/healthchecks/", {"file": upload, "apply": "1"}))
+    assert "4 created" in page
+    assert Monitor.objects.filter(project=project).count() == 4
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"text": "not json"}, "the pasted text is not JSON"),
+    ({"text": '{"check": []}'}, "the pasted text is not the answer of GET /api/v3/checks/"),
+    ({"file": SimpleUploadedFile("c.json", b"\xff\xfe")}, "the file is not UTF-8 text"),
+])
+def test_what_is_not_an_answer_is_a_400_saying_why(admin, project, data, message):
+    resp = admin.post("/import/healthchecks/", data)
+    assert resp.status_code == 400 and message in text(resp)
+    assert not Monitor.objects.exists()
+
+
+def test_where_sign_up_is_open_a_pasted_answer_cannot_take_uuids(admin, settings):
+    settings.CRONRADAR_SIGNUP = "open"
+    resp = admin.post("/import/healthchecks/", {"text": ANSWER, "apply": "1"})
+    assert resp.status_code == 400
+    assert "a file&#x27;s UUIDs cannot be shown to be yours" in text(resp)
+    assert not Monitor.objects.exists()
+
+
+def test_a_viewer_sees_the_page_but_cannot_import(project):
+    viewer = signed_in(project, "viewer")
+    assert "Importing needs the member role." in text(viewer.get("/import/healthchecks/"))
+    assert viewer.post("/import/healthchecks/", {"text": ANSWER, "apply": "1"}
+                       ).status_code == 403
+    assert not Monitor.objects.exists()
