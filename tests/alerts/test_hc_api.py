@@ -1,0 +1,401 @@
+"""alerts.hc_api: the Healthchecks-compatible Management API subset (/api/v3/).
+
+Each documented example request of Healthchecks' templates/docs/api.md (in
+healthchecks/healthchecks) for the endpoints served is a test here, sent with
+curl's exact headers; they compare status codes and field sets (the example
+answers' keys, below), not generated values. The mapping functions are tested
+with exact values and an explicit clock.
+"""
+import hashlib
+import json
+from datetime import timedelta
+from types import SimpleNamespace
+from uuid import UUID
+
+import pytest
+from django.test import Client
+
+from accounts.models import ApiKey
+from alerts import hc_api
+from alerts.models import Alerting, Channel, Incident
+from monitors.models import Monitor, Ping
+from monitors.pings import PingInput, ingest
+from tests.conftest import T0, new_project, s
+
+pytestmark = pytest.mark.django_db
+
+# The keys of the documentation's example answers. Its list and single-check
+# examples predate "subject" and "subject_fail", which Healthchecks' own answers
+# (Check.to_dict) always carry and its create/update/pause examples show.
+SIMPLE = {"name", "slug", "tags", "desc", "grace", "n_pings", "status", "started",
+          "last_ping", "next_ping", "manual_resume", "methods", "subject", "subject_fail",
+          "start_kw", "success_kw", "failure_kw", "filter_subject", "filter_body",
+          "filter_http_body", "filter_default_fail", "badge_url", "uuid", "ping_url",
+          "update_url", "pause_url", "resume_url", "channels", "timeout"}
+CRON = SIMPLE - {"timeout"} | {"schedule", "tz"}
+SECRET = {"uuid", "ping_url", "update_url", "pause_url", "resume_url", "channels"}
+PING_SUCCESS = {"type", "date", "n", "scheme", "remote_addr", "method", "ua", "rid",
+                "duration", "body_url"}
+PING_START = PING_SUCCESS - {"duration"}
+FLIP = {"timestamp", "up"}
+CHANNEL = {"id", "name", "kind"}
+NOW = T0 + timedelta(minutes=30)
+
+
+def curl(method: str, path: str, key: str | None = None, data: str | None = None):
+    """What ``curl [--request METHOD] [--header "X-Api-Key: key"] [--data data]
+    SITE_ROOT<path>`` sends: curl's User-Agent and Accept, and with ``--data`` the
+    form Content-Type curl gives it."""
+    extra = {"HTTP_USER_AGENT": "curl/8.5.0", "HTTP_ACCEPT": "*/*"}
+    if key is not None:
+        extra["HTTP_X_API_KEY"] = key
+    if data is None:
+        return Client().generic(method, path, **extra)
+    body = data.encode()
+    return Client().generic(method, path, body, "application/x-www-form-urlencoded",
+                            CONTENT_LENGTH=str(len(body)), **extra)
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch):
+    """The views' clock stands at ``NOW``."""
+    monkeypatch.setattr(hc_api, "timezone", SimpleNamespace(now=lambda: NOW))
+
+
+@pytest.fixture
+def ro_key(project):
+    return ApiKey.issue(project, read_only=True)[1]
+
+
+@pytest.fixture
+def backups(make_monitor, project):
+    """The documentation's two checks: an hourly simple check with two channels,
+    a daily cron check."""
+    email = Channel.objects.create(project=project, kind="email", name="My Work Email",
+                                   config={"to": ["a@example.com"]})
+    phone = Channel.objects.create(project=project, kind="pagerduty", name="My Phone",
+                                   config={"routing_key": "r" * 32})
+    fs = make_monitor(name="Filesystem Backup", slug="filesystem-backup", tags=["backup", "fs"],
+                      description="Runs incremental backup every hour", period=s(3600),
+                      grace=s(600), channels=[email, phone])
+    db = make_monitor(name="Database Backup", slug="database-backup", tags=["production", "db"],
+                      description="Runs ~/db-backup.sh", kind="cron", schedule="15 5 * * *",
+                      timezone="UTC", grace=s(1200), all_channels=True)
+    return fs, db
+
+
+# --- the documented example requests ---------------------------------------------------
+
+def test_list_checks_example(backups, api_key):
+    resp = curl("GET", "/api/v3/checks/", api_key)
+    assert resp.status_code == 200
+    answer = resp.json()
+    assert set(answer) == {"checks"}
+    fs, db = answer["checks"]
+    assert (set(fs), set(db)) == (SIMPLE, CRON)
+    assert (fs["name"], fs["tags"], fs["timeout"], fs["grace"]) == (
+        "Filesystem Backup", "backup fs", 3600, 600)
+    assert (db["schedule"], db["tz"]) == ("15 5 * * *", "UTC")
+    channels = {c.name: str(c.uuid) for c in Channel.objects.all()}
+    assert fs["channels"] == ",".join(sorted(channels.values()))
+
+
+def test_list_checks_read_only_example(backups, ro_key):
+    resp = curl("GET", "/api/v3/checks/", ro_key)
+    assert resp.status_code == 200
+    fs, db = resp.json()["checks"]
+    assert set(fs) == SIMPLE - SECRET | {"unique_key"}
+    assert set(db) == CRON - SECRET | {"unique_key"}
+    assert fs["unique_key"] == hashlib.sha1(backups[0].uuid.hex[:16].encode()).hexdigest()
+
+
+def test_get_check_example(backups, api_key):
+    db = backups[1]
+    resp = curl("GET", f"/api/v3/checks/{db.uuid}", api_key)
+    assert resp.status_code == 200
+    assert set(resp.json()) == CRON
+    assert resp.json()["uuid"] == str(db.uuid)
+
+
+def test_get_check_read_only_example(backups, ro_key):
+    db = backups[1]
+    by_uuid = curl("GET", f"/api/v3/checks/{db.uuid}", ro_key)
+    assert by_uuid.status_code == 200 and set(by_uuid.json()) == CRON - SECRET | {"unique_key"}
+    by_key = curl("GET", f"/api/v3/checks/{by_uuid.json()['unique_key']}", ro_key)
+    assert by_key.status_code == 200 and by_key.json() == by_uuid.json()
+
+
+def test_pause_example(backups, api_key):
+    fs = backups[0]
+    resp = curl("POST", f"/api/v3/checks/{fs.uuid}/pause", api_key, data="")
+    assert resp.status_code == 200
+    assert set(resp.json()) == SIMPLE and resp.json()["status"] == "paused"
+    assert Monitor.objects.get(pk=fs.pk).paused is True
+    again = curl("POST", f"/api/v3/checks/{fs.uuid}/pause", api_key, data="")
+    assert again.status_code == 200 and again.json()["status"] == "paused"
+
+
+def test_resume_example(backups, api_key):
+    fs = backups[0]
+    not_paused = curl("POST", f"/api/v3/checks/{fs.uuid}/resume", api_key, data="")
+    assert (not_paused.status_code, not_paused.json()) == (409, {"error": "check is not paused"})
+    curl("POST", f"/api/v3/checks/{fs.uuid}/pause", api_key, data="")
+    resp = curl("POST", f"/api/v3/checks/{fs.uuid}/resume", api_key, data="")
+    assert resp.status_code == 200
+    assert set(resp.json()) == SIMPLE and resp.json()["status"] == "new"
+    assert Monitor.objects.get(pk=fs.pk).paused is False
+
+
+def test_delete_example(backups, api_key):
+    fs = backups[0]
+    resp = curl("DELETE", f"/api/v3/checks/{fs.uuid}", api_key)
+    assert resp.status_code == 200
+    assert set(resp.json()) == SIMPLE and resp.json()["uuid"] == str(fs.uuid)
+    assert Monitor.objects.get(pk=fs.pk).deleted_at == NOW
+    gone = curl("DELETE", f"/api/v3/checks/{fs.uuid}", api_key)
+    assert (gone.status_code, gone.json()) == (404, {"error": "not found"})
+
+
+def test_list_pings_example(make_monitor, api_key):
+    m = make_monitor(period=s(3600), grace=s(60))
+    rid = UUID("123e4567-e89b-12d3-a456-426614174000")
+    sent = dict(user_agent="curl/7.68.0", remote_addr="192.0.2.0", rid=rid)
+    ingest(m.pk, PingInput("start", **sent), T0)
+    ingest(m.pk, PingInput("success", **sent), T0 + s(3))
+    Monitor.objects.filter(pk=m.pk).update(n_pings=2)
+    resp = curl("GET", f"/api/v3/checks/{m.uuid}/pings/", api_key)
+    assert resp.status_code == 200
+    success, start = resp.json()["pings"]
+    assert (set(success), set(start)) == (PING_SUCCESS, PING_START)
+    assert success == {"type": "success", "date": "2026-01-05T12:00:03+00:00", "n": 2,
+                       "scheme": "http", "remote_addr": "192.0.2.0", "method": "GET",
+                       "ua": "curl/7.68.0", "rid": str(rid), "duration": 3.0,
+                       "body_url": None}
+    assert (start["type"], start["n"], start["rid"]) == ("start", 1, str(rid))
+
+
+def test_list_flips_example(make_monitor, api_key):
+    m = make_monitor(period=s(3600), grace=s(60))
+    ingest(m.pk, PingInput("fail", exit_status=1), T0 + s(10))
+    ingest(m.pk, PingInput("success"), T0 + s(70))
+    resp = curl("GET", f"/api/v3/checks/{m.uuid}/flips/", api_key)
+    assert resp.status_code == 200
+    # Healthchecks' documentation shows a bare list; its server answers {"flips": […]}
+    # (hc/api/views.py flips), which clients read: the server's shape is kept
+    assert resp.json() == {"flips": [{"timestamp": "2026-01-05T12:01:10+00:00", "up": 1},
+                                     {"timestamp": "2026-01-05T12:00:10+00:00", "up": 0}]}
+    assert all(set(f) == FLIP for f in resp.json()["flips"])
+
+
+def test_list_channels_example(backups, api_key):
+    resp = curl("GET", "/api/v3/channels/", api_key)
+    assert resp.status_code == 200
+    email, phone = Channel.objects.order_by("pk")
+    assert resp.json() == {"channels": [
+        {"id": str(email.uuid), "name": "My Work Email", "kind": "email"},
+        {"id": str(phone.uuid), "name": "My Phone", "kind": "pd"}]}
+    assert all(set(c) == CHANNEL for c in resp.json()["channels"])
+
+
+# --- errors, keys and tenants ----------------------------------------------------------
+
+def test_keys(backups, api_key, ro_key, project):
+    missing = curl("GET", "/api/v3/checks/")
+    assert (missing.status_code, missing.json()) == (401, {"error": "missing api key"})
+    wrong = curl("GET", "/api/v3/checks/", "cr_not-a-key")
+    assert (wrong.status_code, wrong.json()) == (401, {"error": "wrong api key"})
+    revoked_row, revoked = ApiKey.issue(project)
+    ApiKey.objects.filter(pk=revoked_row.pk).update(revoked_at=T0)
+    assert curl("GET", "/api/v3/checks/", revoked).status_code == 401
+    fs = backups[0]
+    # read-only keys: only the lists and single checks (and flips), as Healthchecks
+    for method, path in (("POST", f"/api/v3/checks/{fs.uuid}/pause"),
+                         ("DELETE", f"/api/v3/checks/{fs.uuid}"),
+                         ("GET", f"/api/v3/checks/{fs.uuid}/pings/"),
+                         ("GET", "/api/v3/channels/")):
+        resp = curl(method, path, ro_key, data="" if method == "POST" else None)
+        assert (resp.status_code, resp.json()) == (401, {"error": "this API key is read-only"})
+    assert curl("GET", f"/api/v3/checks/{fs.uuid}/flips/", ro_key).status_code == 200
+    assert Monitor.objects.get(pk=fs.pk).paused is False
+
+
+def test_api_key_in_the_body(backups, api_key):
+    fs = backups[0]
+    resp = curl("POST", f"/api/v3/checks/{fs.uuid}/pause",
+                data=json.dumps({"api_key": api_key}))
+    assert resp.status_code == 200 and resp.json()["status"] == "paused"
+
+
+def test_bad_bodies(backups, api_key):
+    fs = backups[0]
+    path = f"/api/v3/checks/{fs.uuid}/pause"
+    assert curl("POST", path, api_key, data="{nope").json() == {
+        "error": "could not parse request body"}
+    resp = curl("POST", path, api_key, data="[1]")
+    assert (resp.status_code, resp.json()) == (
+        400, {"error": "json validation error: value is not an object"})
+    assert Monitor.objects.get(pk=fs.pk).paused is False
+
+
+def test_another_tenants_check_is_not_found(api_key):
+    other = new_project("other")
+    theirs = Monitor.objects.create(project=other, name="x", slug="x", period=s(60), grace=s(1))
+    for method, path in (("GET", f"/api/v3/checks/{theirs.uuid}"),
+                         ("POST", f"/api/v3/checks/{theirs.uuid}/pause"),
+                         ("DELETE", f"/api/v3/checks/{theirs.uuid}"),
+                         ("GET", f"/api/v3/checks/{theirs.uuid}/flips/"),
+                         ("GET", f"/api/v3/checks/{hc_api.unique_key(theirs)}")):
+        resp = curl(method, path, api_key, data="" if method == "POST" else None)
+        assert (resp.status_code, resp.json()) == (404, {"error": "not found"}), path
+    assert Monitor.objects.get(pk=theirs.pk).paused is False
+    assert curl("GET", "/api/v3/checks/", api_key).json() == {"checks": []}
+
+
+def test_unknown_paths_and_methods(api_key):
+    assert curl("GET", "/api/v3/badges/", api_key).json() == {"error": "not found"}
+    resp = curl("PUT", "/api/v3/checks/", api_key, data="{}")
+    assert (resp.status_code, resp.json()) == (405, {"error": "method not allowed"})
+    options = curl("OPTIONS", "/api/v3/checks/")
+    assert options.status_code == 204 and options["Access-Control-Allow-Origin"] == "*"
+
+
+def test_rate_limit(settings, api_key):
+    settings.CRONRADAR_API_RATE = "2/min"
+    assert [curl("GET", "/api/v3/channels/", api_key).status_code for _ in range(3)] == [
+        200, 200, 429]
+    resp = curl("GET", "/api/v3/channels/", api_key)
+    assert resp.json() == {"error": "rate limit exceeded"} and int(resp["Retry-After"]) > 0
+
+
+def test_list_filters(backups, api_key):
+    names = lambda q: [c["name"] for c in curl("GET", "/api/v3/checks/" + q,  # noqa: E731
+                                                 api_key).json()["checks"]]
+    assert names("?tag=backup") == ["Filesystem Backup"]
+    assert names("?tag=backup&tag=db") == []
+    assert names("?tag=db&tag=production") == ["Database Backup"]
+    assert names("?slug=database-backup") == ["Database Backup"]
+    assert names("?slug=nothing") == []
+
+
+def test_flip_filters(make_monitor, api_key, monkeypatch):
+    m = make_monitor(period=s(3600), grace=s(60))
+    ingest(m.pk, PingInput("fail", exit_status=1), T0 + s(10))
+    ingest(m.pk, PingInput("success"), T0 + s(70))
+    url = f"/api/v3/checks/{m.uuid}/flips/"
+    ups = lambda q: [f["up"] for f in curl("GET", url + q, api_key).json()["flips"]]  # noqa
+    start = int((T0 + s(10)).timestamp())
+    assert ups(f"?start={start + 1}") == [1]
+    assert ups(f"?end={start + 1}") == [0]
+    assert ups(f"?start={start}&end={start + 60}") == [0]
+    assert ups(f"?seconds={30 * 60 - 69}") == [1]  # NOW is T0 + 30 min
+    for bad in ("?start=x", "?end=-1", "?seconds=31536001", f"?start={10**10 + 1}"):
+        assert curl("GET", url + bad, api_key).status_code == 400, bad
+
+
+# --- the mapping functions (explicit clock, exact values) -----------------------------------
+
+def test_check_json_exact(make_monitor, project, settings):
+    settings.CRONRADAR_BASE_URL = "https://cr.example.com"
+    m = make_monitor(name="Backups", slug="backups", tags=["prod", "www"], period=s(3600),
+                     grace=s(60), methods="POST")
+    ingest(m.pk, PingInput("success"), T0 + s(5))
+    m.refresh_from_db()
+    ch = Channel.objects.create(project=project, kind="teams", config={"url": "https://x.test"})
+    url = f"https://cr.example.com/api/v3/checks/{m.uuid}"
+    assert hc_api.check_json(m, T0 + s(10), readonly=False, running=False,
+                             incident_open=False, channels=[ch]) == {
+        "name": "Backups", "slug": "backups", "tags": "prod www", "desc": "", "grace": 60,
+        "n_pings": m.n_pings, "status": "up", "started": False,
+        "last_ping": "2026-01-05T12:00:05+00:00",
+        "next_ping": hc_api.isostring(m.next_expected_at), "manual_resume": True,
+        "methods": "POST", "subject": "", "subject_fail": "", "start_kw": "", "success_kw": "",
+        "failure_kw": "", "filter_subject": False, "filter_body": False,
+        "filter_http_body": False, "filter_default_fail": False,
+        "badge_url": f"https://cr.example.com/badge/{project.badge_key}/backups.svg",
+        "uuid": str(m.uuid), "ping_url": f"https://cr.example.com/ping/{m.uuid}",
+        "update_url": url, "pause_url": url + "/pause", "resume_url": url + "/resume",
+        "channels": str(ch.uuid), "timeout": 3600}
+    assert m.next_expected_at == T0 + s(3605)
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("new", "new"), ("up", "up"), ("late", "grace"), ("past_grace", "down"),
+    ("incident", "down"), ("paused", "paused")])
+def test_status(make_monitor, case, expected):
+    m = make_monitor(period=s(60), grace=s(30), paused=case == "paused")
+    if case != "new":
+        ingest(m.pk, PingInput("success"), T0)
+        m.refresh_from_db()
+    at = {"late": T0 + s(70), "past_grace": T0 + s(100)}.get(case, T0 + s(10))
+    assert hc_api.status(m, at, incident_open=case == "incident") == expected
+
+
+def test_next_ping_only_when_up_or_in_grace(make_monitor):
+    m = make_monitor(period=s(60), grace=s(30))
+    args = dict(readonly=False, running=False, channels=[])
+    assert hc_api.check_json(m, T0, incident_open=False, **args)["next_ping"] is None  # new
+    ingest(m.pk, PingInput("success"), T0)
+    m.refresh_from_db()
+    assert hc_api.check_json(m, T0 + s(70), incident_open=False, **args)["next_ping"] == \
+        "2026-01-05T12:01:00+00:00"
+    assert hc_api.check_json(m, T0 + s(10), incident_open=True, **args)["next_ping"] is None
+
+
+def test_started_is_a_running_job_on_its_slots_status(make_monitor):
+    m = make_monitor(period=s(60), grace=s(30))
+    ingest(m.pk, PingInput("start"), T0)
+    m.refresh_from_db()
+    got = hc_api.check_json(m, T0 + s(5), readonly=False, running=True, incident_open=False,
+                            channels=[])
+    assert (got["status"], got["started"]) == ("up", True)
+
+
+def test_flips_exact():
+    inc = [SimpleNamespace(opened_at=T0, resolved_at=T0 + s(60)),
+           SimpleNamespace(opened_at=T0 + s(120), resolved_at=None)]
+    assert hc_api.flips(inc) == [{"timestamp": "2026-01-05T12:02:00+00:00", "up": 0},
+                                 {"timestamp": "2026-01-05T12:01:00+00:00", "up": 1},
+                                 {"timestamp": "2026-01-05T12:00:00+00:00", "up": 0}]
+    assert hc_api.flips(inc, since=T0 + s(60), until=T0 + s(120)) == [
+        {"timestamp": "2026-01-05T12:01:00+00:00", "up": 1}]
+
+
+def test_flip_window():
+    q = {"start": "1767614400", "end": "1767618000"}
+    assert hc_api.flip_window(q, T0) == (T0, T0 + s(3600))
+    assert hc_api.flip_window({"seconds": "60"}, T0) == (T0 - s(60), None)
+    assert hc_api.flip_window({"start": "1767614400", "seconds": "60"}, T0 + s(30)) == (
+        T0, None)
+    with pytest.raises(hc_api.HcError) as e:
+        hc_api.flip_window({"seconds": "1.5"}, T0)
+    assert (e.value.status, e.value.message) == (
+        400, "invalid seconds: a whole number from 0 to 31536000")
+
+
+def test_channel_kinds(project):
+    assert set(hc_api.KINDS) == set(Channel.Kind.values)
+    assert {k: hc_api.KINDS[k] for k in ("pagerduty", "teams")} == {"pagerduty": "pd",
+                                                                      "teams": "msteams"}
+    ch = Channel.objects.create(project=project, kind="opsgenie", name="", config={})
+    assert hc_api.channel_json(ch) == {"id": str(ch.uuid), "name": "", "kind": "opsgenie"}
+
+
+def test_ping_numbers_never_below_the_rows_stored(make_monitor, api_key):
+    m = make_monitor(period=s(3600), grace=s(60))
+    for i in range(3):
+        ingest(m.pk, PingInput("success"), T0 + s(i))
+    Monitor.objects.filter(pk=m.pk).update(n_pings=0)  # pings stored before the counter
+    got = curl("GET", f"/api/v3/checks/{m.uuid}/pings/", api_key).json()["pings"]
+    assert [p["n"] for p in got] == [3, 2, 1]
+    assert Ping.objects.filter(monitor=m).count() == 3
+
+
+def test_channels_string_follows_the_monitors_alerting(backups, api_key, project):
+    fs, db = backups
+    deleted = Channel.objects.create(project=project, kind="slack", config={}, deleted_at=T0)
+    Alerting.objects.get(monitor=fs).channels.add(deleted)
+    got = {c["name"]: c["channels"] for c in curl("GET", "/api/v3/checks/",
+                                                  api_key).json()["checks"]}
+    live = sorted(str(c.uuid) for c in Channel.objects.filter(deleted_at__isnull=True))
+    assert got == {"Filesystem Backup": ",".join(live), "Database Backup": ",".join(live)}
+    assert Incident.objects.count() == 0
