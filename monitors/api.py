@@ -10,6 +10,7 @@ import base64
 import codecs
 from datetime import timedelta
 
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -25,7 +26,7 @@ from accounts import tenancy
 from accounts.models import Membership, Project
 from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404
 from monitors import evaluator, schedule, slots
-from monitors.models import Monitor, Ping, Run
+from monitors.models import UUID_TAKEN, Monitor, Ping, Run, chosen_uuids_allowed, uuid_taken
 from monitors.runs import rearm
 
 MAX_TAGS = 50
@@ -91,9 +92,15 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     max_attempts = serializers.IntegerField(min_value=1, max_value=100, required=False)
     project = tenancy.ProjectField()
     ping_url = serializers.SerializerMethodField()
-    uuid = serializers.UUIDField(read_only=True, allow_null=True,
-                                 help_text="the ping URL's key; null for callers who may only "
-                                           "read")
+    uuid = serializers.UUIDField(
+        required=False, allow_null=True,
+        help_text="the ping URL's key; null for callers who may only read. A new monitor may "
+                  "be given one (keeping a Healthchecks check's ping URLs): any UUID no other "
+                  "monitor on the installation has, where sign-up is closed "
+                  "(CRONRADAR_SIGNUP); else a 400. It cannot be changed (the same value, or "
+                  "null, is ignored)")
+    n_pings = serializers.IntegerField(read_only=True, help_text="pings received, ever "
+                                       "(log pings and duplicates apart)")
     status = serializers.SerializerMethodField()
     next_expected_at = serializers.DateTimeField(read_only=True)
     warnings = serializers.SerializerMethodField(
@@ -103,14 +110,18 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
 
     class Meta:
         model = Monitor
-        fields = ["id", "project", "uuid", "name", "slug", "kind", "schedule", "timezone",
-                  "cron_semantics", "period", "grace", "max_runtime", "deadline", "min_runtime",
-                  "slow_factor", "concurrency", "max_attempts",
-                  "tags", "paused", "ping_url", "status", "next_expected_at",
+        fields = ["id", "project", "uuid", "name", "slug", "description", "kind", "schedule",
+                  "timezone", "cron_semantics", "period", "grace", "max_runtime", "deadline",
+                  "min_runtime", "slow_factor", "concurrency", "max_attempts",
+                  "tags", "paused", "methods", "ping_url", "status", "next_expected_at",
                   "last_ping_at", "created_at", "evaluation_error", "dropped_pings",
-                  "warnings"]
-        read_only_fields = ["id", "uuid", "last_ping_at", "created_at", "evaluation_error",
-                            "dropped_pings"]
+                  "n_pings", "warnings"]
+        read_only_fields = ["id", "last_ping_at", "created_at", "evaluation_error",
+                            "dropped_pings", "n_pings"]
+        extra_kwargs = {"methods": {"help_text": 'which HTTP methods a ping may use: "" any '
+                                                 '(GET, HEAD, POST; the default), "POST" only '
+                                                 'POST (GET and HEAD pings are refused, 405)'},
+                        "description": {"help_text": "free text about the job"}}
 
     def validate_slow_factor(self, value):
         if value is not None and not 1 < value <= 100:
@@ -182,6 +193,7 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
             attrs["slug"] = slugify(get("name") or "")[:100]
             if not attrs["slug"]:
                 errors["slug"] = ["required when the name gives no slug"]
+        self._validate_uuid(attrs, errors)
         slug = attrs.get("slug")
         if slug and Monitor.objects.filter(project=project, slug=slug, deleted_at__isnull=True) \
                 .exclude(pk=getattr(self.instance, "pk", None)).exists():
@@ -190,10 +202,38 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
             raise serializers.ValidationError(errors)
         return attrs
 
+    def _validate_uuid(self, attrs: dict, errors: dict) -> None:
+        """A chosen ``uuid``: kept in ``attrs`` for a new monitor where it may be
+        chosen (:func:`monitors.models.chosen_uuids_allowed`, or the context's
+        ``uuid_proven``: the caller proved it owns it) and no other monitor has it;
+        dropped when it is None or the instance's own; else an error in ``errors``."""
+        given = attrs.pop("uuid", None)
+        if given is None or (self.instance is not None and given == self.instance.uuid):
+            return
+        if self.instance is not None:
+            errors["uuid"] = ["cannot be changed: it is the key of the monitor's ping URLs"]
+        elif not (self.context.get("uuid_proven") or chosen_uuids_allowed()):
+            errors["uuid"] = ["a chosen uuid needs sign-up closed on this installation "
+                              "(CRONRADAR_SIGNUP=closed), or manage.py importhealthchecks "
+                              "with the Healthchecks API key of the check: leave it out for "
+                              "a new one"]
+        elif uuid_taken(given):
+            errors["uuid"] = [UUID_TAKEN]
+        else:
+            attrs["uuid"] = given
+
     def create(self, validated):
         monitor = Monitor(**validated)
         rearm(monitor, timezone.now())
-        monitor.save()
+        try:
+            with transaction.atomic():
+                monitor.save()
+        except IntegrityError:
+            # another request took the UUID (or the slug) since validate() looked
+            if "uuid" in validated and uuid_taken(validated["uuid"]):
+                raise serializers.ValidationError({"uuid": [UUID_TAKEN]}) from None
+            raise serializers.ValidationError({"slug": [
+                f"a monitor with slug '{monitor.slug}' already exists in this project"]}) from None
         return monitor
 
     def update(self, monitor, validated):

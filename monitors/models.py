@@ -141,6 +141,28 @@ class Monitor(models.Model):
         return f"{settings.CRONRADAR_BASE_URL}/ping/{self.uuid}"
 
 
+# The one answer to a chosen UUID another monitor (not deleted) has, whoever holds
+# it: the caller's project or another tenant's (never revealed).
+UUID_TAKEN = "this UUID cannot be used: choose another one, or leave it out for a new one"
+
+
+def uuid_taken(value: uuid.UUID, exclude_pk: int | None = None) -> bool:
+    """Whether a monitor not deleted (other than ``exclude_pk``) has the ping
+    UUID ``value``, anywhere on the installation (constraint monitor_uuid_unique)."""
+    return (Monitor.objects.filter(uuid=value, deleted_at__isnull=True)
+            .exclude(pk=exclude_pk).exists())
+
+
+def chosen_uuids_allowed() -> bool:
+    """Whether a creator may choose a monitor's UUID without proving it owns it:
+    only on an installation whose sign-up is closed (``CRONRADAR_SIGNUP``, default
+    ``closed``: a self-hosted team, whose people are invited). Elsewhere only
+    ``manage.py importhealthchecks`` fetching with the Healthchecks key that owns the
+    check may (issue 20's Decisions: a stranger could otherwise take a UUID
+    another tenant's jobs will ping)."""
+    return getattr(settings, "CRONRADAR_SIGNUP", "closed") == "closed"
+
+
 class RunQuerySet(models.QuerySet):
     def open(self):
         """Runs still open: started (``running``, or ``stuck`` past max_runtime) and

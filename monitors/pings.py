@@ -82,6 +82,12 @@ class PingInput:
         return self.body_size > len(self.body)
 
 
+class MethodRefused(ValueError):
+    """The monitor takes no ping of this HTTP method (its ``methods`` is
+    ``"POST"``: GET and HEAD are refused); nothing was stored. str(e): the
+    monitor's ``methods``."""
+
+
 def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
     """Store ``ping`` for monitor ``monitor_id`` at ``now`` and apply its effects.
 
@@ -89,9 +95,11 @@ def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
     it (incident events never go backwards, see :mod:`alerts.incidents`). Returns
     the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the monitor was
     deleted meanwhile, :class:`SlotError` (nothing stored) when the slot the ping
-    names cannot be one of the monitor's. Never drops a ping it returns: if
-    applying its effects fails (a bug, a schedule that cannot be computed), that
-    part is rolled back and logged, and the ping is stored alone.
+    names cannot be one of the monitor's, :class:`MethodRefused` (nothing stored)
+    when the monitor takes no pings of the ping's ``method`` (``methods``). Never
+    drops a ping it returns: if applying its effects fails (a bug, a schedule
+    that cannot be computed), that part is rolled back and logged, and the ping
+    is stored alone.
     """
     stored = ingest_at(("id = %s", [monitor_id]), ping, now)
     if stored is None:
@@ -132,8 +140,10 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
             started = True
             if monitor is None:
                 return None
+            if monitor.methods == "POST" and ping.method != "POST":
+                raise MethodRefused(monitor.methods)
             return _apply(monitor, ping, now, read)
-    except SlotError:  # the ping's own mistake: answered 400, nothing stored
+    except (SlotError, MethodRefused):  # the ping's own mistake: answered 4xx, nothing stored
         raise
     except (InterfaceError, OperationalError):
         if (started or not _retry or connection.in_atomic_block
@@ -158,7 +168,9 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
             return None
         stored = _insert_ping(monitor.pk, None, ping, now, False)
         monitor.evaluation_error = problem[:500]  # shown by the API and the dashboard
-        sql.update(monitor, ["evaluation_error"])
+        if ping.kind != Ping.Kind.LOG:  # counted as _apply would have
+            monitor.n_pings += 1
+        sql.update(monitor, ["evaluation_error", "n_pings"])
     if _failed(ping):
         _report_failure(where, ping, now, problem)
     return stored
@@ -220,6 +232,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
     if duplicate:
         return _insert_ping(monitor.pk, run, ping, now, True)
     monitor.last_ping_at = now
+    monitor.n_pings += 1  # under the row lock: written with the other ping fields
     runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
     monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
     stored = _write(monitor, run, _ping_row(monitor.pk, run, ping, now, False))
@@ -233,7 +246,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
 # --- the hot path's statements, as SQL (see core.sql) --------------------------------
 
 MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
-                       "next_evaluation_at")
+                       "next_evaluation_at", "n_pings")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
               "exit_status", "timeout_at", "deadline_at", "deadline_checked")
 def _lock(where: tuple[str, list]) -> Monitor | None:

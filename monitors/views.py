@@ -17,7 +17,8 @@ deployment that loads Django's bare handler).
 :func:`parse_slot`; checked against the monitor by :func:`monitors.slots.named_slot`).
 
 Responses are plain text: 200 ``OK``; 404 unknown monitor; 400 bad exit status,
-action, rid, slot or creation parameter (nothing stored); 405 other methods; 429 over
+action, rid, slot or creation parameter (nothing stored); 405 other methods, and GET
+or HEAD to a monitor whose ``methods`` is ``POST`` (nothing stored); 429 over
 ``CRONRADAR_PING_RATE`` (with ``Retry-After``; not stored, counted in the
 monitor's ``dropped_pings``). No session, CSRF or login.
 """
@@ -273,6 +274,11 @@ def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
         stored = pings.ingest_at(where, ping_input, timezone.now())
     except pings.SlotError as e:
         return _text(400, f"{e}; nothing was stored")
+    except pings.MethodRefused:
+        resp = _text(405, f"method not allowed: this monitor takes POST pings only (its "
+                          f"methods is POST), not {request.method}; nothing was stored")
+        resp["Allow"] = "POST"
+        return resp
     if stored is None:
         return _text(404, "not found: no monitor with this ping URL")
     return CREATED if created else OK

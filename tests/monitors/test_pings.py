@@ -55,6 +55,8 @@ def test_duplicate_pings_with_same_rid_are_idempotent(make_monitor):
     assert Run.objects.filter(monitor=m).count() == 1
     assert Ping.objects.filter(monitor=m).count() == 6  # all stored ...
     assert Ping.objects.filter(monitor=m, duplicate=True).count() == 4  # ... 4 flagged
+    m.refresh_from_db()
+    assert m.n_pings == 2  # the start and the end; duplicates not counted
     inc = Incident.objects.get(monitor=m)
     assert (inc.cause, inc.failure_count) == ("failed", 1)
 
@@ -64,7 +66,30 @@ def test_log_ping_changes_no_state(make_monitor):
     ingest(m.pk, PingInput("log", body=b"progress 50%", body_size=12), T0 + s(1))
     m.refresh_from_db()
     assert m.last_ping_at is None and Run.objects.count() == 0
+    assert m.n_pings == 0  # a log line is not a ping of the job's runs
     assert bytes(Ping.objects.get().body) == b"progress 50%"
+
+
+def test_n_pings_counts_every_ping_of_a_run_and_outlives_pruning(make_monitor):
+    m = make_monitor(n_pings=41)  # imported, or counted before the pings were pruned
+    for kind in ("start", "success", "fail", "success"):
+        ingest(m.pk, PingInput(kind), T0 + s(1))
+    Ping.objects.filter(monitor=m).delete()  # retention prunes rows, never the count
+    m.refresh_from_db()
+    assert m.n_pings == 45
+
+
+def test_a_get_ping_to_a_post_only_monitor_is_refused_and_stores_nothing(make_monitor):
+    from monitors.pings import MethodRefused
+
+    m = make_monitor(methods="POST")
+    for method in ("GET", "HEAD"):
+        with pytest.raises(MethodRefused):
+            ingest(m.pk, PingInput("success", method=method), T0 + s(1))
+    assert not Ping.objects.exists() and not Run.objects.exists()
+    ingest(m.pk, PingInput("success", method="POST"), T0 + s(2))
+    m.refresh_from_db()
+    assert (m.n_pings, m.last_ping_at, Ping.objects.get().method) == (1, T0 + s(2), "POST")
 
 
 def test_concurrency_replace_closes_open_run(make_monitor):
@@ -100,6 +125,7 @@ def test_ping_is_stored_even_when_applying_it_fails(client, make_monitor, monkey
     m.refresh_from_db()
     assert m.evaluation_error == ("a ping's effects could not be applied: RuntimeError: "
                                   "schedule engine exploded")
+    assert m.n_pings == 1  # stored, so counted
     assert not Incident.objects.exists()  # a start is no failure
 
 

@@ -28,6 +28,21 @@ def test_success_ping_all_methods(client, make_monitor, method):
         assert resp.content == b"OK\n"
 
 
+@pytest.mark.parametrize("method", ["get", "head"])
+def test_a_post_only_monitor_refuses_get_and_head_pings_with_a_405(client, make_monitor,
+                                                                  method):
+    m = make_monitor(name="backup", methods="POST")
+    for path in (f"/ping/{m.uuid}", f"/ping/{m.project.ping_key}/backup/start",
+                 f"/ping/{m.uuid}/log"):
+        resp = getattr(client, method)(path)
+        assert (resp.status_code, resp["Allow"]) == (405, "POST")
+    if method == "get":
+        assert resp.content == (b"method not allowed: this monitor takes POST pings only (its "
+                                b"methods is POST), not GET; nothing was stored\n")
+    assert not Ping.objects.exists()
+    assert client.post(f"/ping/{m.uuid}").status_code == 200
+
+
 @pytest.mark.parametrize("suffix,kind,code", [
     ("/start", "start", None), ("/fail", "fail", None), ("/log", "log", None),
     ("/0", "success", 0), ("/1", "fail", 1), ("/255", "fail", 255),
