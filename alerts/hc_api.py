@@ -24,20 +24,23 @@ from datetime import UTC, datetime, timedelta
 from functools import wraps
 from types import SimpleNamespace
 from urllib.parse import quote, urlsplit
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
+from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 
 from accounts.auth import ApiKeyAuthentication, CallerRateThrottle
 from accounts.models import ApiKey, Project
+from alerts.api import MonitorSerializer
 from alerts.models import Channel, Incident
 from alerts.timeline import alerting_of
-from monitors import evaluator, slots
+from monitors import evaluator, healthchecks, slots
 from monitors.models import Monitor, Ping, Run
 
 # CronRadar's channel kinds as Healthchecks names them (its ``Channel.kind``).
@@ -49,6 +52,18 @@ STATUSES = {"new": "new", "up": "up", "late": "grace", "down": "down", "paused":
 PING_LIMIT = 1000  # Healthchecks' cap on a ping list (paid accounts)
 MAX_TIMESTAMP = 10_000_000_000  # Healthchecks' sanity bound for ?start= / ?end= (year 2286)
 MAX_SECONDS = 31_536_000  # ?seconds= at most a year, as Healthchecks
+# The keys of a create or update body (Healthchecks' Spec); others are ignored,
+# as Healthchecks ignores them (a chosen ``uuid`` among them: not part of its POST).
+SPEC = frozenset({"name", "slug", "tags", "desc", "timeout", "grace", "schedule", "tz",
+                  "manual_resume", "methods", "channels", "unique", "subject", "subject_fail",
+                  "start_kw", "success_kw", "failure_kw", "filter_subject", "filter_body",
+                  "filter_http_body", "filter_default_fail"})
+UNIQUE = ("name", "slug", "tags", "timeout", "grace")
+# What check_fields could map only by dropping part of it: refused here (400),
+# so a script never believes CronRadar filters by keyword or kept a tag.
+DROPPED = (healthchecks.Code.NOT_MAPPED, healthchecks.Code.TAG_NOT_MAPPED)
+# The monitors API's field names as Healthchecks calls them, for error messages.
+HC_NAMES = {"description": "desc", "timezone": "tz", "period": "timeout"}
 
 
 class HcError(Exception):
@@ -197,6 +212,110 @@ def flip_window(query, now: datetime) -> tuple[datetime | None, datetime | None]
     return since, until
 
 
+# --- the inbound side: a create or update body -------------------------------------------
+
+def monitor_fields(body: dict, uuid: UUID, name: str | None = None) -> dict:
+    """A create or update body -> the values :class:`alerts.api.MonitorSerializer`
+    takes, through :func:`monitors.healthchecks.check_fields` (the one inbound
+    mapping). Only :data:`SPEC` keys are read; ``channels`` and ``unique`` are
+    the caller's (:func:`resolve_channels`, :func:`is_match`).
+
+    ``uuid`` is the monitor's (a new one's is made by the caller), ``name`` an
+    existing monitor's (None: a new monitor). An empty slug becomes the slug of
+    the name plus the UUID's first 8 characters; a new monitor without a name is
+    named after its slug, else its UUID, and gets Healthchecks' defaults for
+    what the body leaves out (``timeout`` one day, ``grace`` one hour) and no
+    channels. Raises HcError 400 for a value check_fields refuses or could map
+    only by dropping part of it (keyword filters, email subjects, a tag longer
+    than 50 characters)."""
+    spec = {k: v for k, v in body.items() if k in SPEC - {"channels", "unique"}}
+    given = {**spec, "uuid": str(uuid)}
+    if name is not None:
+        given.setdefault("name", name)  # an update keeps the name an empty slug is made of
+    try:
+        fields, notes = healthchecks.check_fields(given)
+    except healthchecks.Refused as e:
+        raise HcError(f"json validation error: {e.note.message}") from None
+    if dropped := [n.message for n in notes if n.code in DROPPED]:
+        raise HcError("json validation error: " + "; ".join(dropped))
+    fields.pop("uuid")
+    if name is None:
+        fields.setdefault("kind", Monitor.Kind.INTERVAL)
+        if fields["kind"] == Monitor.Kind.INTERVAL:
+            fields.setdefault("period", healthchecks.DEFAULTS["timeout"])
+        fields.setdefault("grace", healthchecks.DEFAULTS["grace"])
+        fields["channels"] = []
+    return fields
+
+
+def resolve_channels(raw, available: Iterable[Channel]) -> str | list[int]:
+    """Healthchecks' ``channels``: ``"*"`` every channel (CronRadar's ``"all"``,
+    channels added later included), ``""`` none, else comma-separated channel
+    UUIDs or names of ``available`` -> their ids. HcError 400 for an empty, an
+    unknown or an ambiguous identifier (Healthchecks' messages)."""
+    if not isinstance(raw, str):
+        raise HcError("json validation error: channels is not a string")
+    if raw == "*":
+        return "all"
+    if raw == "":
+        return []
+    available = list(available)
+    chosen = set()
+    for given in raw.split(","):
+        if given == "":
+            raise HcError("empty channel identifier")
+        found = [c for c in available if str(c.uuid) == given or c.name == given]
+        if not found:
+            raise HcError(f"invalid channel identifier: {given}")
+        if len(found) > 1:
+            raise HcError(f"non-unique channel identifier: {given}")
+        chosen.add(found[0].pk)
+    return sorted(chosen)
+
+
+def unique_of(body: dict) -> list[str]:
+    """The body's ``unique`` (which fields an upsert matches on); HcError 400 unless
+    a list of :data:`UNIQUE` names."""
+    unique = body.get("unique", [])
+    if not isinstance(unique, list):
+        raise HcError("json validation error: unique is not an array")
+    if any(u not in UNIQUE for u in unique):
+        raise HcError("json validation error: an item in 'unique' has unexpected value")
+    return unique
+
+
+def is_match(monitor: Monitor, fields: dict, unique: list[str]) -> bool:
+    """Whether ``monitor`` has every ``unique`` field as the mapped body ``fields``
+    give it (``timeout``: an interval monitor of that period). The caller makes
+    sure the body has each of them (Healthchecks creates when one is left out)."""
+    wanted = {"name": "name", "slug": "slug", "tags": "tags", "timeout": "period",
+              "grace": "grace"}
+    for key in unique:
+        field = wanted[key]
+        value = getattr(monitor, field)
+        if isinstance(value, timedelta):
+            value = int(value.total_seconds())
+        if field == "period" and monitor.kind != Monitor.Kind.INTERVAL:
+            return False
+        if value != fields[field]:
+            return False
+    return True
+
+
+def first_error(detail) -> str:
+    """The first message of a serializer's errors, as ``json validation error:
+    <field>: <message>`` with Healthchecks' field names."""
+    field = None
+    while isinstance(detail, dict | list):
+        if isinstance(detail, dict):
+            key, detail = next(iter(detail.items()))
+            field = field or key
+        else:
+            detail = detail[0]
+    where = f"{HC_NAMES.get(field, field)}: " if field else ""
+    return f"json validation error: {where}{detail}"
+
+
 # --- the edge: who calls, with what body --------------------------------------------------
 
 def _key(request: HttpRequest, body: dict) -> ApiKey:
@@ -342,11 +461,48 @@ def fresh(monitor: Monitor) -> Monitor:
 
 # --- the views ---------------------------------------------------------------------------
 
-@endpoint("GET")
+def save(request, monitor: Monitor | None, body: dict) -> Monitor:
+    """Create (``monitor`` None) or update a monitor from a create or update body,
+    through the monitors API's serializer (its validation, its upserts' rules);
+    returns it. A slug another monitor of the project has becomes the slug of the
+    name plus a UUID prefix, as the importer does. HcError 400 for a bad body."""
+    creating = monitor is None
+    uuid = uuid4() if creating else monitor.uuid
+    fields = monitor_fields(body, uuid, None if creating else monitor.name)
+    if "channels" in body:
+        fields["channels"] = resolve_channels(body["channels"], live_channels(request.project))
+    slug = fields.get("slug") or (slugify(fields["name"])[:100] if creating else None)
+    if slug and Monitor.objects.filter(project=request.project, slug=slug,
+                                       deleted_at__isnull=True).exclude(
+            pk=getattr(monitor, "pk", None)).exists():
+        fields["slug"] = healthchecks.made_slug(fields["name"], str(uuid))
+    serializer = MonitorSerializer(monitor, data=fields, partial=not creating,
+                                   context={"request": request})
+    try:
+        serializer.is_valid(raise_exception=True)
+        # a new monitor's UUID is made here, not chosen by the caller
+        return serializer.save(**({"uuid": uuid} if creating else {}))
+    except serializers.ValidationError as e:
+        raise HcError(first_error(e.detail)) from None
+    except Monitor.DoesNotExist:  # deleted by a concurrent request
+        raise HcError("not found", 404) from None
+
+
+@endpoint("GET", "POST")
 def checks(request):
     """``GET /api/v3/checks/``: every check of the key's project (not paged),
-    ``?tag=`` (repeatable: all of them) and ``?slug=`` filter."""
+    ``?tag=`` (repeatable: all of them) and ``?slug=`` filter. ``POST``: create
+    a check (201), or with ``unique`` update the first that matches (200)."""
     now, live = timezone.now(), live_channels(request.project)
+    if request.method == "POST":
+        body, unique = request.hc_json, unique_of(request.hc_json)
+        match = None
+        if unique and all(key in body for key in unique):  # else Healthchecks creates
+            fields = monitor_fields(body, uuid4(), name="")
+            match = next((m for m in monitors_of(request.project)
+                          if is_match(m, fields, unique)), None)
+        monitor = save(request, match, body)
+        return JsonResponse(render(fresh(monitor), now), status=200 if match else 201)
     tags = set(request.GET.getlist("tag"))
     found = monitors_of(request.project)
     if slug := request.GET.get("slug"):
@@ -355,11 +511,13 @@ def checks(request):
                                     for m in found if tags <= set(m.tags)]})
 
 
-@endpoint("GET", "DELETE")
+@endpoint("GET", "POST", "DELETE")
 def single(request, code):
-    """``GET /api/v3/checks/<uuid>``: one check; ``DELETE``: delete it, answering
-    the check as it was."""
+    """``GET /api/v3/checks/<uuid>``: one check; ``POST``: update it (keys left out
+    keep their values); ``DELETE``: delete it, answering the check as it was."""
     monitor, now = find(request.project, code), timezone.now()
+    if request.method == "POST":
+        return JsonResponse(render(fresh(save(request, monitor, request.hc_json)), now))
     answer = render(monitor, now, request.auth.read_only)
     if request.method == "DELETE":
         try:

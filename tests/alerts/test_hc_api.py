@@ -162,7 +162,6 @@ def test_list_pings_example(make_monitor, api_key):
     sent = dict(user_agent="curl/7.68.0", remote_addr="192.0.2.0", rid=rid)
     ingest(m.pk, PingInput("start", **sent), T0)
     ingest(m.pk, PingInput("success", **sent), T0 + s(3))
-    Monitor.objects.filter(pk=m.pk).update(n_pings=2)
     resp = curl("GET", f"/api/v3/checks/{m.uuid}/pings/", api_key)
     assert resp.status_code == 200
     success, start = resp.json()["pings"]
@@ -298,14 +297,14 @@ def test_check_json_exact(make_monitor, project, settings):
     settings.CRONRADAR_BASE_URL = "https://cr.example.com"
     m = make_monitor(name="Backups", slug="backups", tags=["prod", "www"], period=s(3600),
                      grace=s(60), methods="POST")
-    ingest(m.pk, PingInput("success"), T0 + s(5))
+    ingest(m.pk, PingInput("success", method="POST"), T0 + s(5))
     m.refresh_from_db()
     ch = Channel.objects.create(project=project, kind="teams", config={"url": "https://x.test"})
     url = f"https://cr.example.com/api/v3/checks/{m.uuid}"
     assert hc_api.check_json(m, T0 + s(10), readonly=False, running=False,
                              incident_open=False, channels=[ch]) == {
         "name": "Backups", "slug": "backups", "tags": "prod www", "desc": "", "grace": 60,
-        "n_pings": m.n_pings, "status": "up", "started": False,
+        "n_pings": 1, "status": "up", "started": False,
         "last_ping": "2026-01-05T12:00:05+00:00",
         "next_ping": hc_api.isostring(m.next_expected_at), "manual_resume": True,
         "methods": "POST", "subject": "", "subject_fail": "", "start_kw": "", "success_kw": "",
@@ -399,3 +398,158 @@ def test_channels_string_follows_the_monitors_alerting(backups, api_key, project
     live = sorted(str(c.uuid) for c in Channel.objects.filter(deleted_at__isnull=True))
     assert got == {"Filesystem Backup": ",".join(live), "Database Backup": ",".join(live)}
     assert Incident.objects.count() == 0
+
+
+# --- create and update ------------------------------------------------------------------
+
+EXAMPLE = {"name": "Backups", "tags": "prod www", "timeout": 3600, "grace": 60}
+
+
+def test_create_example(api_key, project):
+    resp = curl("POST", "/api/v3/checks/", api_key, data=json.dumps(EXAMPLE))
+    assert resp.status_code == 201
+    got = resp.json()
+    assert set(got) == SIMPLE
+    assert {k: got[k] for k in ("name", "slug", "tags", "timeout", "grace", "status",
+                                "channels", "desc", "methods", "n_pings")} == {
+        "name": "Backups", "slug": "backups", "tags": "prod www", "timeout": 3600,
+        "grace": 60, "status": "new", "channels": "", "desc": "", "methods": "", "n_pings": 0}
+    m = Monitor.objects.get(uuid=got["uuid"])
+    assert (m.project, m.kind, m.period, m.grace, m.tags) == (
+        project, "interval", s(3600), s(60), ["prod", "www"])
+    assert Alerting.objects.get(monitor=m).all_channels is False  # no channels, as Healthchecks
+
+
+def test_create_example_with_the_key_in_the_body(api_key):
+    resp = curl("POST", "/api/v3/checks/", data=json.dumps({"api_key": api_key, **EXAMPLE}))
+    assert resp.status_code == 201 and set(resp.json()) == SIMPLE
+
+
+def test_update_example(make_monitor, api_key):
+    m = make_monitor(name="Old", slug="old", period=s(60), grace=s(30), tags=["x"])
+    url = f"/api/v3/checks/{m.uuid}"
+    resp = curl("POST", url, api_key, data=json.dumps(EXAMPLE))
+    assert resp.status_code == 200 and set(resp.json()) == SIMPLE
+    m.refresh_from_db()
+    assert (m.name, m.slug, m.tags, m.period, m.grace) == (
+        "Backups", "old", ["prod", "www"], s(3600), s(60))  # v3: the slug stays
+    other = curl("POST", url, data=json.dumps({"api_key": api_key, **EXAMPLE, "desc": "d"}))
+    assert other.status_code == 200 and other.json()["desc"] == "d"
+    # keys left out keep their values; a schedule wins over a timeout
+    cron = curl("POST", url, api_key, data=json.dumps({"schedule": "0,30 * * * *",
+                                                       "tz": "Europe/Riga", "timeout": 60}))
+    assert cron.status_code == 200 and set(cron.json()) == CRON
+    m.refresh_from_db()
+    assert (m.kind, m.schedule, m.timezone, m.name, m.description) == (
+        "cron", "0,30 * * * *", "Europe/Riga", "Backups", "d")
+
+
+def test_create_defaults_and_made_names(api_key):
+    empty = curl("POST", "/api/v3/checks/", api_key, data="")
+    assert empty.status_code == 201
+    m = Monitor.objects.get(uuid=empty.json()["uuid"])
+    assert (m.name, m.period, m.grace) == (str(m.uuid), s(86400), s(3600))
+    first = curl("POST", "/api/v3/checks/", api_key, data=json.dumps({"name": "Backups"}))
+    second = curl("POST", "/api/v3/checks/", api_key, data=json.dumps({"name": "Backups"}))
+    blank = curl("POST", "/api/v3/checks/", api_key, data=json.dumps({"name": "Backups",
+                                                                       "slug": ""}))
+    assert first.json()["slug"] == "backups"
+    # Healthchecks allows two checks one slug; CronRadar's slugs are unique in a project
+    assert second.json()["slug"] == "backups-" + second.json()["uuid"][:8]
+    assert blank.json()["slug"] == "backups-" + blank.json()["uuid"][:8]
+
+
+def test_a_chosen_uuid_and_a_status_are_not_part_of_the_post(api_key):
+    chosen = "7918b17b-a745-4db1-8575-9d2e07c97f79"
+    resp = curl("POST", "/api/v3/checks/", api_key,
+                data=json.dumps({"name": "a", "uuid": chosen, "status": "paused"}))
+    assert resp.status_code == 201
+    assert resp.json()["uuid"] != chosen and resp.json()["status"] == "new"
+
+
+def test_unique_upsert(make_monitor, api_key):
+    m = make_monitor(name="Backups", slug="backups", period=s(3600), grace=s(60))
+    body = {"name": "Backups", "tags": "prod", "grace": 120, "unique": ["name"]}
+    found = curl("POST", "/api/v3/checks/", api_key, data=json.dumps(body))
+    assert found.status_code == 200 and found.json()["uuid"] == str(m.uuid)
+    m.refresh_from_db()
+    assert (m.tags, m.grace) == (["prod"], s(120))
+    # every unique field must match; one the body leaves out: a new check
+    assert curl("POST", "/api/v3/checks/", api_key, data=json.dumps(
+        {**body, "unique": ["name", "timeout"], "timeout": 60})).status_code == 201
+    assert curl("POST", "/api/v3/checks/", api_key, data=json.dumps(
+        {"tags": "prod", "unique": ["name"]})).status_code == 201
+    again = curl("POST", "/api/v3/checks/", api_key, data=json.dumps(
+        {"name": "Backups", "grace": 120, "unique": ["name", "grace", "tags"], "tags": "prod"}))
+    assert again.status_code == 200 and again.json()["uuid"] == str(m.uuid)
+    assert Monitor.objects.filter(name="Backups", deleted_at__isnull=True).count() == 2
+    for bad, message in (("name", "unique is not an array"),
+                         (["desc"], "an item in 'unique' has unexpected value")):
+        resp = curl("POST", "/api/v3/checks/", api_key, data=json.dumps({"unique": bad}))
+        assert resp.json() == {"error": "json validation error: " + message}
+
+
+def test_channels_on_create_and_update(backups, api_key, project):
+    email, phone = Channel.objects.order_by("pk")
+    fs = backups[0]
+    url = f"/api/v3/checks/{fs.uuid}"
+    by_name = curl("POST", url, api_key, data=json.dumps({"channels": "My Phone"}))
+    assert by_name.json()["channels"] == str(phone.uuid)
+    both = curl("POST", url, api_key, data=json.dumps(
+        {"channels": f"{email.uuid},My Phone"}))
+    assert both.json()["channels"] == ",".join(sorted([str(email.uuid), str(phone.uuid)]))
+    assert curl("POST", url, api_key, data=json.dumps({"channels": ""})).json()["channels"] == ""
+    star = curl("POST", "/api/v3/checks/", api_key, data=json.dumps({"channels": "*"}))
+    assert star.json()["channels"] == ",".join(sorted([str(email.uuid), str(phone.uuid)]))
+    Channel.objects.create(project=project, kind="slack", name="My Phone", config={})
+    for given, message in (("nope", "invalid channel identifier: nope"),
+                           (f"{email.uuid},", "empty channel identifier"),
+                           ("My Phone", "non-unique channel identifier: My Phone"),
+                           (3, "json validation error: channels is not a string")):
+        resp = curl("POST", url, api_key, data=json.dumps({"channels": given}))
+        assert (resp.status_code, resp.json()) == (400, {"error": message}), given
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"timeout": 30}, "json validation error: timeout must be a whole number of seconds from "
+                      "60 to 31536000, got 30"),
+    ({"grace": "60"}, "json validation error: grace must be a whole number of seconds from 60 "
+                      "to 31536000, got '60'"),
+    ({"methods": "GET"}, 'json validation error: methods \'GET\': "" or "POST"'),
+    ({"schedule": "*-*~1 12:00"}, "json validation error: schedule '*-*~1 12:00' is an "
+                                   "OnCalendar expression: CronRadar reads 5-field cron "
+                                   "expressions; write it as one"),
+    ({"schedule": "61 * * * *"}, None),
+    ({"schedule": "0 3 * * *", "tz": "Mars/Olympus"}, None),
+    ({"success_kw": "SUCCESS", "filter_http_body": True},
+     "json validation error: not mapped: filter_http_body, success_kw"),
+    ({"tags": "x" * 51}, None),
+])
+def test_bad_create_bodies(api_key, body, message):
+    resp = curl("POST", "/api/v3/checks/", api_key, data=json.dumps(body))
+    assert resp.status_code == 400
+    assert resp.json()["error"].startswith("json validation error: ")
+    if message is not None:
+        assert resp.json() == {"error": message}
+    assert Monitor.objects.count() == 0
+
+
+def test_serializer_errors_name_healthchecks_fields(api_key):
+    resp = curl("POST", "/api/v3/checks/", api_key, data=json.dumps(
+        {"schedule": "0 3 * * *", "tz": "Mars/Olympus"}))
+    assert resp.json()["error"].startswith("json validation error: tz: ")
+
+
+def test_read_only_keys_cannot_create_or_update(backups, ro_key):
+    for path in ("/api/v3/checks/", f"/api/v3/checks/{backups[0].uuid}"):
+        resp = curl("POST", path, ro_key, data=json.dumps(EXAMPLE))
+        assert (resp.status_code, resp.json()) == (401, {"error": "this API key is read-only"})
+    assert Monitor.objects.count() == 2
+
+
+def test_first_error():
+    assert hc_api.first_error({"timezone": ["unknown time zone 'X'"]}) == (
+        "json validation error: tz: unknown time zone 'X'")
+    assert hc_api.first_error({"alerting": {"renotify": ["too short"]}}) == (
+        "json validation error: alerting: too short")
+    assert hc_api.first_error(["nope"]) == "json validation error: nope"
