@@ -154,14 +154,18 @@ def check_json(monitor: Monitor, now: datetime, *, readonly: bool, running: bool
     return result
 
 
-def ping_json(ping: Ping, n: int, scheme: str) -> dict:
-    """A stored ping as Healthchecks lists it: ``n`` is its number (the monitor's
-    pings counted from 1); ``scheme`` the ping URL's (CronRadar does not store
-    each ping's); ``duration`` (seconds, 2 decimals) on the ping that ended a run
-    with a start; ``body_url`` null (``/pings/<n>/body`` is not served)."""
-    result = {"type": ping.kind, "date": ping.received_at.astimezone(UTC).isoformat(), "n": n,
-              "scheme": scheme, "remote_addr": ping.remote_addr or "", "method": ping.method,
-              "ua": ping.user_agent, "rid": str(ping.rid) if ping.rid else None}
+def ping_json(ping: Ping, scheme: str) -> dict:
+    """A stored ping as Healthchecks lists it. ``n``: its id, which grows with each
+    ping stored and never changes (Healthchecks counts a check's pings from 1;
+    CronRadar's ``n_pings`` leaves log pings and duplicates out, so a count would
+    not name one ping for good). ``scheme``: the ping URL's (CronRadar does not
+    store each ping's). ``duration`` (seconds, 2 decimals): on the ping that
+    ended a run with a start. ``body_url``: null (``/pings/<n>/body`` is not
+    served)."""
+    result = {"type": ping.kind, "date": ping.received_at.astimezone(UTC).isoformat(),
+              "n": ping.pk, "scheme": scheme, "remote_addr": ping.remote_addr or "",
+              "method": ping.method, "ua": ping.user_agent,
+              "rid": str(ping.rid) if ping.rid else None}
     run = ping.run
     if (ping.kind in (Ping.Kind.SUCCESS, Ping.Kind.FAIL) and run is not None
             and run.duration is not None and run.ended_at == ping.received_at):
@@ -563,13 +567,10 @@ def pings(request, code):
     """``GET /api/v3/checks/<uuid>/pings/``: its stored pings, newest first, at most
     :data:`PING_LIMIT` (read-write keys only, as Healthchecks)."""
     monitor = find(request.project, code)
-    stored = Ping.objects.filter(monitor=monitor)
-    rows = list(stored.select_related("run").order_by("-received_at", "-pk")[:PING_LIMIT])
-    # numbered from the counter the ping path keeps (pings are pruned); never below
-    # the rows still stored, for pings stored before the counter was kept
-    top = max(monitor.n_pings, stored.count() if len(rows) == PING_LIMIT else len(rows))
+    rows = (Ping.objects.filter(monitor=monitor).select_related("run")
+            .order_by("-received_at", "-pk")[:PING_LIMIT])  # ping_monitor_time
     scheme = urlsplit(settings.CRONRADAR_BASE_URL).scheme or "http"
-    return JsonResponse({"pings": [ping_json(p, top - i, scheme) for i, p in enumerate(rows)]})
+    return JsonResponse({"pings": [ping_json(p, scheme) for p in rows]})
 
 
 def _flips(request, monitor: Monitor) -> JsonResponse:
