@@ -557,3 +557,30 @@ def test_first_error():
     assert hc_api.first_error({"alerting": {"renotify": ["too short"]}}) == (
         "json validation error: alerting: too short")
     assert hc_api.first_error(["nope"]) == "json validation error: nope"
+
+
+def test_the_list_reads_the_same_few_tables_however_many_checks(make_monitor, project,
+                                                                 api_key):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    email = Channel.objects.create(project=project, kind="email", config={"to": ["a@x.test"]})
+
+    def statements() -> int:
+        with CaptureQueriesContext(connection) as seen:
+            assert curl("GET", "/api/v3/checks/", api_key).status_code == 200
+        return len(seen.captured_queries)
+
+    make_monitor(channels=[email])
+    make_monitor(all_channels=True)
+    statements()  # the key's first use also writes its last_used_at
+    two = statements()
+    for _ in range(5):
+        make_monitor(channels=[email])
+        make_monitor(all_channels=True)
+    assert statements() == two
+
+
+def test_not_in_the_openapi_schema():
+    schema = Client().get("/api/v1/schema/?format=json").json()
+    assert schema["paths"] and not [p for p in schema["paths"] if p.startswith("/api/v3/")]
