@@ -13,8 +13,10 @@ the start with a message). Nothing here touches the disk.
 """
 import math
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -106,6 +108,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "monitors.views.PingHostMiddleware",  # CRONRADAR_PING_HOST's pings, before anything
     "core.edge.EdgeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -280,6 +283,17 @@ if CRONRADAR_PRUNE_INTERVAL:
     }
 # Public base URL used to build ping URLs shown in the API.
 CRONRADAR_BASE_URL = env("CRONRADAR_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# A host name whose requests are all pings at the root path (/<uuid>, /<key>/<slug>,
+# as hc-ping.com's URLs): monitors.views.PingRoute. Empty: none.
+CRONRADAR_PING_HOST = env("CRONRADAR_PING_HOST", default="").strip().rstrip(".").lower()
+if CRONRADAR_PING_HOST and not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?",
+                                            CRONRADAR_PING_HOST):
+    raise ImproperlyConfigured(f"CRONRADAR_PING_HOST={CRONRADAR_PING_HOST!r}: a host name, "
+                               "like hc-ping.com (no scheme, port or path)")
+if CRONRADAR_PING_HOST and urlsplit(CRONRADAR_BASE_URL).hostname == CRONRADAR_PING_HOST:
+    raise ImproperlyConfigured(f"CRONRADAR_PING_HOST={CRONRADAR_PING_HOST!r} is the host of "
+                               "CRONRADAR_BASE_URL: it answers only pings, so give it a name "
+                               "of its own")
 # Bytes of a ping's POST body that are stored; the rest is dropped and marked truncated.
 CRONRADAR_PING_BODY_LIMIT = env_int("CRONRADAR_PING_BODY_LIMIT", default=100 * 1024)
 # Behind a reverse proxy that sets X-Forwarded-For (docker/compose.yaml's nginx), a

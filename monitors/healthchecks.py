@@ -7,8 +7,9 @@ space-separated string), ``desc``, ``timeout`` / ``grace`` (seconds),
 ``manual_resume``, ``status``, ``uuid``, and keys CronRadar has no counterpart
 for. :func:`check_fields` turns one into the field values the monitors API
 (:class:`monitors.api.MonitorSerializer`) takes, and says in coded
-:class:`Note` s what it could not map as it was; :func:`checks_fields` does it
-for a whole list (the importer's), where slugs must also be unique.
+:class:`Note` s what it could not map as it was. A list of checks (the
+importer's, :mod:`monitors.imports.healthchecks`) must also have unique slugs:
+:func:`made_slug` makes one for a check whose slug is taken.
 
 Only keys present are mapped (a partial update maps to a partial update);
 ``kind`` is set only when ``schedule`` or ``timeout`` is given (``schedule``
@@ -38,7 +39,7 @@ class Code(enum.StrEnum):
     NAME_MADE = "name_made"
     """The check has no name: the monitor is named after its slug (or UUID)."""
     SLUG_MADE = "slug_made"
-    """The check's slug is empty, or another check of the list has it: the
+    """The check's slug is empty, or another check or monitor has it: the
     monitor's slug is the slug of its name plus a UUID prefix."""
     TAG_NOT_MAPPED = "tag_not_mapped"
     """A tag CronRadar cannot store (a space in it, longer than 50 characters,
@@ -189,23 +190,6 @@ def check_fields(check: dict) -> tuple[dict, list[Note]]:
     if unmapped:
         notes.append(Note(Code.NOT_MAPPED, "not mapped: " + ", ".join(unmapped)))
     return fields, notes
-
-
-def checks_fields(checks: list) -> list[tuple[dict, list[Note]]]:
-    """:func:`check_fields` of every check of a list (``GET /api/v3/checks/``'s
-    ``checks``), in order; a slug a check shares with an earlier one becomes
-    the slug of its name plus a UUID prefix (``slug_made``), so each is unique.
-    Raises :class:`Refused` as :func:`check_fields` does (the first refusal)."""
-    mapped = [check_fields(check) for check in checks]
-    seen: set[str] = set()
-    for fields, notes in mapped:
-        slug = fields.get("slug")
-        if slug in seen:
-            fields["slug"] = made_slug(fields.get("name", ""), fields.get("uuid"))
-            notes.append(Note(Code.SLUG_MADE, f"slug '{fields['slug']}': another check has "
-                              f"the slug '{slug}'"))
-        seen.add(fields.get("slug"))
-    return mapped
 
 
 def made_slug(name: str, uuid: str | None) -> str:

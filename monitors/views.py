@@ -5,6 +5,10 @@ URL forms, each for GET, HEAD and POST::
     /ping/<uuid>[/start|/fail|/log|/<exit status 0-255>][?rid=<uuid>][&slot=<time>]
     /ping/<project ping key>/<slug>[/start|/fail|/log|/<exit status>][?rid=<uuid>][&slot=<time>]
 
+and, for requests to ``CRONRADAR_PING_HOST`` (a host name of its own, as
+Healthchecks' hosted ``hc-ping.com``), the same at the root path: ``/<uuid>...``,
+``/<ping key>/<slug>...``; that host answers nothing but pings.
+
 :class:`PingRoute` sends these URLs to :func:`ping` ahead of Django's middleware
 (as WSGI middleware around the Django application, in ``cronradar.wsgi`` and
 ``manage.py serve``); the URLconf routes them too (the test client, and any
@@ -200,7 +204,17 @@ def ping(request, path: str) -> HttpResponse:
     return _text(*answer) if isinstance(answer, tuple) else answer
 
 
-def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
+def on_ping_host(host: str) -> bool:
+    """Whether a request's ``Host`` header names ``CRONRADAR_PING_HOST`` (any case;
+    a port and a final dot ignored)."""
+    wanted = settings.CRONRADAR_PING_HOST
+    if not wanted or not host:
+        return False
+    name = host if host.endswith("]") else host.rsplit(":", 1)[0]  # an IPv6 literal has ':'
+    return name.rstrip(".").lower() == wanted
+
+
+def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int, str]:
     if request.method not in ("GET", "HEAD", "POST"):
         resp = _text(405, "method not allowed: use GET, HEAD or POST")
         resp["Allow"] = "GET, HEAD, POST"
@@ -216,8 +230,8 @@ def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
         lookup = {"project__ping_key": parts[0], "slug": parts[1]}
         action = parts[2] if len(parts) == 3 else None
     else:
-        return _text(404, "not found: use /ping/<uuid>[/action] "
-                          "or /ping/<ping key>/<slug>[/action]")
+        return _text(404, f"not found: use {base}<uuid>[/action] "
+                          f"or {base}<ping key>/<slug>[/action]")
     try:
         kind, exit_status = _parse_action(action)
     except ValueError as e:
@@ -284,42 +298,70 @@ def _ping(request, path: str) -> HttpResponse | tuple[int, str]:
     return CREATED if created else OK
 
 
+def _guarded(request, path: str, base: str) -> HttpResponse | tuple[int, str]:
+    """:func:`_ping`, with a database that cannot be reached answered ``503`` as
+    :class:`core.edge.EdgeMiddleware` does (the broken connection is closed; the
+    next request opens a new one) and a bug a plain-text ``500``, logged."""
+    try:
+        return _ping(request, path, base)
+    except (OperationalError, InterfaceError) as exc:
+        connection.close()
+        log.warning("database unavailable for a ping: %s", exc)
+        response = _text(503, "database unavailable, nothing was stored: "
+                              f"retry in {RETRY_AFTER} seconds")
+        response["Retry-After"] = str(RETRY_AFTER)
+        return response
+    except Exception:
+        log.exception("ping %s failed", request.path_info[:200])
+        return _text(500, "internal error")
+
+
 class PingRoute:
-    """WSGI middleware: ``/ping/...`` requests go straight to :func:`ping`.
+    """WSGI middleware: ``/ping/...`` requests, and every request to
+    ``CRONRADAR_PING_HOST`` (pings at the root path, as ``https://hc-ping.com/<uuid>``),
+    go straight to :func:`ping`.
 
     A ping needs none of what Django's middleware and request signals do (sessions,
     CSRF, authentication, static files, a ``SELECT 1`` health check of the database
     connection per request), and they cost a ping path about a fifth of its CPU
-    (bench/README.md). Everything else goes to ``app``. A database that cannot be
-    reached gives the same ``503`` as :class:`core.edge.EdgeMiddleware`
-    (the broken connection is closed; the next request opens a new one); a bug a
-    plain-text ``500``, logged.
+    (bench/README.md). Everything else goes to ``app``. Failures: :func:`_guarded`.
     """
 
     def __init__(self, app):
         self.app = app
 
     def __call__(self, environ, start_response):
-        if not environ.get("PATH_INFO", "").startswith("/ping/"):
+        if environ.get("PATH_INFO", "").startswith("/ping/"):
+            base = "/ping/"
+        elif on_ping_host(environ.get("HTTP_HOST", "")):
+            base = "/"
+        else:
             return self.app(environ, start_response)
         request = WSGIRequest(environ)
-        try:
-            response = _ping(request, request.path_info[len("/ping/"):])
-            if isinstance(response, tuple):  # stored: the common answer, ready-made
-                status, body = _WSGI_ANSWERS[response]
-                start_response(status, [("Content-Type", "text/plain; charset=utf-8"),
-                                        ("Content-Length", str(len(body)))])
-                return [b"" if request.method == "HEAD" else body]
-        except (OperationalError, InterfaceError) as exc:
-            connection.close()
-            log.warning("database unavailable for a ping: %s", exc)
-            response = _text(503, "database unavailable, nothing was stored: "
-                                  f"retry in {RETRY_AFTER} seconds")
-            response["Retry-After"] = str(RETRY_AFTER)
-        except Exception:
-            log.exception("ping %s failed", request.path_info[:200])
-            response = _text(500, "internal error")
+        response = _guarded(request, request.path_info[len(base):], base)
+        if isinstance(response, tuple):  # stored: the common answer, ready-made
+            status, body = _WSGI_ANSWERS[response]
+            start_response(status, [("Content-Type", "text/plain; charset=utf-8"),
+                                    ("Content-Length", str(len(body)))])
+            return [b"" if request.method == "HEAD" else body]
         body = b"" if request.method == "HEAD" else response.content
         headers = [*response.items(), ("Content-Length", str(len(response.content)))]
         start_response(f"{response.status_code} {response.reason_phrase}", headers)
         return [body]
+
+
+class PingHostMiddleware:
+    """Django middleware, first in ``MIDDLEWARE``: a request to
+    ``CRONRADAR_PING_HOST`` is a ping at the root path, answered as :class:`PingRoute`
+    answers it ahead of Django (the test client, a deployment that loads Django's
+    bare handler). Other hosts go on unchanged."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if (request.path_info.startswith("/ping/")
+                or not on_ping_host(request.META.get("HTTP_HOST", ""))):
+            return self.get_response(request)
+        answer = _guarded(request, request.path_info[1:], "/")
+        return _text(*answer) if isinstance(answer, tuple) else answer

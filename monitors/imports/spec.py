@@ -40,13 +40,18 @@ class Conflict(ImportFailed):
 @dataclass(frozen=True)
 class Remark:
     """Something said about a place in the file: ``where`` is ``line 7``,
-    ``document 2 (line 14)`` or ``""`` (the whole file)."""
+    ``document 2 (line 14)``, ``check 3 (Backups)`` or ``""`` (the whole file);
+    ``code``: what it is about, where the importer codes it (Healthchecks':
+    :class:`monitors.healthchecks.Code`), else ``""``."""
 
     where: str
     message: str
+    code: str = ""
 
     def as_dict(self) -> dict:
-        return {"where": self.where, "message": self.message}
+        """``{"where", "message"}``, and ``"code"`` when there is one."""
+        return {"where": self.where, "message": self.message,
+                **({"code": self.code} if self.code else {})}
 
 
 @dataclass

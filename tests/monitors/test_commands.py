@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 
 from monitors.imports import crontab
 from monitors.models import Monitor
-from tests.conftest import DATA, S
+from tests.conftest import DATA, S, new_project
 from tests.monitors.conftest import GRACE, curl_wrap
 
 
@@ -173,3 +173,70 @@ def test_importk8s_creates_updates_and_is_idempotent(project, tmp_path):
     (tmp_path / "bad.yaml").write_text("kind: [\n")
     with pytest.raises(CommandError, match=r"bad.yaml: not YAML at line 2"):
         command("importk8s", str(tmp_path / "bad.yaml"), "--project", "acme")
+
+
+HC_CHECKS = DATA / "healthchecks_checks.json"
+
+
+def test_importhealthchecks_fetches_with_the_key_and_is_idempotent(project, settings):
+    """--url: the checks' UUIDs are taken even where sign-up is open (the key owns them)."""
+    import httpx
+    import respx
+
+    settings.CRONRADAR_SIGNUP = "open"
+    with respx.mock(assert_all_called=True) as router:
+        route = router.get("https://hc.example.com/api/v3/checks/").mock(
+            return_value=httpx.Response(200, text=HC_CHECKS.read_text()))
+        out, _ = command("importhealthchecks", "--url", "https://hc.example.com",
+                         "--api-key", "KEY", "--project", "acme", "--dry-run")
+        assert not Monitor.objects.exists()
+        assert "dry run, nothing changed: 4 created, 0 updated, 0 unchanged, 0 reported" in out
+        out, _ = command("importhealthchecks", "--url", "https://hc.example.com",
+                         "--api-key", "KEY")  # the installation's only project
+        again, _ = command("importhealthchecks", "--url", "https://hc.example.com",
+                           "--api-key", "KEY", "--project", "acme")
+    assert route.calls.last.request.headers["X-Api-Key"] == "KEY"
+    lines = out.splitlines()
+    assert lines[0].startswith("using database: ")
+    assert lines[1:4] == [
+        "project 'acme' in organisation 'acme'",
+        "4 created, 0 updated, 0 unchanged, 0 reported",
+        "  created filesystem-backup (check 1 (Filesystem Backup)): uuid "
+        "'31365bce-8da9-4729-8ff3-aaa71d56b712', name 'Filesystem Backup', slug "
+        "'filesystem-backup', description 'Runs incremental backup every hour', tags "
+        '["backup", "fs"], kind \'interval\', timezone \'UTC\', cron_semantics \'debian\', '
+        "grace 600, paused false, methods '', schedule '', period 3600"]
+    assert ("  check 3 (Log rotation): warning: paused with manual_resume false: Healthchecks "
+            "would resume it on its next ping; CronRadar keeps it paused until you resume it"
+            ) in lines
+    assert "0 created, 0 updated, 4 unchanged, 0 reported" in again
+    assert Monitor.objects.count() == 4
+
+
+def test_importhealthchecks_from_a_saved_answer(project, settings, tmp_path):
+    settings.CRONRADAR_SIGNUP = "closed"
+    out, _ = command("importhealthchecks", "--from-json", str(HC_CHECKS), "--project", "acme")
+    assert "4 created, 0 updated, 0 unchanged, 0 reported" in out
+    assert str(Monitor.objects.get(slug="database-backup").uuid) == (
+        "803f680d-e89b-492b-82ef-2be7b774a92d")
+    settings.CRONRADAR_SIGNUP = "open"
+    with pytest.raises(CommandError, match="a file's UUIDs cannot be shown to be yours"):
+        command("importhealthchecks", "--from-json", str(HC_CHECKS), "--project", "acme")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--url", "https://hc.example.com"], "--url needs --api-key"),
+    (["--from-json", "x.json", "--api-key", "K"], "--api-key goes with --url"),
+    (["--from-json", "/nonexistent/checks.json"], "/nonexistent/checks.json: No such file"),
+    (["--from-json", "x.json", "--project", "nope"], "no project 'nope'"),
+])
+def test_importhealthchecks_refuses_what_it_cannot_do(project, args, message):
+    with pytest.raises(CommandError, match=message):
+        command("importhealthchecks", *args)
+
+
+def test_importhealthchecks_needs_a_project_where_there_are_several(project):
+    new_project("globex")
+    with pytest.raises(CommandError, match="--project is required: this installation has "
+                                           "several projects"):
+        command("importhealthchecks", "--from-json", str(HC_CHECKS))

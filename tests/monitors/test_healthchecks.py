@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from monitors.healthchecks import Code, Note, Refused, check_fields, checks_fields, made_slug
+from monitors.healthchecks import Code, Note, Refused, check_fields, made_slug
 from tests.conftest import DATA
 
 CHECKS = json.loads((DATA / "healthchecks_checks.json").read_text())["checks"]
@@ -57,15 +57,6 @@ def test_paused_with_manual_resume_has_no_warning():
 def test_every_status_maps_to_the_nearest_state_with_a_note(status, paused, said):
     fields, notes = check_fields({"status": status})
     assert (fields, notes) == ({"paused": paused}, [Note(Code.STATUS, said)])
-
-
-def test_a_duplicate_slug_in_a_list_becomes_the_slug_of_the_name_and_a_uuid_prefix():
-    mapped = checks_fields(CHECKS)
-    assert [f["slug"] for f, _ in mapped] == [
-        "filesystem-backup", "database-backup", "log-rotation-0a3e1a4f",
-        "database-backup-replica-5d2c6b0e"]
-    assert mapped[3][1][-1] == Note(Code.SLUG_MADE, "slug 'database-backup-replica-5d2c6b0e': "
-                                    "another check has the slug 'database-backup'")
 
 
 def test_tags_cronradar_cannot_store_are_listed_as_not_mapped():

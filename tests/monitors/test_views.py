@@ -268,3 +268,63 @@ def test_a_refused_slot_makes_no_monitor_on_create(client, project, ping_clock):
     assert made.status_code == 201
     assert list(Run.objects.filter(monitor__slug="newtwo").values_list("slot_at", flat=True)) == [
         datetime(2026, 1, 5, 12, 0, tzinfo=UTC)]
+
+
+HC_PING = "hc-ping.com"
+
+
+@pytest.mark.parametrize("suffix,kind,code", [
+    ("", "success", None), ("/start", "start", None), ("/fail", "fail", None),
+    ("/log", "log", None), ("/0", "success", 0), ("/3", "fail", 3)])
+def test_the_ping_host_answers_pings_at_the_root_path(client, make_monitor, settings, suffix,
+                                                      kind, code):
+    """CRONRADAR_PING_HOST: hc-ping.com's URLs (/<uuid>..., /<ping key>/<slug>...) as
+    /ping/...; a port, a final dot and the case of the Host header do not matter."""
+    settings.CRONRADAR_PING_HOST = HC_PING
+    m = make_monitor(name="backup")
+    assert client.get(f"/{m.uuid}{suffix}", HTTP_HOST="HC-Ping.com.").content == b"OK\n"
+    assert client.post(f"/{m.project.ping_key}/backup{suffix}?rid={uuid.uuid4()}",
+                       HTTP_HOST="hc-ping.com:443").status_code == 200
+    assert client.get(f"/ping/{m.uuid}{suffix}", HTTP_HOST=HC_PING).status_code == 200
+    pings = list(Ping.objects.filter(monitor=m).order_by("pk"))
+    assert [(p.kind, p.exit_status) for p in pings] == [(kind, code)] * 3
+
+
+def test_the_ping_host_answers_nothing_but_pings_and_other_hosts_are_unchanged(
+        client, make_monitor, settings):
+    settings.CRONRADAR_PING_HOST = HC_PING
+    m = make_monitor()
+    resp = client.get("/", HTTP_HOST=HC_PING)
+    assert (resp.status_code, resp.content) == (
+        404, b"not found: use /<uuid>[/action] or /<ping key>/<slug>[/action]\n")
+    resp = client.get("/api/v1/", HTTP_HOST=HC_PING)  # a ping key "api" and a slug "v1"
+    assert (resp.status_code, resp.content) == (404, b"not found: no monitor with this ping URL\n")
+    assert client.get(f"/{m.uuid}/bogus", HTTP_HOST=HC_PING).status_code == 400
+    assert client.get(f"/{m.uuid}").status_code == 404  # the dashboard's host: no such page
+    assert client.get("/api/v1/schema/").status_code == 200
+    settings.CRONRADAR_PING_HOST = ""
+    assert client.get(f"/{m.uuid}", HTTP_HOST=HC_PING).status_code == 404
+    assert not Ping.objects.exists()
+
+
+def test_the_ping_route_answers_the_ping_host_ahead_of_django(make_monitor, settings):
+    from monitors.views import PingRoute
+
+    settings.CRONRADAR_PING_HOST = HC_PING
+    m = make_monitor()
+    seen, passed = {}, []
+    route = PingRoute(lambda environ, start: passed.append(environ["PATH_INFO"]) or [b"django"])
+
+    def call(path, host, method="GET"):
+        environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "",
+                   "SERVER_NAME": "cronradar", "SERVER_PORT": "80", "HTTP_HOST": host,
+                   "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(b""),
+                   "REMOTE_ADDR": "192.0.2.7"}
+        return b"".join(route(environ, lambda status, headers: seen.update(status=status)))
+
+    assert (call(f"/{m.uuid}/start", HC_PING), seen["status"]) == (b"OK\n", "200 OK")
+    assert call(f"/{m.uuid}/start", HC_PING, "HEAD") == b""
+    assert call("/", HC_PING) == b"not found: use /<uuid>[/action] or /<ping key>/<slug>[/action]\n"
+    assert call(f"/{m.uuid}", "cronradar.example.com") == b"django"
+    assert passed == [f"/{m.uuid}"]
+    assert Ping.objects.filter(monitor=m, kind="start").count() == 2

@@ -73,3 +73,17 @@ def test_production_turns_on_the_guard_and_secure_cookies(settings):
                   fresh.CSRF_COOKIE_SECURE)
     importlib.reload(module)  # back to the test environment's values
     assert values == (True, True, True)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("https://hc-ping.com", ": a host name, like hc-ping.com (no scheme, port or path)"),
+    ("hc-ping.com:443", ": a host name, like hc-ping.com (no scheme, port or path)"),
+    ("cronradar.example.com", " is the host of CRONRADAR_BASE_URL: it answers only pings, so "
+                              "give it a name of its own"),
+])
+def test_a_bad_ping_host_stops_the_start_with_one_line(value, message, tmp_path):
+    done = check(CRONRADAR_DATA_DIR=str(tmp_path), CRONRADAR_PING_HOST=value,
+                 CRONRADAR_BASE_URL="https://cronradar.example.com")
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"configuration error: CRONRADAR_PING_HOST={value!r}{message}")
