@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/v1/", include("accounts.api_urls")),
     path("api/v1/", include("alerts.api_urls")),
     path("api/v1/", include(router.urls)),
+    path("api/v3/", include("alerts.hc_api_urls")),  # Healthchecks' Management API subset
     path("admin/", admin.site.urls),
     path("", include("cronradar.dashboard.urls")),
 ]
