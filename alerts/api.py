@@ -5,14 +5,17 @@ models; lookups are scoped to the key's project.
 """
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Prefetch
+from django.http import Http404
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
+    OpenApiResponse,
     extend_schema,
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import generics, serializers, viewsets
+from rest_framework import exceptions, generics, serializers, viewsets
 from rest_framework.response import Response
 
 from accounts import tenancy
@@ -529,6 +532,137 @@ class EscalationPolicyViewSet(viewsets.ModelViewSet):
             raise serializers.ValidationError(
                 {"detail": f"in use by monitors {users}: give them another policy first"})
         policy.delete()
+
+
+# --- upserts by name ----------------------------------------------------------------------
+
+SECRET_SHOWN = "***"  # how a credential reads for a caller who may only read
+
+
+def keep_secrets(config: dict, previous: dict | None) -> dict:
+    """``config`` for a channel whose stored config is ``previous`` (None: a new
+    channel): a credential (any field but those :data:`SHOWN_TO_READERS`) given as
+    ``"***"`` or left out is the stored one, so a file written by an export, or by
+    someone who may only read, can be applied without the secrets in it. A ``"***"``
+    with nothing stored is a ValidationError naming the field."""
+    masked = [k for k, v in config.items() if v == SECRET_SHOWN and k not in SHOWN_TO_READERS]
+    if previous is None:
+        if masked:
+            raise serializers.ValidationError({"config": [
+                f"{masked[0]}: '***' keeps a stored secret, and this channel is new: "
+                "give the secret"]})
+        return config
+    kept = {k: v for k, v in previous.items() if k not in SHOWN_TO_READERS}
+    return {**kept, **{k: v for k, v in config.items() if k not in masked}}
+
+
+class _ByName(generics.GenericAPIView):
+    """``GET/PUT …/by-name/<name>/``: read, or create-or-update (201 created, 200
+    changed; fields left out keep their values) the object with this ``name`` in the
+    key's project (a person in several gives ``project``: in the body of a PUT, the
+    query of a GET). A blank name is a 400; a name two objects of the project share
+    is a 409 naming their ids (the name cannot say which: rename one)."""
+
+    write_role = Membership.Role.ADMIN
+    noun = ""
+
+    def named(self, project):
+        """The project's objects of this kind (the by-name lookup's rows)."""
+        raise NotImplementedError
+
+    def prepare(self, data: dict, instance) -> dict:
+        """The body as the serializer takes it, given the stored object (or None)."""
+        return data
+
+    def fresh(self, obj):
+        return obj
+
+    def _found(self, request, name):
+        if not name.strip():
+            raise serializers.ValidationError({"name": ["must not be blank"]})
+        body = request.data if request.method == "PUT" else request.query_params
+        if request.method == "PUT" and not isinstance(body, dict):
+            raise serializers.ValidationError({"detail": ["the body must be a JSON object"]})
+        role = Membership.Role.VIEWER if request.method == "GET" else self.write_role
+        project = tenancy.target_project(
+            request, monitors_api._project(request, body.get("project")), role)
+        rows = list(self.named(project).filter(name=name).order_by("pk")[:10])
+        if len(rows) > 1:
+            raise Conflict({"detail": f"{len(rows)} {self.noun}s of this project are named "
+                                      f"'{name}' (ids {', '.join(str(r.pk) for r in rows)}): "
+                                      "rename one, a name must say which"})
+        return project, (rows[0] if rows else None)
+
+    def get(self, request, name):
+        project, instance = self._found(request, name)
+        if instance is None:
+            raise Http404
+        return Response(self.get_serializer(self.fresh(instance)).data)
+
+    def put(self, request, name):
+        project, instance = self._found(request, name)
+        if request.data.get("name", name) != name:
+            raise serializers.ValidationError({"name": ["must be the name in the URL"]})
+        data = self.prepare({**request.data, "name": name, "project": project.pk}, instance)
+        serializer = self.get_serializer(instance, data=data, partial=instance is not None)
+        serializer.is_valid(raise_exception=True)
+        serializer.save()
+        return Response(self.get_serializer(self.fresh(serializer.instance)).data,
+                        status=201 if instance is None else 200)
+
+
+class Conflict(exceptions.APIException):
+    """409: the request names something ambiguously."""
+
+    status_code = 409
+    default_detail = "conflict"
+
+
+def _by_name_schema(serializer):
+    """The OpenAPI description of a :class:`_ByName` view answering ``serializer``."""
+    ambiguous = OpenApiResponse(OpenApiTypes.OBJECT, description="two or more objects of "
+                                "the project have this name (their ids): rename one")
+    project = OpenApiParameter("project", int, description="the project (for a person in "
+                               "several)")
+    return extend_schema_view(
+        get=extend_schema(parameters=[project], responses={200: serializer, 409: ambiguous}),
+        put=extend_schema(request=serializer, responses={200: serializer, 201: serializer,
+                                                         409: ambiguous}))
+
+
+@_by_name_schema(ChannelSerializer)
+class ChannelByName(_ByName):
+    """``GET/PUT /api/v1/channels/by-name/<name>/``: a channel by its name (see
+    :class:`_ByName`). A PUT's ``config`` keeps the stored credentials it gives as
+    ``"***"`` or leaves out (:func:`keep_secrets`); ``kind`` cannot change."""
+
+    serializer_class = ChannelSerializer
+    noun = "channel"
+
+    def named(self, project):
+        return Channel.objects.filter(project=project, deleted_at__isnull=True)
+
+    def prepare(self, data, instance):
+        if isinstance(data.get("config"), dict):
+            data["config"] = keep_secrets(data["config"],
+                                          None if instance is None else instance.config)
+        return data
+
+
+@_by_name_schema(EscalationPolicySerializer)
+class EscalationPolicyByName(_ByName):
+    """``GET/PUT /api/v1/escalation-policies/by-name/<name>/``: a policy by its name
+    (see :class:`_ByName`); ``tiers`` given replace the stored ones."""
+
+    serializer_class = EscalationPolicySerializer
+    noun = "escalation policy"
+
+    def named(self, project):
+        return EscalationPolicy.objects.filter(project=project)
+
+    def fresh(self, policy):
+        return EscalationPolicy.objects.prefetch_related("tiers__channels", "monitors").get(
+            pk=policy.pk)
 
 
 # --- maintenance windows --------------------------------------------------------------------
