@@ -4,86 +4,13 @@ server), errors as ApiError with the status and the server's message, retries of
 429/503; and against a live `manage.py serve`: an upsert's status, a paged list,
 a refused body."""
 import json
-import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from cronradar_sdk.api import ApiClient, ApiError, next_link
 
 from tests.live import Service, free_port
-
-KEY = "cr_test"
-
-
-class Stub:
-    """A local HTTP server answering from ``routes``: {(method, path): handler}, a
-    handler taking (query, body, stub) and returning (status, headers, json)."""
-
-    def __init__(self, routes):
-        self.routes, self.requests = routes, []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _any(self):
-                parts = urlsplit(self.path)
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                stub.requests.append((self.command, self.path, dict(self.headers), raw))
-                route = stub.routes.get((self.command, parts.path))
-                status, headers, data = (route(parse_qs(parts.query), raw, stub) if route
-                                         else (404, {}, {"detail": "Not found."}))
-                body = b"" if data is None else json.dumps(data).encode()
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _any
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def client(self, **kw):
-        return ApiClient(url=self.url, api_key=KEY, **kw)
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def stub():
-    made = []
-
-    def make(routes):
-        made.append(Stub(routes))
-        return made[-1]
-    yield make
-    for s in made:
-        s.close()
-
-
-def paged(items, size, host=None):
-    """A handler paging ``items`` by ``size`` with a cursor, as CronRadar's lists do;
-    ``host``: the Link's URL on that host (as a proxy might write it)."""
-    def handler(query, body, stub):
-        start = int(query.get("cursor", ["0"])[0])
-        page = items[start:start + size]
-        headers = {}
-        if start + size < len(items):
-            base = host or stub.url
-            headers["Link"] = (f'<{base}/api/v1/monitors/?limit={size}&cursor={start + size}>;'
-                               ' rel="next"')
-        return 200, headers, page
-    return handler
-
+from tests.sdk.conftest import KEY, paged
 
 MONITORS = [{"id": i, "slug": f"m{i}"} for i in range(1, 151)]
 
