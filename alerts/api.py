@@ -453,7 +453,7 @@ class EscalationPolicySerializer(RejectUnknown, serializers.ModelSerializer):
 
     def get_monitors(self, policy) -> list[int]:
         """Ids of the monitors that use it."""
-        return sorted(a.monitor_id for a in policy.monitors.all())
+        return users_of(policy)
 
     def validate(self, attrs):
         project = tenancy.project_for(self, attrs, Membership.Role.ADMIN)
@@ -487,6 +487,16 @@ class EscalationPolicySerializer(RejectUnknown, serializers.ModelSerializer):
         return policy
 
 
+def users_of(policy: EscalationPolicy) -> list[int]:
+    """Ids of the monitors that use ``policy``, not deleted ones (a deleted monitor
+    keeps its settings until the evaluator removes it); prefetch
+    ``monitors__monitor``."""
+    return sorted(a.monitor_id for a in policy.monitors.all() if a.monitor.deleted_at is None)
+
+
+POLICY_PREFETCH = ("tiers__channels", "monitors__monitor")
+
+
 def _set_tiers(policy: EscalationPolicy, tiers: list[dict]) -> None:
     """Replace ``policy``'s tiers (open incidents take their next step by them)."""
     policy.tiers.all().delete()
@@ -515,7 +525,8 @@ class ChannelTest(generics.GenericAPIView):
 
 class EscalationPolicyViewSet(viewsets.ModelViewSet):
     """``/api/v1/escalation-policies/`` list/create, ``.../<id>/`` get/patch/delete.
-    A policy in use by monitors cannot be deleted (400 naming them)."""
+    A policy in use by monitors cannot be deleted (400 naming them); deleted monitors
+    (not yet purged) do not count."""
 
     serializer_class = EscalationPolicySerializer
     write_role = Membership.Role.ADMIN
@@ -524,14 +535,18 @@ class EscalationPolicyViewSet(viewsets.ModelViewSet):
 
     def get_queryset(self):
         return (tenancy.visible(self.request, EscalationPolicy.objects)
-                .prefetch_related("tiers__channels", "monitors").order_by("pk"))
+                .prefetch_related(*POLICY_PREFETCH).order_by("pk"))
 
     def perform_destroy(self, policy):
-        users = sorted(a.monitor_id for a in policy.monitors.all())
+        users = users_of(policy)
         if users:
             raise serializers.ValidationError(
                 {"detail": f"in use by monitors {users}: give them another policy first"})
-        policy.delete()
+        with transaction.atomic():  # deleted monitors keep settings until purged: not this one
+            Alerting.objects.filter(escalation_policy=policy,
+                                    monitor__deleted_at__isnull=False).update(
+                escalation_policy=None)
+            policy.delete()
 
 
 # --- upserts by name ----------------------------------------------------------------------
@@ -561,54 +576,70 @@ class _ByName(generics.GenericAPIView):
     changed; fields left out keep their values) the object with this ``name`` in the
     key's project (a person in several gives ``project``: in the body of a PUT, the
     query of a GET). A blank name is a 400; a name two objects of the project share
-    is a 409 naming their ids (the name cannot say which: rename one)."""
+    is a 409 naming their ids (the name cannot say which: rename one).
+    :meth:`upsert` is the same for callers with a project in hand (the dashboard)."""
 
     write_role = Membership.Role.ADMIN
     noun = ""
 
-    def named(self, project):
+    @classmethod
+    def named(cls, project):
         """The project's objects of this kind (the by-name lookup's rows)."""
         raise NotImplementedError
 
-    def prepare(self, data: dict, instance) -> dict:
+    @classmethod
+    def prepare(cls, data: dict, instance) -> dict:
         """The body as the serializer takes it, given the stored object (or None)."""
         return data
 
-    def fresh(self, obj):
+    @classmethod
+    def fresh(cls, obj):
         return obj
 
-    def _found(self, request, name):
+    @classmethod
+    def find(cls, project, name: str):
+        """The project's object named ``name`` (None: none); ValidationError when the
+        name is blank, Conflict when objects share it."""
         if not name.strip():
             raise serializers.ValidationError({"name": ["must not be blank"]})
-        body = request.data if request.method == "PUT" else request.query_params
-        if request.method == "PUT" and not isinstance(body, dict):
-            raise serializers.ValidationError({"detail": ["the body must be a JSON object"]})
-        role = Membership.Role.VIEWER if request.method == "GET" else self.write_role
-        project = tenancy.target_project(
-            request, monitors_api._project(request, body.get("project")), role)
-        rows = list(self.named(project).filter(name=name).order_by("pk")[:10])
+        rows = list(cls.named(project).filter(name=name).order_by("pk")[:10])
         if len(rows) > 1:
-            raise Conflict({"detail": f"{len(rows)} {self.noun}s of this project are named "
+            raise Conflict({"detail": f"{len(rows)} {cls.noun}s of this project are named "
                                       f"'{name}' (ids {', '.join(str(r.pk) for r in rows)}): "
                                       "rename one, a name must say which"})
-        return project, (rows[0] if rows else None)
+        return rows[0] if rows else None
+
+    @classmethod
+    def upsert(cls, request, project, name: str, body: dict):
+        """Create or update ``project``'s object ``name`` from ``body`` (as a PUT's):
+        (the object, whether it was created). Raises the API's ValidationError,
+        PermissionDenied or Conflict."""
+        instance = cls.find(project, name)
+        if body.get("name", name) != name:
+            raise serializers.ValidationError({"name": ["must be the name in the URL"]})
+        data = cls.prepare({**body, "name": name, "project": project.pk}, instance)
+        serializer = cls.serializer_class(instance, data=data, partial=instance is not None,
+                                          context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        return cls.fresh(serializer.save()), instance is None
+
+    def _project(self, request, body):
+        role = Membership.Role.VIEWER if request.method == "GET" else self.write_role
+        return tenancy.target_project(
+            request, monitors_api._project(request, body.get("project")), role)
 
     def get(self, request, name):
-        project, instance = self._found(request, name)
+        instance = self.find(self._project(request, request.query_params), name)
         if instance is None:
             raise Http404
         return Response(self.get_serializer(self.fresh(instance)).data)
 
     def put(self, request, name):
-        project, instance = self._found(request, name)
-        if request.data.get("name", name) != name:
-            raise serializers.ValidationError({"name": ["must be the name in the URL"]})
-        data = self.prepare({**request.data, "name": name, "project": project.pk}, instance)
-        serializer = self.get_serializer(instance, data=data, partial=instance is not None)
-        serializer.is_valid(raise_exception=True)
-        serializer.save()
-        return Response(self.get_serializer(self.fresh(serializer.instance)).data,
-                        status=201 if instance is None else 200)
+        if not isinstance(request.data, dict):
+            raise serializers.ValidationError({"detail": ["the body must be a JSON object"]})
+        saved, created = self.upsert(request, self._project(request, request.data), name,
+                                     request.data)
+        return Response(self.get_serializer(saved).data, status=201 if created else 200)
 
 
 class Conflict(exceptions.APIException):
@@ -639,10 +670,12 @@ class ChannelByName(_ByName):
     serializer_class = ChannelSerializer
     noun = "channel"
 
-    def named(self, project):
+    @classmethod
+    def named(cls, project):
         return Channel.objects.filter(project=project, deleted_at__isnull=True)
 
-    def prepare(self, data, instance):
+    @classmethod
+    def prepare(cls, data, instance):
         if isinstance(data.get("config"), dict):
             data["config"] = keep_secrets(data["config"],
                                           None if instance is None else instance.config)
@@ -657,11 +690,13 @@ class EscalationPolicyByName(_ByName):
     serializer_class = EscalationPolicySerializer
     noun = "escalation policy"
 
-    def named(self, project):
+    @classmethod
+    def named(cls, project):
         return EscalationPolicy.objects.filter(project=project)
 
-    def fresh(self, policy):
-        return EscalationPolicy.objects.prefetch_related("tiers__channels", "monitors").get(
+    @classmethod
+    def fresh(cls, policy):
+        return EscalationPolicy.objects.prefetch_related(*POLICY_PREFETCH).get(
             pk=policy.pk)
 
 

@@ -381,3 +381,19 @@ def test_escalation_policy_by_name_creates_then_replaces_tiers(api, project):
     assert (blank.status_code, blank.json()) == (400, {"name": ["must not be blank"]})
     missing = api.put("/api/v1/escalation-policies/by-name/new/", {"repeat": 0}, format="json")
     assert (missing.status_code, missing.json()) == (400, {"tiers": ["This field is required."]})
+
+
+def test_a_deleted_monitor_no_longer_holds_its_escalation_policy(api, project):
+    ch = Channel.objects.create(project=project, kind="webhook", name="a",
+                                config={"url": "https://x.test/", "secret": "s"})
+    policy = api.post("/api/v1/escalation-policies/", {
+        "name": "p", "tiers": [{"delay": 0, "channels": [ch.pk]}]}, format="json").json()
+    m = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1,
+                                       "escalation_policy": policy["id"]}, format="json").json()
+    url = f"/api/v1/escalation-policies/{policy['id']}/"
+    assert api.delete(url).json() == {"detail": f"in use by monitors [{m['id']}]: give them "
+                                                "another policy first"}
+    # deleted, the monitor keeps its row (and its settings) until the evaluator purges it
+    assert api.delete(f"/api/v1/monitors/{m['id']}/").status_code == 204
+    assert api.get(url).json()["monitors"] == []
+    assert api.delete(url).status_code == 204
