@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path, re_path, reverse_lazy
 
 from accounts.people import ResetForm
-from cronradar.dashboard import account, badges, docs, incidents, monitors, setup
+from cronradar.dashboard import account, badges, docs, incidents, monitors, monitorsfile, setup
 
 app_name = "dashboard"
 DONE = reverse_lazy("dashboard:password_reset_done")
@@ -12,6 +12,9 @@ DONE = reverse_lazy("dashboard:password_reset_done")
 urlpatterns = [
     path("", monitors.monitor_list, name="monitors"),
     path("monitors/new/", monitors.monitor_edit, name="monitor_new"),
+    path("monitors/file/", monitorsfile.monitors_file, name="monitors_file"),
+    re_path(r"^monitors/file/export\.(?P<fmt>json|yaml)$", monitorsfile.monitors_file_export,
+            name="monitors_file_export"),
     path("monitors/<int:pk>/", monitors.monitor_detail, name="monitor"),
     path("monitors/<int:pk>/edit/", monitors.monitor_edit, name="monitor_edit"),
     path("monitors/<int:pk>/pause/", monitors.monitor_pause, name="monitor_pause"),

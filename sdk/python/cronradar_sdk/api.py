@@ -121,7 +121,7 @@ class ApiClient:
                     time.sleep(wait)
                     continue
                 answer = _decode(raw, strict=False)
-                raise ApiError(e.code, _message(answer, e.reason), answer, method,
+                raise ApiError(e.code, message_of(answer, e.reason), answer, method,
                                _safe(url)) from None
             except (urllib.error.URLError, OSError) as e:
                 if method in IDEMPOTENT and attempt < self.retries:
@@ -202,7 +202,7 @@ def _decode(raw: bytes, strict: bool = True) -> Any:
         return text
 
 
-def _message(answer: Any, reason: str) -> str:
+def message_of(answer: Any, reason: str = "") -> str:
     """The server's message: its messages as ``field: message; ...`` (nested fields
     joined with dots, list items by index; ``detail`` unnamed), or ``reason``."""
     text = "; ".join(_messages(answer, ""))

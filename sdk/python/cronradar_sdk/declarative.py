@@ -35,7 +35,7 @@ SCHEMA_PATH = Path(__file__).with_name("monitors.schema.json")
 SHOWN = ("to", "region")  # config fields that are not credentials (as the API's readers see)
 READ_ONLY_CONFIG = ("signing_secret",)  # config the API adds to its answer; never in a file
 MASKED = "***"  # a credential the file does not give: keep the stored one
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def schema() -> dict:
@@ -236,7 +236,7 @@ def expand(doc: dict, environ: Mapping[str, str]) -> dict:
                     problems.append(f"{where}: ${{{m.group(1)}}} is not set in the environment")
                     return m.group(0)
                 return environ[m.group(1)]
-            return _PLACEHOLDER.sub(sub, value)
+            return PLACEHOLDER.sub(sub, value)
         if isinstance(value, list):
             return [one(v, where) for v in value]
         return value
