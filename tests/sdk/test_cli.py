@@ -1,7 +1,6 @@
 """cronradar_sdk.cli: ``exec`` goes to cronradar_exec.main with its arguments as
 they were; ``apply`` and ``export`` need a URL and a key; bad arguments exit 2."""
 import pytest
-
 from cronradar_sdk import cli, cronradar_exec
 
 
