@@ -4,12 +4,15 @@ stand-in for the API); and round trips against a live `manage.py serve` (export 
 apply changes nothing, a change is an exact diff, --dry-run changes nothing,
 --prune, credentials as placeholders, 150 monitors)."""
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 from cronradar_sdk import cli, declarative
 from cronradar_sdk.declarative import FileError, State
 
-from tests.live import Service
+from tests.live import ROOT, Service
 from tests.sdk.conftest import paged
 
 # --- a file, checked -------------------------------------------------------------------
@@ -150,6 +153,19 @@ def test_masked_or_left_out_credentials_and_names_in_any_order_are_unchanged():
                                                                 "channels": ["ops"]}]}],
            "monitors": [{"slug": "nightly", "channels": ["ops"]}]}
     assert [c.action for c in declarative.plan(doc, STATE, prune=True)] == ["unchanged"] * 3
+
+
+def test_a_schedule_written_as_an_alias_or_with_other_spacing_is_unchanged():
+    for written in ("0  3 * * *", " 0 3 * * * "):
+        doc = {"version": 1, "monitors": [{"slug": "nightly", "schedule": written}]}
+        assert [c.action for c in declarative.plan(doc, STATE)] == ["unchanged"]
+    daily = State([], [], [{**MON, "schedule": "0 0 * * *", "channels": "all",
+                            "escalation_policy": None}])
+    doc = {"version": 1, "monitors": [{"slug": "nightly", "schedule": "@Daily"}]}
+    assert [c.action for c in declarative.plan(doc, daily)] == ["unchanged"]
+    doc["monitors"][0]["schedule"] = "@hourly"
+    assert declarative.plan(doc, daily)[0].lines() == [
+        'changed monitor nightly: schedule: "0 0 * * *" → "@hourly"']
 
 
 def test_prune_takes_each_kind_the_file_has_a_section_for_monitors_first():
@@ -450,3 +466,25 @@ def test_live_an_api_refusal_exits_1_with_the_server_s_message(cr, tmp_path):
     assert (status, lines) == (1, [])
     assert err.endswith("/api/v1/monitors/by-slug/a/: 400: grace: required: seconds a run may "
                         "start after its scheduled time\n")
+
+
+PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python3.8")
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not PY38.exists(), reason="no Python 3.8 on this machine")
+def test_live_apply_and_export_run_on_python_3_8(cr, tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"version": 1, "monitors": [
+        {"slug": "old", "name": "Old", "period": 60, "grace": 5}]}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "sdk" / "python")}
+
+    def run(*args):
+        done = subprocess.run([str(PY38), "-m", "cronradar_sdk.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=60)
+        return done.returncode, done.stdout.splitlines(), done.stderr
+    assert run("apply", "-f", str(path)) == (0, [
+        "created monitor old", "1 created, 0 changed, 0 unchanged, 0 pruned"], "")
+    status, lines, err = run("export", "--format", "json")
+    assert (status, err) == (0, "")
+    assert [m["slug"] for m in json.loads("\n".join(lines))["monitors"]] == ["old"]

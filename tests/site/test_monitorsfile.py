@@ -40,6 +40,12 @@ def test_the_schema_has_each_channel_kind_s_config():
     assert set(declarative.SHOWN) == SHOWN_TO_READERS
 
 
+def test_the_sdk_reads_schedule_aliases_as_the_service_stores_them():
+    from monitors.schedule import _ALIASES
+
+    assert declarative.CRON_ALIASES == _ALIASES
+
+
 def test_problems_name_where_they_are():
     doc = {"version": 1, "channels": [{"name": "", "kind": "slack", "config": {"url": 1}}],
            "monitors": [{"slug": "a b", "grace": "600"}, {"name": "x"}]}

@@ -403,7 +403,17 @@ def _diff(kind: Kind, entry: dict, current: dict) -> dict:
     return fields
 
 
+CRON_ALIASES = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+                "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+                "@hourly": "0 * * * *"}  # as the service stores them (monitors/schedule.py)
+
+
 def _normal(name: str, value: Any) -> Any:
+    """``value`` as the service stores it, where the file may write it otherwise: a
+    schedule's alias and spacing, lists of names in any order."""
+    if name == "schedule" and isinstance(value, str):
+        value = " ".join(value.split())
+        return CRON_ALIASES.get(value.lower(), value)
     if name == "channels" and isinstance(value, list):
         return sorted(value)
     if name == "tiers" and isinstance(value, list):
