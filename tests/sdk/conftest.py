@@ -1,5 +1,6 @@
-"""What the SDK's tests share: a local stand-in for the service's API (``stub``),
-answering from handlers, and a handler paging a list as the service does."""
+"""What the SDK's tests share: a live `manage.py serve` per module (``service``), a
+local stand-in for the service's API (``stub``) answering from handlers, and a
+handler paging a list as the service does."""
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -7,6 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from cronradar_sdk.api import ApiClient
+
+from tests.live import Service
 
 KEY = "cr_test"
 
@@ -50,6 +53,14 @@ class Stub:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """A running service for the module's live tests (each uses a project of its own)."""
+    s = Service(tmp_path_factory.mktemp("sdk"))
+    yield s
+    s.stop()
 
 
 @pytest.fixture

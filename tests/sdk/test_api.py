@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from cronradar_sdk.api import ApiClient, ApiError, next_link
 
-from tests.live import Service, free_port
+from tests.live import free_port
 from tests.sdk.conftest import KEY, paged
 
 MONITORS = [{"id": i, "slug": f"m{i}"} for i in range(1, 151)]
@@ -162,13 +162,6 @@ def test_url_of(path, url):
 
 
 # --- against the real service ---------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    s = Service(tmp_path_factory.mktemp("sdk-api"))
-    yield s
-    s.stop()
-
 
 def client_of(service, project):
     key = service.manage("createapikey", "--project", project).strip().splitlines()[-1]

@@ -12,7 +12,7 @@ import pytest
 from cronradar_sdk import cli, declarative
 from cronradar_sdk.declarative import FileError, State
 
-from tests.live import ROOT, Service
+from tests.live import ROOT
 from tests.sdk.conftest import paged
 
 # --- a file, checked -------------------------------------------------------------------
@@ -213,13 +213,6 @@ def test_prune_reads_every_page_of_150_monitors_and_deletes_only_those_it_read(s
 
 
 # --- against the real service ---------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    s = Service(tmp_path_factory.mktemp("sdk-apply"))
-    yield s
-    s.stop()
-
 
 @pytest.fixture
 def cr(service, request, monkeypatch, capsys):
