@@ -62,7 +62,8 @@ MONITORS = Kind("monitors", "monitor", "monitors/", "slug", "by-slug")
 KINDS = (CHANNELS, POLICIES, MONITORS)  # the order of upserts; prunes go the other way
 _DEFS = {"channels": "channel", "escalation_policies": "escalation_policy",
          "monitors": "monitor"}
-FIELDS = {k.section: tuple(schema()["$defs"][_DEFS[k.section]]["properties"]) for k in KINDS}
+_SCHEMA_DEFS = schema()["$defs"]
+FIELDS = {k.section: tuple(_SCHEMA_DEFS[_DEFS[k.section]]["properties"]) for k in KINDS}
 
 
 class FileError(ValueError):
