@@ -9,9 +9,10 @@ endpoints.
   the key once (``key``); DELETE revokes it (the row stays, ``revoked_at`` set).
 - ``/members/``: people in the caller's organisations and their roles; admins add
   someone who already shares an organisation with them (by ``username`` or
-  ``email``; anyone else reads as unknown) or someone new (a new ``username`` and
-  an ``email``: they get an email to choose a password), change roles and remove
-  members;
+  ``email``: 201, the membership), invite anyone else by ``email`` (202, the same
+  answer and the same email whether or not the address has an account: they join
+  when they accept, :mod:`accounts.invitations`; a username nobody there has reads
+  as unknown), change roles and remove members;
   only owners grant, change or remove the owner role, and an organisation keeps
   at least one owner. Members are managed by people: API keys read them only.
 """
@@ -20,10 +21,11 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from rest_framework import exceptions, serializers, viewsets
+from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework.response import Response
 
-from accounts import people, tenancy
-from accounts.models import ApiKey, Membership, Organisation, Project
+from accounts import invitations, people, tenancy
+from accounts.models import ApiKey, Invitation, Membership, Organisation, Project
 from core.api import RejectUnknown
 
 ADMIN, OWNER = Membership.Role.ADMIN, Membership.Role.OWNER
@@ -187,8 +189,9 @@ class ApiKeyViewSet(viewsets.ModelViewSet):
 
 class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
     """``id``, ``organisation`` (id), ``username``, ``email``, ``role``. Adding one
-    takes ``username`` or ``email`` of someone in the caller's organisations, or a
-    new ``username`` with an ``email`` (:mod:`accounts.people`)."""
+    takes ``username`` or ``email`` of someone in the caller's organisations; any
+    other ``email`` (with a ``username`` suggested for someone new) is invited
+    (:mod:`accounts.invitations`): saving then returns the :class:`Invitation`."""
 
     organisation = serializers.PrimaryKeyRelatedField(
         queryset=Organisation.objects.none(), required=False,
@@ -227,11 +230,12 @@ class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
                 raise exceptions.PermissionDenied("this needs the admin role in the "
                                                   "organisation")
             user = _user(given_user, who.user)
-            if user.pk is not None and Membership.objects.filter(organisation=org,
-                                                                 user=user).exists():
+            if user is not None and Membership.objects.filter(organisation=org,
+                                                              user=user).exists():
                 raise serializers.ValidationError(
                     {"username": [f"{user.username} is already a member"]})
-            attrs.update(organisation=org, user=user)
+            attrs.update(organisation=org, user=user,
+                         invite=given_user if user is None else None)
         mine = who.org_role(org.pk)
         if not tenancy.at_least(mine, ADMIN):
             raise exceptions.PermissionDenied("this needs the admin role in the organisation")
@@ -244,17 +248,22 @@ class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        user = validated["user"]
-        with transaction.atomic():
-            if user.pk is None:  # someone new: no password until they choose one
-                user.set_unusable_password()
-                user.save()
-            membership = Membership.objects.create(organisation=validated["organisation"],
-                                                   user=user, role=validated["role"])
-        if user.is_new_person:
-            people.send_welcome(user, membership.organisation, membership.role,
-                                tenancy.caller(self.context["request"]).name)
-        return membership
+        role = validated.get("role", Membership.Role.MEMBER)
+        if validated["invite"]:
+            given = validated["invite"]
+            return invitations.invite(validated["organisation"], given["email"], role,
+                                      tenancy.caller(self.context["request"]).name,
+                                      username=given.get("username", ""))
+        return Membership.objects.create(organisation=validated["organisation"],
+                                         user=validated["user"], role=role)
+
+
+def invitation_answer(invitation: Invitation) -> dict:
+    """The answer to an invitation (202): the same whoever the address belongs to."""
+    return {"organisation": invitation.organisation_id, "email": invitation.email,
+            "role": invitation.role, "invited": True,
+            "detail": f"invitation sent to {invitation.email}: they join the organisation "
+                      "when they accept it"}
 
 
 def _only(orgs: list) -> Organisation:
@@ -266,9 +275,9 @@ def _only(orgs: list) -> Organisation:
 
 def _user(given: dict, acting):
     """The person to add: someone who already shares an organisation with
-    ``acting`` (by username or email), or, given a username nobody has and an
-    email, a new (unsaved) user. Anyone else on the installation gets the same
-    answer as a name that does not exist (:data:`people.NOT_FOUND`)."""
+    ``acting`` (by username or email), or None to invite the email given (whoever
+    it belongs to, if anyone). A username alone of anyone else on the installation
+    gets the same answer as a name that does not exist (:data:`people.NOT_FOUND`)."""
     users = get_user_model()
     username, email = given.get("username"), given.get("email")
     if not (username or email):
@@ -284,23 +293,16 @@ def _user(given: dict, acting):
         raise serializers.ValidationError({"email": [f"{username} has another email: give "
                                                      "only the username"]})
     if found:
-        found[0].is_new_person = False
         return found[0]
-    if username and email:
-        try:
-            users.username_validator(username)
-        except DjangoValidationError as e:
-            raise serializers.ValidationError({"username": e.messages}) from None
-        if len(username) > users._meta.get_field("username").max_length:
-            raise serializers.ValidationError({"username": ["150 characters or fewer"]})
-        # Usernames are unique on the installation: this, like any sign-up form, tells
-        # that the name is in use (never whose it is, nor their organisations).
-        if users.objects.filter(username__iexact=username).exists():
-            raise serializers.ValidationError(
-                {"username": [f"the username '{username}' cannot be used: choose another"]})
-        user = users(username=username, email=email)
-        user.is_new_person = True
-        return user
+    if email:
+        if username:  # only its form: whether the name is taken is the invitee's business
+            try:
+                users.username_validator(username)
+            except DjangoValidationError as e:
+                raise serializers.ValidationError({"username": e.messages}) from None
+            if len(username) > users._meta.get_field("username").max_length:
+                raise serializers.ValidationError({"username": ["150 characters or fewer"]})
+        return None
     raise serializers.ValidationError({"username" if username else "email": [people.NOT_FOUND]})
 
 
@@ -323,6 +325,15 @@ class MemberViewSet(viewsets.ModelViewSet):
     def get_queryset(self):
         return (Membership.objects.filter(organisation__in=_organisations(self.request))
                 .select_related("user").order_by("pk"))
+
+    def create(self, request, *args, **kwargs):
+        """201 with the membership, or 202 with :func:`invitation_answer`."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        made = serializer.save()
+        if isinstance(made, Invitation):
+            return Response(invitation_answer(made), status=status.HTTP_202_ACCEPTED)
+        return Response(serializer.data, status=status.HTTP_201_CREATED)
 
     def perform_destroy(self, membership):
         who = tenancy.caller(self.request)

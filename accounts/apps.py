@@ -6,3 +6,8 @@ class AccountsConfig(AppConfig):
 
     name = "accounts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from accounts import checks, firstrun  # noqa: F401  (registers the check, the post_migrate hook)
+
+        firstrun.connect(self)

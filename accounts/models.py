@@ -11,6 +11,7 @@ import secrets
 from django.conf import settings
 from django.db import models
 from django.utils.crypto import constant_time_compare, salted_hmac
+from django.utils.timezone import now
 
 
 def _ping_key() -> str:
@@ -61,15 +62,49 @@ class Membership(models.Model):
 
 
 class Profile(models.Model):
-    """A person's dashboard preferences: ``timezone`` (IANA) for the times shown;
-    "" until chosen (the dashboard then takes the browser's, else UTC)."""
+    """A person's dashboard preferences and their email's state: ``timezone`` (IANA)
+    for the times shown, "" until chosen (the dashboard then takes the browser's,
+    else UTC); ``email_verified_at``, null while a person who signed up at
+    ``/signup/`` has not followed their verification link (they cannot sign in
+    until then). Every other way in is verified: a profile is made verified, and a
+    person without a profile row (``createsuperuser``) is verified
+    (:func:`accounts.signup.is_verified`)."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                                 related_name="profile")
     timezone = models.CharField(max_length=64, blank=True, default="")
+    email_verified_at = models.DateTimeField(null=True, blank=True, default=now)
 
     class Meta:
         db_table = "monitors_profile"  # kept from when the model was monitors'
+
+
+class SetupToken(models.Model):
+    """The one-time token that creating the first account needs under
+    ``CRONRADAR_ENV=production`` (:mod:`accounts.firstrun`): made by the first
+    ``migrate`` or ``serve`` that finds nobody, printed by each of them while nobody
+    exists, deleted when the first account is made. At most one row."""
+
+    token = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class Invitation(models.Model):
+    """An admin's invitation of ``email`` into ``organisation`` with ``role``
+    (:mod:`accounts.invitations`): the invitee joins through the emailed link,
+    signed in as that address or choosing a password (``username`` is the admin's
+    suggestion for someone new). ``accepted_at`` set: used. One pending invitation
+    per organisation and address (a new one replaces it)."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE,
+                                     related_name="invitations")
+    email = models.EmailField()
+    username = models.CharField(max_length=150, blank=True, default="")
+    role = models.CharField(max_length=10, choices=Membership.Role.choices,
+                            default=Membership.Role.MEMBER)
+    invited_by = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField(default=now)
+    accepted_at = models.DateTimeField(null=True, blank=True)
 
 
 def _badge_key() -> str:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from cronradar_sdk import declarative
-from cronradar_sdk.api import message_of
+from cronradar_sdk.client import message_of
 from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django.utils import timezone

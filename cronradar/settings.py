@@ -317,6 +317,11 @@ CRONRADAR_ALLOWED_DESTINATIONS = env.list("CRONRADAR_ALLOWED_DESTINATIONS", defa
 # submission://… for TLS); the console by default, so the embedded default shows them.
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 CRONRADAR_EMAIL_FROM = env("CRONRADAR_EMAIL_FROM", default="cronradar@localhost")
+# Who may sign up at /signup/: closed (invitations only), open, or
+# domain:example.com,other.org. A plain string (trimmed, lowercase: "Closed" reads
+# == "closed"), parsed by accounts.signup (a malformed value stops the start: the
+# check cronradar.E004).
+CRONRADAR_SIGNUP = env.str("CRONRADAR_SIGNUP", default="closed").strip().lower()
 # Flapping (alerts.flapping): more than this many incidents of a monitor in an hour,
 # and the quiet time (seconds) after which it is stable again.
 CRONRADAR_FLAPPING_INCIDENTS = env_int("CRONRADAR_FLAPPING_INCIDENTS", default=5)

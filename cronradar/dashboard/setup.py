@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet
-from accounts.models import ApiKey, Membership, _badge_key
+from accounts.models import ApiKey, Invitation, Membership, _badge_key
 from alerts import escalation
 from alerts.api import ChannelSerializer, EscalationPolicySerializer, MaintenanceWindowSerializer
 from alerts.channels import delete_channel, send_test
@@ -332,7 +332,8 @@ def badge_key_renew(request):
 
 @page
 def members(request):
-    """``/members/``: the organisation's people and roles; admins add, change, remove."""
+    """``/members/``: the organisation's people and roles, and the invitations
+    waiting; admins add, invite, change, remove."""
     org = request.project.organisation
     errors = {}
     if request.method == "POST":
@@ -358,8 +359,11 @@ def members(request):
             errors = _errors(serializer)
     rows = Membership.objects.filter(organisation=org).select_related("user").order_by(
         "user__username")
+    waiting = Invitation.objects.filter(organisation=org, accepted_at__isnull=True).order_by(
+        "email")
     return render(request, "dashboard/members.html", {
         "rows": rows, "errors": errors, "roles": Membership.Role.values, "org": org,
+        "invitations": waiting,
         "values": request.POST if errors else {},
         "can_admin": can(request, ROLE.ADMIN)}, status=400 if errors else 200)
 

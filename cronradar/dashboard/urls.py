@@ -1,16 +1,32 @@
 """The dashboard's routes (namespace ``dashboard``) and Django's auth views for
-sign in, sign out and password reset."""
+sign out and password reset (sign in is :class:`signup.Login`)."""
 from django.contrib.auth import views as auth
 from django.urls import path, re_path, reverse_lazy
 
 from accounts.people import ResetForm
-from cronradar.dashboard import account, badges, docs, incidents, monitors, monitorsfile, setup
+from cronradar.dashboard import (
+    account,
+    badges,
+    docs,
+    incidents,
+    monitors,
+    monitorsfile,
+    setup,
+    signup,
+)
 
 app_name = "dashboard"
 DONE = reverse_lazy("dashboard:password_reset_done")
 
 urlpatterns = [
-    path("", monitors.monitor_list, name="monitors"),
+    # the monitors; "Create the first account" while nobody exists
+    path("", signup.home, name="monitors"),
+    path("welcome/", signup.welcome, name="welcome"),
+    path("welcome/<int:pk>/test-ping/", signup.test_ping, name="test_ping"),
+    path("welcome/<int:pk>/pings.json", signup.recent_pings, name="recent_pings"),
+    path("signup/", signup.signup_page, name="signup"),
+    path("signup/verify/<uidb64>/<token>/", signup.signup_verify, name="signup_verify"),
+    path("invitations/<str:token>/", signup.invitation, name="invitation"),
     path("monitors/new/", monitors.monitor_edit, name="monitor_new"),
     path("monitors/file/", monitorsfile.monitors_file, name="monitors_file"),
     re_path(r"^monitors/file/export\.(?P<fmt>json|yaml)$", monitorsfile.monitors_file_export,
@@ -47,8 +63,7 @@ urlpatterns = [
     # any slug or tag, URL-quoted in the link (Django routes the decoded path)
     re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>.+)\.(?P<fmt>svg|json)$", badges.badge,
             name="badge"),
-    path("login/", auth.LoginView.as_view(template_name="dashboard/login.html",
-                                          redirect_authenticated_user=True), name="login"),
+    path("login/", signup.Login.as_view(), name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     # ResetForm: the link is on CRONRADAR_BASE_URL, never on the request's Host header
     path("password-reset/", auth.PasswordResetView.as_view(

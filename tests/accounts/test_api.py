@@ -53,8 +53,7 @@ def test_members_are_managed_by_admins_and_an_owner_stays(project):
                       format="json").json() == {"username": ["dan is already a member"]}
     assert admin.post("/api/v1/members/", {"username": "nobody", "organisation": org.pk},
                       format="json").json() == {
-        "username": ["no such person in your organisations; to add someone new, give a new "
-                     "username and email"]}
+        "username": ["no such person in your organisations; to invite someone, give their email"]}
     mine = olga.memberships.get()
     assert admin.patch(f"/api/v1/members/{mine.pk}/", {"role": "member"},
                        format="json").json() == {

@@ -2,7 +2,8 @@
 against a running `manage.py serve`. Sign in, create a monitor, ping it with curl,
 see it go up, let it go down, acknowledge the incident from its page, pause it;
 the list at phone width, the live refresh after the session ends, copy buttons on
-plain http under a name that is not localhost.
+plain http under a name that is not localhost; on an empty installation, the
+first account and its welcome page's test ping shown live.
 A screenshot of each step goes to test-artifacts/browser/ (CRONRADAR_ARTIFACTS
 moves it).
 
@@ -151,5 +152,38 @@ def test_a_person_watches_a_job_go_up_then_down_and_acknowledges(tmp_path, brows
         button.click()
         assert button.inner_text() in ("Copied", "Select and copy")
         snap("copy-insecure")
+    finally:
+        service.stop()
+
+
+def test_the_first_account_sends_a_test_ping_and_sees_it_arrive(tmp_path, browser_page):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    service = Service(tmp_path, tick=0.2)  # its createapikey made the organisation "live"
+    page = browser_page
+    try:
+        page.goto(service.url + "/")
+        assert page.get_by_role("heading", name="Create the first account").is_visible()
+        page.get_by_label("Email").fill("op@example.com")
+        page.get_by_label("Password").fill("a long passphrase 42")
+        page.get_by_role("button", name="Create the first account").click()
+        page.wait_for_url(service.url + "/welcome/")
+        page.wait_for_load_state("networkidle")  # the browser's zone is taken on first visit
+        page.get_by_role("link", name="Create a monitor").wait_for()
+        made = service.api.post("/monitors/", json={"name": "nightly", "period": 3600,
+                                                    "grace": 60})
+        made.raise_for_status()
+        page.goto(service.url + "/welcome/")
+        page.wait_for_load_state("networkidle")
+        assert page.locator("#pings").inner_text() == "No ping yet."
+        page.evaluate("window.sameDocument = true")  # gone if the page reloaded
+        page.get_by_role("button", name="Send a test ping").click()
+        page.locator("#pings li", has_text="CronRadar test ping (dashboard)").wait_for()
+        assert page.evaluate("window.sameDocument === true")  # the script showed it
+        page.screenshot(path=str(ARTIFACTS / "welcome-test-ping.png"), full_page=True)
+        # a ping a job sends shows too: the list polls
+        subprocess.run(["curl", "-fsS", "-m", "10", "-A", "the-real-job",
+                        made.json()["ping_url"]],
+                       check=True, capture_output=True)
+        page.locator("#pings li", has_text="the-real-job").wait_for(timeout=10000)
     finally:
         service.stop()

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from cronradar_sdk.api import ApiClient
+from cronradar_sdk.client import ApiClient
 
 from tests.live import Service
 

@@ -1,13 +1,16 @@
-"""`manage.py serve` argument checks, bind failures and the ping base URL.
+"""`manage.py serve` argument checks, bind failures, the ping base URL, and (live)
+the first account's setup token it prints under production.
 
-None of these start serving: a bad port is rejected before binding, and the busy
-port test holds the port itself, so the command fails at bind time."""
+Only the live test starts serving: a bad port is rejected before binding, and the
+busy port test holds the port itself, so the command fails at bind time."""
+import re
 import resource
 import socket
 import subprocess
 import sys
 from io import StringIO
 
+import httpx
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -17,7 +20,7 @@ from cronradar.management.commands.serve import (
     base_url,
     connection_limit,
 )
-from tests.live import ROOT
+from tests.live import ROOT, Service
 
 
 @pytest.mark.parametrize("port", ["0", "65536", "99999", "-1"])
@@ -120,3 +123,30 @@ def test_connection_limit_fits_the_open_file_limit():
     soft_after, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert soft_after >= soft
     assert limit == min(CONNECTIONS, soft_after - 200)
+
+
+@pytest.mark.live
+def test_serve_and_migrate_print_the_same_setup_token_which_makes_the_first_account(
+        tmp_path):
+    service = Service(tmp_path, extra_env={
+        "CRONRADAR_ENV": "production", "SECRET_KEY": "a-test-secret-" + "x" * 40,
+        "ALLOWED_HOSTS": "127.0.0.1", "CRONRADAR_SECURE_COOKIES": "false"})
+    try:
+        line = re.compile(r"No account exists yet: open http://127\.0\.0\.1:\d+/ to create "
+                          r"the first one, with the setup token (\S+)")
+        served = line.findall(service.output())
+        assert len(served) == 1
+        assert line.findall(service.manage("migrate")) == served
+        browser = httpx.Client(base_url=service.url, timeout=10)
+        form = browser.get("/")
+        assert "Create the first account" in form.text and 'name="token"' in form.text
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        fields = {"csrfmiddlewaretoken": csrf, "email": "op@example.com",
+                  "password": "a long pass phrase 9"}
+        assert browser.post("/", data={**fields, "token": "guess"}).status_code == 400
+        made = browser.post("/", data={**fields, "token": served[0]})
+        assert (made.status_code, made.headers["location"]) == (302, "/welcome/")
+        assert "Welcome to CronRadar" in browser.get("/welcome/").text
+        assert line.findall(service.manage("migrate")) == []  # someone exists
+    finally:
+        service.stop()

@@ -202,3 +202,95 @@ def test_a_slot_cronradar_refuses_is_reported_and_the_job_runs(monitor, tmp_path
         b"cronradar exec: ping refused (HTTP 400: slot: an interval monitor has no fire "
         b"times to name; leave slot out; nothing was stored)") == 2
     assert pings(api, m) == []
+
+
+def exec_env(**env) -> dict:
+    """The environment without the SDK's settings, plus ``env``."""
+    return {**{k: v for k, v in os.environ.items()
+               if k not in ("CRONRADAR_URL", "CRONRADAR_PING_KEY", "CRONRADAR_PING_URL")}, **env}
+
+
+def test_cronradar_ping_url_is_the_default_url(monitor):
+    api, m = monitor
+    done = subprocess.run([*WRAPPER, "--", "true"], capture_output=True, timeout=60,
+                          env=exec_env(CRONRADAR_PING_URL=m["ping_url"]))
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert [p["kind"] for p in pings(api, m)] == ["start", "success"]
+
+
+def test_url_overrides_cronradar_ping_url(monitor):
+    api, m = monitor
+    down = f"http://127.0.0.1:{free_port()}/ping/3f1c7d3e-0000-4000-8000-000000000000"
+    done = subprocess.run([*WRAPPER, "--url", m["ping_url"], "--", "true"],
+                          capture_output=True, timeout=60, env=exec_env(CRONRADAR_PING_URL=down))
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert [p["kind"] for p in pings(api, m)] == ["start", "success"]
+
+
+def test_no_output_sends_none_of_it_and_still_passes_it_through(monitor):
+    api, m = monitor
+    done = subprocess.run([*WRAPPER, "--url", m["ping_url"], "--no-output", "--", "sh", "-c",
+                           "echo password=hunter2; echo oops >&2; exit 1"],
+                          capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (1, b"password=hunter2\n", b"oops\n")
+    assert [(p["kind"], p["exit_status"], p["body"], p["body_size"]) for p in pings(api, m)] == [
+        ("start", None, "", 0), ("fail", 1, "", 0)]
+
+
+def created(service, request, *flags: str, key_flag: bool = True):
+    """Run ``exec --slug <new> --create flags... -- true`` by ping key; (api, the
+    monitor it made, the result)."""
+    api = service.project_api(request.node.name[:90])
+    key = api.get("/projects/").json()[0]["ping_key"]
+    slug = "made-by-exec"
+    env = exec_env(CRONRADAR_URL=service.url, **({} if key_flag else
+                                                  {"CRONRADAR_PING_KEY": key}))
+    done = subprocess.run([*WRAPPER, *([f"--key={key}"] if key_flag else []), "--slug", slug,
+                           "--create", *flags, "--", "true"],
+                          capture_output=True, timeout=60, env=env)
+    found = api.get(f"/monitors/by-slug/{slug}/")
+    return api, (found.json() if found.status_code == 200 else None), done
+
+
+def test_create_with_a_schedule_makes_a_cron_monitor(service, request):
+    api, m, done = created(service, request, "--schedule", "0 3 * * *", "--tz",
+                           "Europe/Berlin", "--grace", "900")
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (m["name"], m["kind"], m["schedule"], m["timezone"], m["grace"]) == (
+        "made-by-exec", "cron", "0 3 * * *", "Europe/Berlin", 900)
+    assert [p["kind"] for p in pings(api, m)] == ["start", "success"]
+    [run] = api.get(f"/monitors/{m['id']}/runs/").json()
+    assert run["outcome"] == "succeeded"
+
+
+def test_create_alone_is_an_interval_monitor_of_a_day_with_the_key_from_the_environment(
+        service, request):
+    api, m, done = created(service, request, key_flag=False)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (m["kind"], m["period"], m["grace"]) == ("interval", 86400, 3600)
+    assert [p["kind"] for p in pings(api, m)] == ["start", "success"]
+
+
+def test_a_schedule_cronradar_refuses_is_reported_and_the_job_runs(service, request):
+    api, m, done = created(service, request, "--schedule", "61 * * * *")
+    assert done.returncode == 0 and m is None
+    assert done.stderr.count(b"cronradar exec: ping refused (HTTP 400: ") == 2
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    ([], {}, b"give --url, --key with --slug, or set CRONRADAR_PING_URL"),
+    (["--key", "k"], {}, b"--key needs --slug"),
+    (["--slug", "s"], {}, b"--slug needs --key or CRONRADAR_PING_KEY"),
+    (["--url", "http://x/ping/u", "--schedule", "0 3 * * *"], {},
+     b"--schedule, --tz and --grace go with --create"),
+    (["--url", "http://x/ping/u", "--tz", "UTC"], {},
+     b"--schedule, --tz and --grace go with --create"),
+    (["--slug", "s", "--create", "--grace", "0"], {"CRONRADAR_PING_KEY": "k"},
+     b"--grace must be at least 1 (seconds)"),
+])
+def test_usage_errors_run_nothing(args, env, message, tmp_path):
+    done = subprocess.run([*WRAPPER, *args, "--", "sh", "-c", f"touch {tmp_path / 'ran'}"],
+                          capture_output=True, timeout=60, env=exec_env(**env))
+    assert done.returncode == 2
+    assert done.stderr.rstrip().endswith(b"error: " + message), done.stderr
+    assert not (tmp_path / "ran").exists()

@@ -73,3 +73,16 @@ def test_production_turns_on_the_guard_and_secure_cookies(settings):
                   fresh.CSRF_COOKIE_SECURE)
     importlib.reload(module)  # back to the test environment's values
     assert values == (True, True, True)
+
+
+def test_the_signup_setting_is_a_trimmed_lowercase_string(tmp_path):
+    code = ("import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
+            "'cronradar.settings'); django.setup(); from django.conf import settings as s; "
+            "print(repr(s.CRONRADAR_SIGNUP))")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CRONRADAR_")}
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                           text=True, timeout=60,
+                           env={**clean, "CRONRADAR_DATA_DIR": str(tmp_path), **extra})
+            for extra in ({}, {"CRONRADAR_SIGNUP": " Closed "},
+                          {"CRONRADAR_SIGNUP": "Domain:Example.com"})]
+    assert [r.stdout.strip() for r in runs] == ["'closed'", "'closed'", "'domain:example.com'"]

@@ -1,6 +1,7 @@
 """``manage.py serve [--host H] [--port P]``: the embedded default in one process.
 
-Binds the port, applies migrations, then runs the WSGI app under waitress
+Binds the port, applies migrations (under production, while nobody has an
+account, it prints the first account's setup token), then runs the WSGI app under waitress
 (threaded) with the evaluator loop in a background thread ticking every
 CRONRADAR_TICK_SECONDS, and the web liveness heartbeat (monitors.liveness).
 
@@ -30,6 +31,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 from django.utils import timezone
 
+from accounts import firstrun
 from alerts.senders import delivery_loop
 from monitors import evaluator, liveness, tasks
 from monitors.views import PingRoute
@@ -192,6 +194,8 @@ class Command(BaseCommand):
         try:
             settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
             call_command("migrate", interactive=False, verbosity=0)
+            for line in firstrun.setup_lines():  # production, while nobody exists
+                self.stdout.write(line)
             # The heartbeat keeps the web tier's liveness recorded even while a long
             # tick runs; each tick also records it, so alerts are not held back.
             liveness.start_heartbeat(liveness.WEB)

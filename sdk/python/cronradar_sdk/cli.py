@@ -16,8 +16,7 @@ import argparse
 import os
 import sys
 
-from cronradar_sdk import cronradar_exec, declarative
-from cronradar_sdk.api import ApiClient, ApiError
+from cronradar_sdk import cronradar_exec
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         return cronradar_exec.main(argv)
     args = parser().parse_args(argv)
     _utf8(sys.stdout)
+    # imported here: a cron line's `cronradar exec` starts without them
+    from cronradar_sdk import declarative
+    from cronradar_sdk.client import ApiClient, ApiError
+
     try:
         client = ApiClient(url=args.url, api_key=args.api_key)
         backend = declarative.HttpBackend(client)
@@ -62,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def apply_file(args, backend: declarative.Backend) -> int:
+def apply_file(args, backend) -> int:
     """``cronradar apply``: print each change as it is made, then the counts."""
+    from cronradar_sdk import declarative
+
     if args.file == "-":
         text, fmt = sys.stdin.read(), None
     else:
@@ -83,9 +88,11 @@ def apply_file(args, backend: declarative.Backend) -> int:
     return 0
 
 
-def export_file(args, backend: declarative.Backend) -> int:
+def export_file(args, backend) -> int:
     """``cronradar export``: the file to ``--output`` (or stdout); the variables its
     placeholders need on stderr."""
+    from cronradar_sdk import declarative
+
     fmt = args.format or (args.output and declarative.format_of(args.output)) or _default()
     doc, secrets = declarative.export(backend)
     text = declarative.dump(doc, fmt)

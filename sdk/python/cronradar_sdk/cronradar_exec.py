@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
 """cronradar exec: run a job and report it to CronRadar.
 
-    cronradar exec --url PING_URL [--timeout S] [--slot TIME] -- command args...
-    cronradar exec --key PING_KEY --slug SLUG -- command args...   (CRONRADAR_URL set)
+    cronradar exec [--url PING_URL] [--timeout S] [--slot TIME] [--no-output] -- command args...
+    cronradar exec [--key PING_KEY] --slug SLUG [--create [--schedule CRON] [--tz TZ]
+                   [--grace S]] -- command args...                (CRONRADAR_URL set)
+
+``--url`` defaults to ``CRONRADAR_PING_URL``, ``--key`` to ``CRONRADAR_PING_KEY``.
 
 Pings ``start`` with a fresh run id (``rid``), runs the command with its stdin,
 stdout and stderr passed through, then sends its exit status (``/<status>``) with
 the tail of its output (at most 100 KB, CronRadar's ping body limit) and the same
-``rid``, and exits with the command's status. ``--slot`` (the scheduled time this
-run is for: RFC 3339 or Unix seconds, as the scheduler knows it) goes with both
-pings as ``slot``; CronRadar checks it (a fire time of the monitor's schedule) and
-refuses a wrong one with a 4xx, reported on stderr while the job runs all the same.
+``rid`` (``--no-output``: no output at all), and exits with the command's status.
+``--create`` adds create-on-ping's parameters to both pings, so CronRadar makes the
+monitor when the slug is new (a cron monitor given ``--schedule``). ``--slot`` (the
+scheduled time this run is for: RFC 3339 or Unix seconds, as the scheduler knows
+it) goes with both pings as ``slot``; CronRadar checks it (a fire time of the
+monitor's schedule) and refuses a wrong one with a 4xx, reported on stderr while
+the job runs all the same.
 A command killed by a signal is reported as exit status 128 + the signal number (a
 failure) and the wrapper exits with that status, as a shell does; a command that
 cannot be started is 127 (not found) or 126 (not executable). SIGTERM, SIGINT and
@@ -56,6 +62,8 @@ class Tail:
         self.lock = threading.Lock()
 
     def write(self, data: bytes) -> None:
+        if not self.limit:  # keeping nothing (--no-output)
+            return
         with self.lock:
             self.chunks.append(data)
             self.size += len(data)
@@ -64,34 +72,47 @@ class Tail:
 
     def value(self) -> bytes:
         with self.lock:
-            return b"".join(self.chunks)[-self.limit:]
+            return b"".join(self.chunks)[-self.limit:] if self.limit else b""
 
 
-def ping(url: str, timeout: float, body: bytes = b"", log=sys.stderr) -> bool:
-    """POST ``body`` to ``url``, retrying network errors, 429 and 5xx with backoff
-    within ``timeout`` seconds in all. Returns whether CronRadar took it; never
-    raises."""
+def _stderr(message: str) -> None:
+    print(f"cronradar exec: {message}", file=sys.stderr)
+
+
+def request(url: str, timeout: float, body: bytes | None = b"", method: str = "POST",
+            headers: dict | None = None, warn=_stderr, doing: str = "pinging"):
+    """Send one HTTP request to CronRadar, retrying network errors, 429 and 5xx with
+    backoff (0.5 s, 1 s, 2 s, ...) within ``timeout`` seconds in all.
+
+    Returns ``(status, body bytes)`` for a final answer (any but 429 and 5xx:
+    retrying cannot change it), or None when CronRadar could not be reached in
+    time or the URL is unusable; then ``warn(message)`` was called with the reason
+    (the URL without its query; ``doing`` names the attempt in it: "gave up pinging
+    after 10s (...)"). Never raises. ``body`` None sends no body (a GET).
+    """
     deadline = time.monotonic() + timeout
     delay, problem = 0.5, ""
+    sent = {"User-Agent": USER_AGENT, **({"Content-Type": "text/plain"} if body is not None
+                                        else {}), **(headers or {})}
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        request = urllib.request.Request(url, data=body, method="POST",
-                                         headers={"User-Agent": USER_AGENT,
-                                                  "Content-Type": "text/plain"})
+        req = urllib.request.Request(url, data=body, method=method, headers=sent)
         try:
-            with urllib.request.urlopen(request, timeout=max(0.1, min(left, 5))) as resp:
-                resp.read()
-            return True
+            with urllib.request.urlopen(req, timeout=max(0.1, min(left, 5))) as resp:
+                return resp.status, resp.read()
         except urllib.error.HTTPError as exc:
-            problem = f"HTTP {exc.code}: {exc.read(200).decode('utf-8', 'replace').strip()}"
+            try:
+                answer = exc.read()
+            except OSError:  # the connection broke while the error's body was read
+                answer = b""
+            problem = f"HTTP {exc.code}: {answer[:200].decode('utf-8', 'replace').strip()}"
             if exc.code != 429 and exc.code < 500:
-                print(f"cronradar exec: ping refused ({problem}): {_safe(url)}", file=log)
-                return False
+                return exc.code, answer
         except ValueError as exc:  # a URL urllib cannot use: retrying cannot help
-            print(f"cronradar exec: cannot ping {_safe(url)}: {exc}", file=log)
-            return False
+            warn(f"cannot use {_safe(url)}: {exc}")
+            return None
         except OSError as exc:  # refused, timed out, DNS
             problem = str(getattr(exc, "reason", exc))
         pause = min(delay, deadline - time.monotonic())
@@ -99,9 +120,24 @@ def ping(url: str, timeout: float, body: bytes = b"", log=sys.stderr) -> bool:
             break
         time.sleep(pause)
         delay *= 2
-    print(f"cronradar exec: gave up pinging after {timeout:g}s ({problem}): {_safe(url)}",
-          file=log)
-    return False
+    warn(f"gave up {doing} after {timeout:g}s ({problem}): {_safe(url)}")
+    return None
+
+
+def ping(url: str, timeout: float, body: bytes = b"", warn=_stderr,
+         headers: dict | None = None) -> bool:
+    """POST ``body`` to the ping URL ``url`` (:func:`request`'s retries and time
+    bound; ``headers`` added to its own). Returns whether CronRadar took it; a
+    refusal (4xx) or giving up is passed to ``warn(message)``. Never raises."""
+    answer = request(url, timeout, body, headers=headers, warn=warn)
+    if answer is None:
+        return False
+    status, text = answer
+    if not 200 <= status < 300:  # a redirect urllib did not follow is not stored either
+        problem = f"HTTP {status}: {text[:200].decode('utf-8', 'replace').strip()}"
+        warn(f"ping refused ({problem}): {_safe(url)}")
+        return False
+    return True
 
 
 def _safe(url: str) -> str:
@@ -109,12 +145,17 @@ def _safe(url: str) -> str:
     return url.split("?", 1)[0]
 
 
-def _with(base: str, action: str, rid: str, slot: str | None = None) -> str:
-    """The ping URL for ``action`` with ``rid`` (and ``slot``, percent-encoded: a
-    ``+`` in an offset stays a ``+``)."""
+def action_url(base: str, action: str = "", rid: str | None = None, slot: str | None = None,
+               params: dict | None = None) -> str:
+    """The ping URL ``base`` for ``action`` (``start``, ``fail``, ``log``, an exit
+    status; "" for success) with ``rid``, ``slot`` and other query ``params``
+    (``create=1``, ...), percent-encoded: a ``+`` in a slot's offset stays a ``+``."""
     parts = urllib.parse.urlsplit(base.rstrip("/"))
-    query = urllib.parse.urlencode({"rid": rid, **({"slot": slot} if slot else {})})
-    return urllib.parse.urlunsplit(parts._replace(path=f"{parts.path}/{action}", query=query))
+    query = {**({"rid": rid} if rid else {}), **({"slot": slot} if slot else {}),
+             **(params or {})}
+    path = f"{parts.path}/{action}" if action else parts.path
+    return urllib.parse.urlunsplit(parts._replace(path=path,
+                                                  query=urllib.parse.urlencode(query)))
 
 
 def _pump(source, sink, tail: Tail) -> None:
@@ -169,25 +210,42 @@ def run(command: list[str], tail: Tail) -> int:
 
 def exec_command(args) -> int:
     """The ``exec`` subcommand: returns the job's exit status."""
-    if args.url:
-        base = args.url
-    else:
+    if args.slug:
         root = os.environ.get("CRONRADAR_URL", "").rstrip("/")
         if not root:
-            print("cronradar exec: --key/--slug need CRONRADAR_URL (e.g. https://cronradar.example)",
+            print("cronradar exec: --slug needs CRONRADAR_URL (e.g. https://cronradar.example)",
                   file=sys.stderr)
             return 2
         base = f"{root}/ping/{urllib.parse.quote(args.key)}/{urllib.parse.quote(args.slug)}"
+    else:
+        base = args.url
     problem = _bad_url(base)
     if problem:  # the job runs all the same: a typo must not cost the job
         print(f"cronradar exec: not pinging, {problem}: {base!r}", file=sys.stderr)
         return run(args.command, Tail())
+    params = create_params(args.schedule, args.tz, args.grace) if args.create else None
     rid = str(uuid.uuid4())
-    ping(_with(base, "start", rid, args.slot), args.timeout)
-    tail = Tail()
+    ping(action_url(base, "start", rid, args.slot, params), args.timeout)
+    tail = Tail(0 if args.no_output else BODY_LIMIT)
     code = run(args.command, tail)
-    ping(_with(base, str(code), rid, args.slot), args.timeout, tail.value())
+    ping(action_url(base, str(code), rid, args.slot, params), args.timeout, tail.value())
     return code
+
+
+def create_params(schedule: str | None = None, tz: str | None = None,
+                  grace: int | None = None) -> dict:
+    """The query parameters of a ping that creates its monitor when the slug is new
+    (``?create=1``, docs/api.md "Create on ping"): a cron monitor with ``schedule``
+    in time zone ``tz``, else an interval one of 1 day; ``grace`` in seconds
+    (CronRadar's default 1 hour when None)."""
+    params = {"create": "1"}
+    if schedule:
+        params["schedule"] = schedule
+    if tz:
+        params["timezone"] = tz
+    if grace is not None:
+        params["grace"] = str(grace)
+    return params
 
 
 def _bad_url(url: str) -> str:
@@ -207,24 +265,44 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="verb", required=True)
     ex = sub.add_parser("exec", help="run a command and report its start, exit status and "
                                      "output tail")
-    where = ex.add_mutually_exclusive_group(required=True)
-    where.add_argument("--url", help="the monitor's ping URL (https://host/ping/<uuid>)")
-    where.add_argument("--key", help="the project's ping key (with --slug and CRONRADAR_URL)")
+    ex.add_argument("--url", default=os.environ.get("CRONRADAR_PING_URL") or None,
+                    help="the monitor's ping URL (https://host/ping/<uuid>; default "
+                         "$CRONRADAR_PING_URL)")
+    ex.add_argument("--key", help="the project's ping key (with --slug and CRONRADAR_URL; "
+                                  "default $CRONRADAR_PING_KEY)")
     ex.add_argument("--slug", help="the monitor's slug (with --key)")
     ex.add_argument("--timeout", type=float, default=10.0,
                     help="seconds to spend on each ping, retries included (default 10)")
     ex.add_argument("--slot", help="the scheduled time this run is for, RFC 3339 "
                                    "(2026-01-05T10:00:00Z) or Unix seconds (docs/slots.md)")
+    ex.add_argument("--no-output", action="store_true",
+                    help="send none of the command's output (it is still passed through)")
+    ex.add_argument("--create", action="store_true",
+                    help="create the monitor if its slug is new (with --key/--slug)")
+    ex.add_argument("--schedule", help="with --create: a cron expression (a cron monitor; "
+                                       "default an interval monitor of 1 day)")
+    ex.add_argument("--tz", help="with --create: the schedule's time zone (default UTC)")
+    ex.add_argument("--grace", type=int, help="with --create: grace in seconds (default 3600)")
     ex.add_argument("command", nargs=argparse.REMAINDER, help="-- command args...")
     args = parser.parse_args(argv)
     if args.command and args.command[0] == "--":
         args.command = args.command[1:]
     if not args.command:
         parser.error("give the command after --")
-    if args.key and not args.slug:
+    if args.slug:
+        args.key = args.key or os.environ.get("CRONRADAR_PING_KEY")
+        if not args.key:
+            parser.error("--slug needs --key or CRONRADAR_PING_KEY")
+    elif args.key:
         parser.error("--key needs --slug")
+    elif not args.url:
+        parser.error("give --url, --key with --slug, or set CRONRADAR_PING_URL")
     if args.timeout <= 0:
         parser.error("--timeout must be more than 0")
+    if not args.create and (args.schedule or args.tz or args.grace is not None):
+        parser.error("--schedule, --tz and --grace go with --create")
+    if args.grace is not None and args.grace < 1:
+        parser.error("--grace must be at least 1 (seconds)")
     return exec_command(args)
 
 

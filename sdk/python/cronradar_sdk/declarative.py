@@ -18,7 +18,7 @@ error naming it), and a credential given as ``"***"`` or left out keeps the stor
 one.
 
 The logic is pure over a :class:`Backend` (read the project, upsert, delete):
-:class:`HttpBackend` is the API through :class:`cronradar_sdk.api.ApiClient`; the
+:class:`HttpBackend` is the API through :class:`cronradar_sdk.client.ApiClient`; the
 server's dashboard import has its own over the server's serializers.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from cronradar_sdk.api import ApiClient
+from cronradar_sdk.client import ApiClient
 
 SCHEMA_PATH = Path(__file__).with_name("monitors.schema.json")
 SHOWN = ("to", "region")  # config fields that are not credentials (as the API's readers see)
@@ -125,7 +125,7 @@ class Backend:
 
 
 class HttpBackend(Backend):
-    """The API key's project through the API (:class:`~cronradar_sdk.api.ApiClient`);
+    """The API key's project through the API (:class:`~cronradar_sdk.client.ApiClient`);
     every list is read in full (all its pages)."""
 
     def __init__(self, client: ApiClient):
@@ -428,7 +428,7 @@ def apply(doc: dict, backend: Backend, prune: bool = False, dry_run: bool = Fals
     """Make the backend's project what ``doc`` declares (checked, placeholders
     already expanded: :func:`expand`) and answer the changes; ``dry_run`` only
     answers them. ``report`` is called with each change as it is made (a change
-    the API refuses raises :class:`~cronradar_sdk.api.ApiError` after the ones
+    the API refuses raises :class:`~cronradar_sdk.client.ApiError` after the ones
     made before it were reported)."""
     check(doc)
     state = backend.read()

@@ -1,0 +1,103 @@
+"""cronradar.dashboard.signup: "Create the first account" at / on an empty
+database (gone once someone exists; the production setup token), and the
+onboarding page with its test ping through the ping path, shown live."""
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from accounts import firstrun
+from accounts.models import Membership, Organisation
+from alerts.models import Channel
+from cronradar.dashboard.signup import TEST_PING_AGENT
+from monitors.models import Monitor, Ping
+from tests.conftest import new_project
+from tests.site.dashboard.conftest import signed_in, text
+
+pytestmark = pytest.mark.django_db
+PASSWORD = "a long pass phrase 9"
+FORM = {"email": "op@example.com", "password": PASSWORD, "organisation": "Acme"}
+
+
+def test_an_empty_installation_offers_the_first_account_at_the_root():
+    browser = Client()
+    page = browser.get("/")
+    assert page.status_code == 200 and "<h1>Create the first account</h1>" in text(page)
+    assert 'name="organisation"' in text(page) and 'name="token"' not in text(page)
+    assert "create the first account" in text(browser.get("/login/"))
+    weak = browser.post("/", {**FORM, "password": "short"})
+    assert weak.status_code == 400 and "This password is too short" in text(weak)
+    made = browser.post("/", FORM)
+    assert (made.status_code, made["Location"]) == (302, "/welcome/")
+    assert "Welcome to CronRadar" in text(browser.get("/welcome/"))  # signed in
+    assert Membership.objects.get().organisation.name == "Acme"
+    gone = Client().get("/")
+    assert (gone.status_code, gone["Location"]) == (302, "/login/?next=/")
+    assert Client().post("/", {**FORM, "email": "b@example.com"}).status_code == 302
+    assert get_user_model().objects.count() == 1
+    assert "create the first account" not in text(Client().get("/login/"))
+
+
+def test_the_page_names_the_organisation_it_adopts():
+    Organisation.objects.create(name="from-createapikey")
+    page = text(Client().get("/"))
+    assert "owner of the organisation <strong>from-createapikey</strong>" in page
+    assert 'name="organisation"' not in page
+
+
+def test_production_needs_the_setup_token(settings):
+    settings.PRODUCTION = True
+    token = firstrun.setup_token()
+    page = Client().get("/")
+    assert 'name="token"' in text(page)
+    wrong = Client().post("/", {**FORM, "token": "guess"})
+    assert wrong.status_code == 400
+    assert "The setup token is wrong: use the one migrate and serve print." in text(wrong)
+    assert get_user_model().objects.count() == 0
+    assert Client().post("/", {**FORM, "token": token}).status_code == 302
+
+
+def test_the_welcome_page_walks_to_a_channel_a_monitor_and_its_ping_line(project,
+                                                                          make_monitor):
+    owner = signed_in(project, "owner")
+    page = text(owner.get("/welcome/"))
+    assert 'href="/channels/">Add a channel' in page
+    assert 'href="/monitors/new/">Create a monitor' in page
+    Channel.objects.create(project=project, kind="webhook", name="hook",
+                           config={"url": "https://hook.test/h", "secret": "s"})
+    m = make_monitor(name="nightly")
+    page = text(owner.get("/welcome/"))
+    assert f'Done: <a href="/monitors/{m.pk}/">nightly</a>' in page
+    assert f"curl -fsS -m 10 --retry 5 -o /dev/null {m.ping_url}" in page
+    assert "No ping yet." in page and "Send a test ping" in page
+
+
+def test_the_test_ping_goes_through_the_ping_path_and_shows_live(project, make_monitor):
+    owner = signed_in(project, "owner")
+    m = make_monitor(name="nightly")
+    sent = owner.post(f"/welcome/{m.pk}/test-ping/", HTTP_ACCEPT="application/json")
+    assert sent.status_code == 200
+    (ping,) = Ping.objects.filter(monitor=m)
+    assert (ping.kind, ping.method, ping.user_agent) == ("success", "POST", TEST_PING_AGENT)
+    assert json.loads(sent.content) == {"pings": [{
+        "at": ping.received_at.isoformat(), "kind": "success", "method": "POST",
+        "user_agent": TEST_PING_AGENT}]}
+    m.refresh_from_db()
+    assert m.last_ping_at == ping.received_at  # the monitor's own update, as any ping
+    polled = owner.get(f"/welcome/{m.pk}/pings.json")
+    assert json.loads(polled.content) == json.loads(sent.content)
+    assert owner.post(f"/welcome/{m.pk}/test-ping/").status_code == 302  # without script
+    assert Ping.objects.filter(monitor=m).count() == 2
+
+
+def test_the_test_ping_is_for_members_of_the_project(project, make_monitor):
+    m = make_monitor(name="nightly")
+    viewer = signed_in(project, "viewer")
+    assert viewer.post(f"/welcome/{m.pk}/test-ping/").status_code == 403
+    assert viewer.get(f"/welcome/{m.pk}/pings.json").status_code == 200
+    other = signed_in(new_project("elsewhere"), "owner", "eve")
+    assert other.post(f"/welcome/{m.pk}/test-ping/").status_code == 404
+    assert other.get(f"/welcome/{m.pk}/pings.json").status_code == 404
+    assert not Ping.objects.exists()
+    assert Monitor.objects.get().last_ping_at is None
