@@ -5,14 +5,17 @@ models; lookups are scoped to the key's project.
 """
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Prefetch
+from django.http import Http404
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
+    OpenApiResponse,
     extend_schema,
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import generics, serializers, viewsets
+from rest_framework import exceptions, generics, serializers, viewsets
 from rest_framework.response import Response
 
 from accounts import tenancy
@@ -450,7 +453,7 @@ class EscalationPolicySerializer(RejectUnknown, serializers.ModelSerializer):
 
     def get_monitors(self, policy) -> list[int]:
         """Ids of the monitors that use it."""
-        return sorted(a.monitor_id for a in policy.monitors.all())
+        return users_of(policy)
 
     def validate(self, attrs):
         project = tenancy.project_for(self, attrs, Membership.Role.ADMIN)
@@ -484,6 +487,16 @@ class EscalationPolicySerializer(RejectUnknown, serializers.ModelSerializer):
         return policy
 
 
+def users_of(policy: EscalationPolicy) -> list[int]:
+    """Ids of the monitors that use ``policy``, not deleted ones (a deleted monitor
+    keeps its settings until the evaluator removes it); prefetch
+    ``monitors__monitor``."""
+    return sorted(a.monitor_id for a in policy.monitors.all() if a.monitor.deleted_at is None)
+
+
+POLICY_PREFETCH = ("tiers__channels", "monitors__monitor")
+
+
 def _set_tiers(policy: EscalationPolicy, tiers: list[dict]) -> None:
     """Replace ``policy``'s tiers (open incidents take their next step by them)."""
     policy.tiers.all().delete()
@@ -512,7 +525,8 @@ class ChannelTest(generics.GenericAPIView):
 
 class EscalationPolicyViewSet(viewsets.ModelViewSet):
     """``/api/v1/escalation-policies/`` list/create, ``.../<id>/`` get/patch/delete.
-    A policy in use by monitors cannot be deleted (400 naming them)."""
+    A policy in use by monitors cannot be deleted (400 naming them); deleted monitors
+    (not yet purged) do not count."""
 
     serializer_class = EscalationPolicySerializer
     write_role = Membership.Role.ADMIN
@@ -521,14 +535,169 @@ class EscalationPolicyViewSet(viewsets.ModelViewSet):
 
     def get_queryset(self):
         return (tenancy.visible(self.request, EscalationPolicy.objects)
-                .prefetch_related("tiers__channels", "monitors").order_by("pk"))
+                .prefetch_related(*POLICY_PREFETCH).order_by("pk"))
 
     def perform_destroy(self, policy):
-        users = sorted(a.monitor_id for a in policy.monitors.all())
+        users = users_of(policy)
         if users:
             raise serializers.ValidationError(
                 {"detail": f"in use by monitors {users}: give them another policy first"})
-        policy.delete()
+        with transaction.atomic():  # deleted monitors keep settings until purged: not this one
+            Alerting.objects.filter(escalation_policy=policy,
+                                    monitor__deleted_at__isnull=False).update(
+                escalation_policy=None)
+            policy.delete()
+
+
+# --- upserts by name ----------------------------------------------------------------------
+
+SECRET_SHOWN = "***"  # how a credential reads for a caller who may only read
+
+
+def keep_secrets(config: dict, previous: dict | None) -> dict:
+    """``config`` for a channel whose stored config is ``previous`` (None: a new
+    channel): a credential (any field but those :data:`SHOWN_TO_READERS`) given as
+    ``"***"`` or left out is the stored one, so a file written by an export, or by
+    someone who may only read, can be applied without the secrets in it. A ``"***"``
+    with nothing stored is a ValidationError naming the field."""
+    masked = [k for k, v in config.items() if v == SECRET_SHOWN and k not in SHOWN_TO_READERS]
+    if previous is None:
+        if masked:
+            raise serializers.ValidationError({"config": [
+                f"{masked[0]}: '***' keeps a stored secret, and this channel is new: "
+                "give the secret"]})
+        return config
+    kept = {k: v for k, v in previous.items() if k not in SHOWN_TO_READERS}
+    return {**kept, **{k: v for k, v in config.items() if k not in masked}}
+
+
+class _ByName(generics.GenericAPIView):
+    """``GET/PUT …/by-name/<name>/``: read, or create-or-update (201 created, 200
+    changed; fields left out keep their values) the object with this ``name`` in the
+    key's project (a person in several gives ``project``: in the body of a PUT, the
+    query of a GET). A blank name is a 400; a name two objects of the project share
+    is a 409 naming their ids (the name cannot say which: rename one).
+    :meth:`upsert` is the same for callers with a project in hand (the dashboard)."""
+
+    write_role = Membership.Role.ADMIN
+    noun = ""
+
+    @classmethod
+    def named(cls, project):
+        """The project's objects of this kind (the by-name lookup's rows)."""
+        raise NotImplementedError
+
+    @classmethod
+    def prepare(cls, data: dict, instance) -> dict:
+        """The body as the serializer takes it, given the stored object (or None)."""
+        return data
+
+    @classmethod
+    def fresh(cls, obj):
+        return obj
+
+    @classmethod
+    def find(cls, project, name: str):
+        """The project's object named ``name`` (None: none); ValidationError when the
+        name is blank, Conflict when objects share it."""
+        if not name.strip():
+            raise serializers.ValidationError({"name": ["must not be blank"]})
+        rows = list(cls.named(project).filter(name=name).order_by("pk")[:10])
+        if len(rows) > 1:
+            raise Conflict({"detail": f"{len(rows)} {cls.noun}s of this project are named "
+                                      f"'{name}' (ids {', '.join(str(r.pk) for r in rows)}): "
+                                      "rename one, a name must say which"})
+        return rows[0] if rows else None
+
+    @classmethod
+    def upsert(cls, request, project, name: str, body: dict):
+        """Create or update ``project``'s object ``name`` from ``body`` (as a PUT's):
+        (the object, whether it was created). Raises the API's ValidationError,
+        PermissionDenied or Conflict."""
+        instance = cls.find(project, name)
+        if body.get("name", name) != name:
+            raise serializers.ValidationError({"name": ["must be the name in the URL"]})
+        data = cls.prepare({**body, "name": name, "project": project.pk}, instance)
+        serializer = cls.serializer_class(instance, data=data, partial=instance is not None,
+                                          context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        return cls.fresh(serializer.save()), instance is None
+
+    def _project(self, request, body):
+        role = Membership.Role.VIEWER if request.method == "GET" else self.write_role
+        return tenancy.target_project(
+            request, monitors_api._project(request, body.get("project")), role)
+
+    def get(self, request, name):
+        instance = self.find(self._project(request, request.query_params), name)
+        if instance is None:
+            raise Http404
+        return Response(self.get_serializer(self.fresh(instance)).data)
+
+    def put(self, request, name):
+        if not isinstance(request.data, dict):
+            raise serializers.ValidationError({"detail": ["the body must be a JSON object"]})
+        saved, created = self.upsert(request, self._project(request, request.data), name,
+                                     request.data)
+        return Response(self.get_serializer(saved).data, status=201 if created else 200)
+
+
+class Conflict(exceptions.APIException):
+    """409: the request names something ambiguously."""
+
+    status_code = 409
+    default_detail = "conflict"
+
+
+def _by_name_schema(serializer):
+    """The OpenAPI description of a :class:`_ByName` view answering ``serializer``."""
+    ambiguous = OpenApiResponse(OpenApiTypes.OBJECT, description="two or more objects of "
+                                "the project have this name (their ids): rename one")
+    project = OpenApiParameter("project", int, description="the project (for a person in "
+                               "several)")
+    return extend_schema_view(
+        get=extend_schema(parameters=[project], responses={200: serializer, 409: ambiguous}),
+        put=extend_schema(request=serializer, responses={200: serializer, 201: serializer,
+                                                         409: ambiguous}))
+
+
+@_by_name_schema(ChannelSerializer)
+class ChannelByName(_ByName):
+    """``GET/PUT /api/v1/channels/by-name/<name>/``: a channel by its name (see
+    :class:`_ByName`). A PUT's ``config`` keeps the stored credentials it gives as
+    ``"***"`` or leaves out (:func:`keep_secrets`); ``kind`` cannot change."""
+
+    serializer_class = ChannelSerializer
+    noun = "channel"
+
+    @classmethod
+    def named(cls, project):
+        return Channel.objects.filter(project=project, deleted_at__isnull=True)
+
+    @classmethod
+    def prepare(cls, data, instance):
+        if isinstance(data.get("config"), dict):
+            data["config"] = keep_secrets(data["config"],
+                                          None if instance is None else instance.config)
+        return data
+
+
+@_by_name_schema(EscalationPolicySerializer)
+class EscalationPolicyByName(_ByName):
+    """``GET/PUT /api/v1/escalation-policies/by-name/<name>/``: a policy by its name
+    (see :class:`_ByName`); ``tiers`` given replace the stored ones."""
+
+    serializer_class = EscalationPolicySerializer
+    noun = "escalation policy"
+
+    @classmethod
+    def named(cls, project):
+        return EscalationPolicy.objects.filter(project=project)
+
+    @classmethod
+    def fresh(cls, policy):
+        return EscalationPolicy.objects.prefetch_related(*POLICY_PREFETCH).get(
+            pk=policy.pk)
 
 
 # --- maintenance windows --------------------------------------------------------------------

@@ -4,7 +4,17 @@ from django.contrib.auth import views as auth
 from django.urls import path, re_path, reverse_lazy
 
 from accounts.people import ResetForm
-from cronradar.dashboard import account, badges, docs, imports, incidents, monitors, setup, signup
+from cronradar.dashboard import (
+    account,
+    badges,
+    docs,
+    imports,
+    incidents,
+    monitors,
+    monitorsfile,
+    setup,
+    signup,
+)
 
 app_name = "dashboard"
 DONE = reverse_lazy("dashboard:password_reset_done")
@@ -19,6 +29,9 @@ urlpatterns = [
     path("signup/verify/<uidb64>/<token>/", signup.signup_verify, name="signup_verify"),
     path("invitations/<str:token>/", signup.invitation, name="invitation"),
     path("monitors/new/", monitors.monitor_edit, name="monitor_new"),
+    path("monitors/file/", monitorsfile.monitors_file, name="monitors_file"),
+    re_path(r"^monitors/file/export\.(?P<fmt>json|yaml)$", monitorsfile.monitors_file_export,
+            name="monitors_file_export"),
     path("monitors/<int:pk>/", monitors.monitor_detail, name="monitor"),
     path("monitors/<int:pk>/edit/", monitors.monitor_edit, name="monitor_edit"),
     path("monitors/<int:pk>/pause/", monitors.monitor_pause, name="monitor_pause"),

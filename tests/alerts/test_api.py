@@ -284,3 +284,116 @@ def test_rules_through_the_api(api):
     for field in ("max_attempts", "failure_threshold", "recovery_threshold"):
         resp = api.patch(f"/api/v1/monitors/{m['id']}/", {field: 0}, format="json")
         assert resp.status_code == 400 and field in resp.json()
+
+
+# --- upserts by name --------------------------------------------------------------------
+
+def test_channel_by_name_creates_then_updates_keeping_stored_secrets(api, project):
+    url = "/api/v1/channels/by-name/ops pager/"
+    made = api.put(url, {"kind": "opsgenie", "config": {"api_key": "k-1", "region": "eu"}},
+                   format="json")
+    assert made.status_code == 201, made.json()
+    assert (made.json()["name"], made.json()["config"]) == (
+        "ops pager", {"api_key": "k-1", "region": "eu"})
+    # "***" and a credential left out both keep the stored one; other fields change
+    for config in ({"api_key": "***", "region": "us"}, {"region": "us"}):
+        again = api.put(url, {"kind": "opsgenie", "config": config}, format="json")
+        assert again.status_code == 200, again.json()
+        assert again.json()["id"] == made.json()["id"]
+        assert Channel.objects.get(pk=made.json()["id"]).config == {"api_key": "k-1",
+                                                                    "region": "us"}
+    changed = api.put(url, {"config": {"api_key": "k-2"}}, format="json")
+    assert (changed.status_code, changed.json()["config"]["api_key"]) == (200, "k-2")
+    assert api.get(url).json() == changed.json()
+    assert Channel.objects.filter(project=project).count() == 1
+
+
+def test_channel_by_name_refusals(api, project):
+    hook = {"kind": "webhook", "config": {"url": "https://hooks.example.com/a"}}
+    for name, status, body in (
+            ("%20", 400, {"name": ["must not be blank"]}),
+            ("new", 400, {"config": ["secret: '***' keeps a stored secret, and this channel "
+                                     "is new: give the secret"]})):
+        config = {"url": "https://hooks.example.com/a", "secret": "***"}
+        resp = api.put(f"/api/v1/channels/by-name/{name}/", {**hook, "config": config},
+                       format="json")
+        assert (resp.status_code, resp.json()) == (status, body)
+    assert api.put("/api/v1/channels/by-name/a/", {**hook, "name": "b"},
+                   format="json").json() == {"name": ["must be the name in the URL"]}
+    twins = [Channel.objects.create(project=project, kind="webhook", name="twin",
+                                    config={"url": "https://x.test/", "secret": "s"})
+             for _ in range(2)]
+    for method in ("get", "put"):
+        resp = getattr(api, method)("/api/v1/channels/by-name/twin/", hook, format="json")
+        assert (resp.status_code, resp.json()) == (409, {
+            "detail": f"2 channels of this project are named 'twin' (ids {twins[0].pk}, "
+                      f"{twins[1].pk}): rename one, a name must say which"})
+    assert api.get("/api/v1/channels/by-name/nobody/").status_code == 404
+    kind = api.put("/api/v1/channels/by-name/k/", hook, format="json")
+    assert api.put("/api/v1/channels/by-name/k/", {"kind": "slack"}, format="json").json() \
+        == {"kind": ["cannot be changed"]} and kind.status_code == 201
+
+
+def test_by_name_sees_only_the_callers_project_and_live_channels(api, project):
+    other = new_project("other")
+    Channel.objects.create(project=other, kind="webhook", name="ops",
+                           config={"url": "https://x.test/", "secret": "s"})
+    Channel.objects.create(project=project, kind="webhook", name="ops", deleted_at=T0,
+                           config={"url": "https://x.test/", "secret": "s"})
+    assert api.get("/api/v1/channels/by-name/ops/").status_code == 404
+    made = api.put("/api/v1/channels/by-name/ops/", {
+        "kind": "webhook", "config": {"url": "https://hooks.example.com/a"}}, format="json")
+    assert made.status_code == 201 and made.json()["project"] == project.pk
+    assert Channel.objects.filter(name="ops").count() == 3
+
+
+def test_a_read_only_key_cannot_upsert_by_name(project):
+    from tests.helpers import as_key
+
+    reader = as_key(ApiKey.issue(project, "ro", read_only=True)[1])
+    resp = reader.put("/api/v1/channels/by-name/ops/", {
+        "kind": "webhook", "config": {"url": "https://hooks.example.com/a"}}, format="json")
+    assert resp.status_code == 403
+    assert reader.put("/api/v1/escalation-policies/by-name/p/", {
+        "tiers": [{"delay": 0, "channels": [1]}]}, format="json").status_code == 403
+
+
+def test_escalation_policy_by_name_creates_then_replaces_tiers(api, project):
+    a, b = (Channel.objects.create(project=project, kind="webhook", name=n,
+                                   config={"url": "https://x.test/", "secret": "s"})
+            for n in ("a", "b"))
+    url = "/api/v1/escalation-policies/by-name/night shift/"
+    made = api.put(url, {"tiers": [{"delay": 0, "channels": [a.pk]}], "repeat": 1},
+                   format="json")
+    assert made.status_code == 201, made.json()
+    body = made.json()
+    assert (body["name"], body["tiers"], body["repeat"], body["monitors"]) == (
+        "night shift", [{"delay": 0, "channels": [a.pk]}], 1, [])
+    again = api.put(url, {"tiers": [{"delay": 0, "channels": [a.pk]},
+                                    {"delay": 600, "channels": [a.pk, b.pk]}]}, format="json")
+    assert again.status_code == 200
+    assert (again.json()["id"], again.json()["repeat"], again.json()["tiers"]) == (
+        body["id"], 1, [{"delay": 0, "channels": [a.pk]},
+                        {"delay": 600, "channels": [a.pk, b.pk]}])
+    assert api.get(url).json() == again.json()
+    blank = api.put("/api/v1/escalation-policies/by-name/ /", {
+        "tiers": [{"delay": 0, "channels": [a.pk]}]}, format="json")
+    assert (blank.status_code, blank.json()) == (400, {"name": ["must not be blank"]})
+    missing = api.put("/api/v1/escalation-policies/by-name/new/", {"repeat": 0}, format="json")
+    assert (missing.status_code, missing.json()) == (400, {"tiers": ["This field is required."]})
+
+
+def test_a_deleted_monitor_no_longer_holds_its_escalation_policy(api, project):
+    ch = Channel.objects.create(project=project, kind="webhook", name="a",
+                                config={"url": "https://x.test/", "secret": "s"})
+    policy = api.post("/api/v1/escalation-policies/", {
+        "name": "p", "tiers": [{"delay": 0, "channels": [ch.pk]}]}, format="json").json()
+    m = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 1,
+                                       "escalation_policy": policy["id"]}, format="json").json()
+    url = f"/api/v1/escalation-policies/{policy['id']}/"
+    assert api.delete(url).json() == {"detail": f"in use by monitors [{m['id']}]: give them "
+                                                "another policy first"}
+    # deleted, the monitor keeps its row (and its settings) until the evaluator purges it
+    assert api.delete(f"/api/v1/monitors/{m['id']}/").status_code == 204
+    assert api.get(url).json()["monitors"] == []
+    assert api.delete(url).status_code == 204

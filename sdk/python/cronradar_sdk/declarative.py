@@ -1,0 +1,474 @@
+"""Monitors as one file: ``cronradar apply`` and ``cronradar export``.
+
+A file declares a project's monitors (by slug) and the channels and escalation
+policies they notify (by name; monitors and policies refer to them by name). Its
+format is ``monitors.schema.json`` beside this module (JSON Schema 2020-12): JSON
+always, YAML when PyYAML is installed (``cronradar-sdk[yaml]``). Applying upserts
+every object the file declares through the API's upserts (``PUT …/by-slug/`` and
+``…/by-name/``), in the order channels, policies, monitors, and answers a diff:
+one :class:`Change` per object, ``created``, ``changed`` (with each field's old and
+new value), ``unchanged`` (not written) or ``pruned``. ``prune`` deletes the
+project's objects the file does not declare, of each kind the file has a section
+for (a file without ``channels`` leaves channels alone), from lists read in full.
+
+Credentials in a channel's ``config`` (every field but ``to`` and ``region``) are
+exported as ``${ENV_NAME}`` placeholders; applying expands ``${NAME}`` in a
+channel's config strings from the environment (a variable that is not set is an
+error naming it), and a credential given as ``"***"`` or left out keeps the stored
+one.
+
+The logic is pure over a :class:`Backend` (read the project, upsert, delete):
+:class:`HttpBackend` is the API through :class:`cronradar_sdk.client.ApiClient`; the
+server's dashboard import has its own over the server's serializers.
+"""
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
+
+from cronradar_sdk.client import ApiClient
+
+SCHEMA_PATH = Path(__file__).with_name("monitors.schema.json")
+SHOWN = ("to", "region")  # config fields that are not credentials (as the API's readers see)
+READ_ONLY_CONFIG = ("signing_secret",)  # config the API adds to its answer; never in a file
+MASKED = "***"  # a credential the file does not give: keep the stored one
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def schema() -> dict:
+    """The file format: the JSON Schema shipped with the SDK."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+class Kind(NamedTuple):
+    """One kind of object a file declares: its ``section`` (the file's key),
+    ``noun`` (in the diff), the API's list ``path``, the ``key`` field that names
+    an object and the upsert's ``by`` path segment."""
+
+    section: str
+    noun: str
+    path: str
+    key: str
+    by: str
+
+
+CHANNELS = Kind("channels", "channel", "channels/", "name", "by-name")
+POLICIES = Kind("escalation_policies", "escalation policy", "escalation-policies/", "name",
+                "by-name")
+MONITORS = Kind("monitors", "monitor", "monitors/", "slug", "by-slug")
+KINDS = (CHANNELS, POLICIES, MONITORS)  # the order of upserts; prunes go the other way
+_DEFS = {"channels": "channel", "escalation_policies": "escalation_policy",
+         "monitors": "monitor"}
+_SCHEMA_DEFS = schema()["$defs"]
+FIELDS = {k.section: tuple(_SCHEMA_DEFS[_DEFS[k.section]]["properties"]) for k in KINDS}
+
+
+class FileError(ValueError):
+    """A file that cannot be applied: ``problems``, each naming where
+    (``monitors[2] (nightly): grace: …``)."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class Change(NamedTuple):
+    """What applying does to one object: ``action`` (created, changed, unchanged,
+    pruned), its ``kind`` and ``key`` (slug or name), ``fields`` {field: (old, new)}
+    for a change (credentials shown as ``***``), ``entry`` (the file's, or None when
+    pruned) and ``current`` (the API's object, or None when created)."""
+
+    action: str
+    kind: Kind
+    key: str
+    fields: dict
+    entry: dict | None
+    current: dict | None
+
+    def lines(self) -> list[str]:
+        """The diff's lines for it: ``changed monitor nightly: grace: 300 → 600``."""
+        head = f"{self.action} {self.kind.noun} {self.key}"
+        if self.action != "changed":
+            return [head]
+        return [f"{head}: {name}: {_shown(old)} → {_shown(new)}"
+                + (" (a credential: not shown)" if MASKED in (old, new) else "")
+                for name, (old, new) in self.fields.items()]
+
+
+class State(NamedTuple):
+    """A project as the API shows it: its channels, escalation policies and monitors
+    (lists of the API's objects)."""
+
+    channels: list
+    escalation_policies: list
+    monitors: list
+
+    def of(self, kind: Kind) -> list:
+        return getattr(self, kind.section)
+
+
+class Backend:
+    """Where a file is applied: reads a project, upserts and deletes its objects."""
+
+    def read(self) -> State:
+        raise NotImplementedError
+
+    def put(self, kind: Kind, key: str, body: dict) -> dict:
+        """Create or update the object ``key``; answers the API's object."""
+        raise NotImplementedError
+
+    def delete(self, kind: Kind, obj: dict) -> None:
+        raise NotImplementedError
+
+
+class HttpBackend(Backend):
+    """The API key's project through the API (:class:`~cronradar_sdk.client.ApiClient`);
+    every list is read in full (all its pages)."""
+
+    def __init__(self, client: ApiClient):
+        self.client = client
+
+    def read(self) -> State:
+        return State(*(self.client.list(k.path) for k in KINDS))
+
+    def put(self, kind, key, body):
+        return self.client.put(f"{kind.path}{kind.by}/{urllib.parse.quote(key, safe='')}/",
+                               body)
+
+    def delete(self, kind, obj):
+        self.client.delete(f"{kind.path}{obj['id']}/")
+
+
+# --- reading and writing files -------------------------------------------------------------
+
+def parse(text: str, fmt: str | None = None) -> Any:
+    """The document in ``text``: ``fmt`` ``json`` or ``yaml`` (None: JSON when it
+    reads as JSON, else YAML). FileError when it is neither, or YAML is asked for
+    without PyYAML."""
+    if fmt in (None, "json"):
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            if fmt == "json":
+                raise FileError([f"not JSON: {e}"]) from None
+    yaml = _yaml()
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise FileError([f"not JSON or YAML: {e}".replace("\n", " ")]) from None
+
+
+def dump(doc: dict, fmt: str = "yaml") -> str:
+    """``doc`` as the text of a file: ``json`` or ``yaml``."""
+    if fmt == "json":
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return _yaml().safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+
+
+def format_of(path: str) -> str | None:
+    """``json`` or ``yaml`` by the file name's extension; None when it says neither."""
+    suffix = Path(path).suffix.lower()
+    return {".json": "json", ".yaml": "yaml", ".yml": "yaml"}.get(suffix)
+
+
+def _yaml():
+    try:
+        import yaml
+    except ImportError:
+        raise FileError(["YAML needs PyYAML: pip install 'cronradar-sdk[yaml]' (or use "
+                         "JSON)"]) from None
+    return yaml
+
+
+# --- checking a file ---------------------------------------------------------------------
+
+def check(doc: Any) -> None:
+    """Raise FileError listing what makes ``doc`` unfit to apply (the shape the
+    schema gives, checked without a JSON Schema library: unknown fields, the required
+    ones, unique non-blank slugs and names). The server checks the whole schema."""
+    if not isinstance(doc, dict):
+        raise FileError(["the file must be an object (version, channels, "
+                         "escalation_policies, monitors)"])
+    problems = [f"{k}: unknown field" for k in doc if k != "version" and k not in FIELDS]
+    if doc.get("version") != 1:
+        problems.append("version: must be 1")
+    required = {"channels": ("name", "kind", "config"),
+                "escalation_policies": ("name", "tiers"), "monitors": ("slug",)}
+    for kind in KINDS:
+        entries = doc.get(kind.section, [])
+        if not isinstance(entries, list):
+            problems.append(f"{kind.section}: must be a list")
+            continue
+        seen = set()
+        for i, entry in enumerate(entries):
+            where = f"{kind.section}[{i}]"
+            if not isinstance(entry, dict):
+                problems.append(f"{where}: must be an object")
+                continue
+            key = entry.get(kind.key)
+            if isinstance(key, str) and key.strip():
+                where += f" ({key})"
+                if key in seen:
+                    problems.append(f"{where}: a second {kind.noun} with {kind.key} '{key}': "
+                                    f"each {kind.key} once")
+                seen.add(key)
+            elif kind.key in entry:
+                problems.append(f"{where}: {kind.key}: must be a string that is not blank")
+            problems += [f"{where}: {f}: required" for f in required[kind.section]
+                         if f not in entry]
+            problems += [f"{where}: {f}: unknown field" for f in entry
+                         if f not in FIELDS[kind.section]]
+    if problems:
+        raise FileError(problems)
+
+
+def expand(doc: dict, environ: Mapping[str, str]) -> dict:
+    """``doc`` with each ``${NAME}`` in a channel's config strings replaced by
+    ``environ[NAME]``; FileError naming every variable that is not set."""
+    problems: list[str] = []
+
+    def one(value, where):
+        if isinstance(value, str):
+            def sub(m):
+                if m.group(1) not in environ:
+                    problems.append(f"{where}: ${{{m.group(1)}}} is not set in the environment")
+                    return m.group(0)
+                return environ[m.group(1)]
+            return PLACEHOLDER.sub(sub, value)
+        if isinstance(value, list):
+            return [one(v, where) for v in value]
+        return value
+
+    channels = []
+    for i, ch in enumerate(doc.get("channels") or []):
+        config = ch.get("config") if isinstance(ch, dict) else None
+        if isinstance(config, dict):
+            where = f"channels[{i}] ({ch.get('name')}): config"
+            ch = {**ch, "config": {k: one(v, f"{where}.{k}") for k, v in config.items()}}
+        channels.append(ch)
+    if problems:
+        raise FileError(problems)
+    return {**doc, "channels": channels} if "channels" in doc else doc
+
+
+# --- the project as a file ---------------------------------------------------------------
+
+def to_file(state: State) -> dict:
+    """The project ``state`` as a file (real credentials: see :func:`placeholders`)."""
+    channel_names = {c["id"]: c["name"] for c in state.channels}
+    policy_names = {p["id"]: p["name"] for p in state.escalation_policies}
+    return {
+        "version": 1,
+        "channels": [{"name": c["name"], "kind": c["kind"],
+                      "config": {k: v for k, v in (c.get("config") or {}).items()
+                                 if k not in READ_ONLY_CONFIG}}
+                     for c in sorted(state.channels, key=lambda c: c["name"])],
+        "escalation_policies": [
+            {"name": p["name"],
+             "tiers": [{"delay": t["delay"], "channels": _names(t["channels"], channel_names)}
+                       for t in p["tiers"]],
+             "repeat": p.get("repeat", 0)}
+            for p in sorted(state.escalation_policies, key=lambda p: p["name"])],
+        "monitors": [_monitor_entry(m, channel_names, policy_names)
+                     for m in sorted(state.monitors, key=lambda m: m["slug"])],
+    }
+
+
+def _monitor_entry(m: dict, channel_names: dict, policy_names: dict) -> dict:
+    entry = {f: m[f] for f in FIELDS["monitors"] if f in m}
+    entry.pop("schedule" if m.get("kind") == "interval" else "period", None)
+    if isinstance(entry.get("channels"), list):
+        entry["channels"] = _names(entry["channels"], channel_names)
+    if entry.get("escalation_policy") is not None:
+        entry["escalation_policy"] = policy_names.get(entry["escalation_policy"],
+                                                      f"#{entry['escalation_policy']}")
+    return entry
+
+
+def _names(ids: Iterable[int], names: dict) -> list[str]:
+    return sorted(names.get(i, f"#{i}") for i in ids)
+
+
+def env_name(channel: str, field: str) -> str:
+    """The placeholder's variable for a channel's credential: ``CRONRADAR_`` and the
+    channel's name and the field, upper case, other characters ``_``
+    (``ops pager``, ``api_key``: ``CRONRADAR_OPS_PAGER_API_KEY``)."""
+    return "CRONRADAR_" + re.sub(r"[^A-Z0-9]+", "_", f"{channel}_{field}".upper()).strip("_")
+
+
+def placeholders(doc: dict) -> tuple[dict, dict]:
+    """``doc`` with each credential of its channels' configs replaced by a
+    ``${ENV_NAME}`` placeholder, and {ENV_NAME: the value it stands for} (a value the
+    API showed as ``***`` stands for nothing: not in the map). Two channels whose
+    names give the same variable get ``_2``, ``_3``, … on the later ones."""
+    values: dict[str, Any] = {}
+    channels = []
+    for ch in doc.get("channels", []):
+        config = {}
+        for k, v in ch["config"].items():
+            if k in SHOWN:
+                config[k] = v
+                continue
+            name, n = env_name(ch["name"], k), 1
+            while name + (f"_{n}" if n > 1 else "") in values:
+                n += 1
+            name += f"_{n}" if n > 1 else ""
+            values[name] = v
+            config[k] = "${" + name + "}"
+        channels.append({**ch, "config": config})
+    return {**doc, "channels": channels}, {k: v for k, v in values.items() if v != MASKED}
+
+
+def export(backend: Backend) -> tuple[dict, dict]:
+    """The backend's project as a file with credential placeholders, and what they
+    stand for (see :func:`placeholders`)."""
+    return placeholders(to_file(backend.read()))
+
+
+# --- the diff and applying it ---------------------------------------------------------------
+
+def plan(doc: dict, state: State, prune: bool = False) -> list[Change]:
+    """The changes that make ``state`` what ``doc`` (checked and expanded) declares:
+    upserts in the order of :data:`KINDS`, then prunes in reverse. FileError when a
+    name a monitor or policy refers to is neither in the file nor in the project."""
+    current = to_file(state)
+    _check_references(doc, current)
+    changes, prunes = [], []
+    for kind in KINDS:
+        by_key = {e[kind.key]: e for e in current[kind.section]}
+        objects = {o[kind.key]: o for o in state.of(kind)}
+        declared = doc.get(kind.section) or []
+        for entry in declared:
+            key = entry[kind.key]
+            if key not in by_key:
+                changes.append(Change("created", kind, key, {}, entry, None))
+                continue
+            fields = _diff(kind, entry, by_key[key])
+            changes.append(Change("changed" if fields else "unchanged", kind, key, fields,
+                                  entry, objects[key]))
+        if prune and kind.section in doc:
+            keep = {e[kind.key] for e in declared}
+            prunes += [Change("pruned", kind, key, {}, None, obj)
+                       for key, obj in sorted(objects.items()) if key not in keep]
+    order = {k.section: i for i, k in enumerate(KINDS)}
+    return changes + sorted(prunes, key=lambda c: -order[c.kind.section])
+
+
+def _check_references(doc: dict, current: dict) -> None:
+    channels = {c["name"] for c in doc.get("channels") or []} | {
+        c["name"] for c in current["channels"]}
+    policies = {p["name"] for p in doc.get("escalation_policies") or []} | {
+        p["name"] for p in current["escalation_policies"]}
+    problems = []
+    for i, p in enumerate(doc.get("escalation_policies") or []):
+        for j, tier in enumerate(p.get("tiers") or []):
+            problems += [f"escalation_policies[{i}] ({p['name']}): tiers[{j}].channels: no "
+                         f"channel named '{n}' in the file or the project"
+                         for n in (tier.get("channels") or []) if n not in channels]
+    for i, m in enumerate(doc.get("monitors") or []):
+        where = f"monitors[{i}] ({m['slug']})"
+        if isinstance(m.get("channels"), list):
+            problems += [f"{where}: channels: no channel named '{n}' in the file or the "
+                         "project" for n in m["channels"] if n not in channels]
+        policy = m.get("escalation_policy")
+        if policy is not None and policy not in policies:
+            problems.append(f"{where}: escalation_policy: no escalation policy named "
+                            f"'{policy}' in the file or the project")
+    if problems:
+        raise FileError(problems)
+
+
+def _diff(kind: Kind, entry: dict, current: dict) -> dict:
+    """{field: (old, new)} where ``entry`` differs from ``current`` (both in file
+    terms), for the fields ``entry`` gives; lists of names compare as sets, a
+    channel's config field by field (``***`` and left out: unchanged)."""
+    fields = {}
+    for name, new in entry.items():
+        if name == kind.key:
+            continue
+        old = current.get(name)
+        if name == "config":
+            for k, v in new.items():
+                if v == MASKED and k not in SHOWN:
+                    continue
+                before = old.get(k)
+                if before != v:
+                    secret = k not in SHOWN and before is not None
+                    fields[f"config.{k}"] = (MASKED if secret else before,
+                                             MASKED if k not in SHOWN else v)
+        elif _normal(name, old) != _normal(name, new):
+            fields[name] = (old, new)
+    return fields
+
+
+CRON_ALIASES = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+                "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+                "@hourly": "0 * * * *"}  # as the service stores them (monitors/schedule.py)
+
+
+def _normal(name: str, value: Any) -> Any:
+    """``value`` as the service stores it, where the file may write it otherwise: a
+    schedule's alias and spacing, lists of names in any order."""
+    if name == "schedule" and isinstance(value, str):
+        value = " ".join(value.split())
+        return CRON_ALIASES.get(value.lower(), value)
+    if name == "channels" and isinstance(value, list):
+        return sorted(value)
+    if name == "tiers" and isinstance(value, list):
+        return [{**t, "channels": sorted(t.get("channels", []))} if isinstance(t, dict) else t
+                for t in value]
+    return value
+
+
+def apply(doc: dict, backend: Backend, prune: bool = False, dry_run: bool = False,
+          report: Callable[[Change], None] | None = None) -> list[Change]:
+    """Make the backend's project what ``doc`` declares (checked, placeholders
+    already expanded: :func:`expand`) and answer the changes; ``dry_run`` only
+    answers them. ``report`` is called with each change as it is made (a change
+    the API refuses raises :class:`~cronradar_sdk.client.ApiError` after the ones
+    made before it were reported)."""
+    check(doc)
+    state = backend.read()
+    changes = plan(doc, state, prune)
+    ids = {"channels": {c["name"]: c["id"] for c in state.channels},
+           "escalation_policies": {p["name"]: p["id"] for p in state.escalation_policies}}
+    for change in changes:
+        if not dry_run and change.action in ("created", "changed"):
+            saved = backend.put(change.kind, change.key, _body(change.kind, change.entry, ids))
+            if change.kind.section in ids:
+                ids[change.kind.section][change.key] = saved["id"]
+        elif not dry_run and change.action == "pruned":
+            backend.delete(change.kind, change.current)
+        if report is not None:
+            report(change)
+    return changes
+
+
+def _body(kind: Kind, entry: dict, ids: dict) -> dict:
+    """The upsert's body for ``entry``: names of channels and policies made ids."""
+    body = {k: v for k, v in entry.items() if k != kind.key}
+    channel_ids = ids["channels"]
+    if kind is POLICIES:
+        body["tiers"] = [{**t, "channels": [channel_ids[n] for n in t["channels"]]}
+                         for t in body["tiers"]]
+    elif kind is MONITORS:
+        if isinstance(body.get("channels"), list):
+            body["channels"] = [channel_ids[n] for n in body["channels"]]
+        if body.get("escalation_policy") is not None:
+            body["escalation_policy"] = ids["escalation_policies"][body["escalation_policy"]]
+    return body
+
+
+def summary(changes: list[Change], dry_run: bool = False) -> str:
+    """``2 created, 1 changed, 4 unchanged, 1 pruned`` (and ``(dry run: nothing
+    changed)``)."""
+    counts = [f"{sum(c.action == a for c in changes)} {a}"
+              for a in ("created", "changed", "unchanged", "pruned")]
+    return ", ".join(counts) + (" (dry run: nothing changed)" if dry_run else "")
+
+
+def _shown(value: Any) -> str:
+    return value if value == MASKED else json.dumps(value, ensure_ascii=False)
