@@ -1,5 +1,6 @@
 """The API's edge, plugged into DRF settings: key authentication and JSON
-parsing (who may do what is :mod:`accounts.tenancy`).
+parsing (who may do what is :mod:`accounts.tenancy`); and the sign-in's
+second backend, which finds an email-shaped username without its letter case.
 
 The key is sent as ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>``.
 ``request.auth`` becomes the :class:`~accounts.models.ApiKey` (its ``project``
@@ -9,6 +10,8 @@ SessionAuthentication, CSRF-checked) and act through their memberships.
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 from django.utils import timezone
@@ -75,3 +78,30 @@ class JSONParser(parsers.JSONParser):
             return super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise exceptions.ParseError("JSON parse error - nested too deeply") from None
+
+
+class EmailCaseBackend(ModelBackend):
+    """Sign-in's fallback after Django's ``ModelBackend`` (which takes the exact
+    username): an email-shaped username (``@`` in it) that is nobody's exactly
+    signs in as the one person whose username it is without letter case
+    (``Ana@Corp.test`` typed for ``ana@corp.test``). Never when the exact
+    username exists (a wrong password there stays wrong) or when several
+    usernames match without case (none of them is picked)."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        users = get_user_model()
+        if username is None:
+            username = kwargs.get(users.USERNAME_FIELD)
+        if not username or password is None or "@" not in username:
+            return None
+        field = users.USERNAME_FIELD
+        if users._default_manager.filter(**{field: username}).exists():
+            return None  # ModelBackend answered for this one
+        found = list(users._default_manager.filter(**{f"{field}__iexact": username})[:2])
+        if len(found) != 1:
+            users().set_password(password)  # the work a match costs: the time tells nothing
+            return None
+        user = found[0]
+        if user.check_password(password) and self.user_can_authenticate(user):
+            return user
+        return None

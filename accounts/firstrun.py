@@ -92,10 +92,11 @@ class Refused(Exception):
 
 
 def create_first_account(email: str, password: str, organisation: str, token: str = ""):
-    """Make the first person (``email`` is their username and address; ``password``
+    """Make the first person (``email``, lower-cased, is their username and address; ``password``
     already through :func:`accounts.signup.check_password`), verified and staff,
     owner of :func:`adoptable` or of a new organisation called ``organisation``
     with a first project. Returns the user; raises :class:`Refused`."""
+    email = email.strip().lower()
     with transaction.atomic():
         # the token row, locked, makes two simultaneous first accounts take turns
         SetupToken.objects.get_or_create(pk=1, defaults={"token": secrets.token_urlsafe(24)})

@@ -6,7 +6,10 @@ already has an account (nothing tells who has one). The link's page is the
 invitee's: someone with an account there signs in as that address and accepts
 (their membership is made then); someone new chooses a username (the admin's
 suggestion, or the address) and a password, and is verified by having followed
-the link. The link is signed (Django's ``signing``), expires after
+the link (the address is stored lower-cased). Someone whose account is not
+verified yet (signed up, never confirmed) cannot sign in: they accept on the
+page with that account's password, which verifies it (the link proves the
+address), or reset the password first. The link is signed (Django's ``signing``), expires after
 :data:`MAX_AGE` and works once; a new invitation of the same address to the same
 organisation replaces a pending one.
 """
@@ -23,7 +26,7 @@ from django.db import transaction
 from django.template import loader
 from django.urls import reverse
 
-from accounts import people
+from accounts import people, signup
 from accounts.models import Invitation, Membership, Organisation, Profile
 
 MAX_AGE = timedelta(days=7)
@@ -90,6 +93,29 @@ def accept(invitation: Invitation, user, now: datetime) -> Membership | None:
     return membership
 
 
+def unverified_account(invitation: Invitation):
+    """The person with the invited address who has not verified it yet (signed up
+    and never followed their link), or None."""
+    for user in get_user_model().objects.filter(email__iexact=invitation.email).order_by("pk"):
+        if not signup.is_verified(user):
+            return user
+    return None
+
+
+def accept_unverified(invitation: Invitation, user, password: str, now: datetime):
+    """Accept for :func:`unverified_account` ``user`` given their ``password``:
+    the invitation's link proves the address, so they are verified at ``now``.
+    Returns the membership; None when the password is wrong or the invitation
+    was used meanwhile (then nothing changes)."""
+    if not user.check_password(password):
+        return None
+    with transaction.atomic():
+        membership = accept(invitation, user, now)
+        if membership is not None:
+            people.mark_verified(user, now)
+    return membership
+
+
 def check_username(username: str) -> list[str]:
     """Why ``username`` cannot be a new person's (empty: it can)."""
     users = get_user_model()
@@ -109,8 +135,8 @@ def accept_new(invitation: Invitation, username: str, password: str, now: dateti
     ``password`` through the validators), verified, and :func:`accept` for them.
     Returns the user, or None when the invitation was used meanwhile."""
     with transaction.atomic():
-        user = get_user_model().objects.create_user(username=username, email=invitation.email,
-                                                    password=password)
+        user = get_user_model().objects.create_user(
+            username=username, email=invitation.email.lower(), password=password)
         Profile.objects.create(user=user, email_verified_at=now)
         if accept(invitation, user, now) is None:
             transaction.set_rollback(True)

@@ -9,7 +9,9 @@ and joins only by accepting.
 
 Every link is built on ``CRONRADAR_BASE_URL``, never on the request's ``Host``
 header (with ``ALLOWED_HOSTS=*`` anyone can send ``Host: evil.example`` and the
-link would carry a valid reset token to that host).
+link would carry a valid reset token to that host). A completed reset proves
+the address: a person who signed up and never followed their link is verified
+by it (:class:`SetForm`, :func:`mark_verified`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.forms import PasswordResetForm
+from django.contrib.auth.forms import PasswordResetForm, SetPasswordForm
+from django.utils import timezone
+
+from accounts.models import Profile
 
 NOT_FOUND = ("no such person in your organisations; to invite someone, give their email")
 
@@ -56,3 +61,23 @@ class ResetForm(PasswordResetForm):
         options.update(domain_override=host, use_https=protocol == "https",
                        from_email=settings.CRONRADAR_EMAIL_FROM)
         return super().save(**options)
+
+
+class SetForm(SetPasswordForm):
+    """The reset link's new-password form: saving it also verifies the address
+    (the link came to it), so someone who signed up and never confirmed gets in
+    this way, even once sign-up is closed."""
+
+    def save(self, commit=True):
+        user = super().save(commit=commit)
+        if commit:
+            mark_verified(user, timezone.now())
+        return user
+
+
+def mark_verified(user, now) -> None:
+    """Record that ``user`` proved their address at ``now`` (their sign-up link, a
+    completed password reset, an invitation's link); no change for someone
+    verified already."""
+    Profile.objects.filter(user=user, email_verified_at__isnull=True).update(
+        email_verified_at=now)

@@ -8,11 +8,16 @@ here only (:func:`parse`); ``accounts.checks`` refuses a malformed value at star
 
 Someone signing up gets a person (username and email: the address), their own
 organisation (named after the address) of which they are owner, and a first
-project; the person cannot sign in until they follow the emailed link
-(:func:`verify`). The answer is the same whether the address is new or taken: a
-taken address gets an email instead (a fresh verification link if that account
-is not verified yet, else a sign-in and password-reset link), so the page never
-tells who has an account. Attempts are counted per address and per client
+project; the person cannot sign in until they follow the emailed link and
+confirm (:func:`verify`). The address is stored lower-cased. The answer is the
+same whether the address is new or taken: a taken address gets an email instead
+(a sign-in and password-reset link), so the page never tells who has an account.
+An address whose account is not verified yet is signed up anew: the account
+takes the new password and only the new link works (the password's hash is in
+the link's state), so whoever verifies holds the password they chose, not one a
+stranger set by signing the address up first. A completed password reset or an
+accepted invitation proves the address too
+(:func:`accounts.people.mark_verified`). Attempts are counted per address and per client
 address in Django's cache (:data:`ADDRESS_LIMIT`, :data:`CLIENT_LIMIT` per
 :data:`WINDOW`); over either, nothing is sent.
 """
@@ -33,7 +38,7 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.template import loader
 from django.urls import reverse
@@ -148,11 +153,13 @@ def same_address(email: str):
 
 
 def sign_up(email: str, password: str, client: str) -> Outcome:
-    """Sign ``email`` up with ``password`` (already through :func:`check_password`)
-    from ``client`` (IP address). Creates the
-    unverified person, their organisation (owner) and first project, and emails
-    the verification link; for a taken address, emails that instead. Returns the
-    :class:`Outcome`."""
+    """Sign ``email`` (stored lower-cased) up with ``password`` (already through
+    :func:`check_password`) from ``client`` (IP address). Creates the unverified
+    person, their organisation (owner) and first project, and emails the
+    verification link; an address whose account is unverified takes ``password``
+    and a new link (older links stop working); a verified one gets a note
+    instead. Returns the :class:`Outcome`."""
+    email = email.strip().lower()
     found = mode()
     if not found.is_open:
         return Outcome.CLOSED
@@ -160,22 +167,29 @@ def sign_up(email: str, password: str, client: str) -> Outcome:
         return Outcome.DOMAIN
     if rate_limited(email, client):
         return Outcome.RATE_LIMITED
-    existing = same_address(email).first()
-    if existing is not None:  # the typed address gets the note: it is the one claimed
-        make_password(password)  # the work a new account costs: the time tells nothing
-        if is_verified(existing):
-            _send(email, "taken", {"login": people.absolute(reverse("dashboard:login")),
-                                             "reset": people.absolute(
-                                                 reverse("dashboard:password_reset"))})
+    existing = same_address(email).order_by("pk").first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                user = get_user_model().objects.create_user(username=email, email=email,
+                                                            password=password)
+                Profile.objects.create(user=user, email_verified_at=None)
+                give_organisation(user, email)
+        except IntegrityError:  # the same address (the username) signed up meanwhile
+            existing = same_address(email).order_by("pk").first()
+            if existing is None:
+                raise
         else:
-            _send(email, "verify", {"link": verification_link(existing)})
-        return Outcome.SENT
-    with transaction.atomic():
-        user = get_user_model().objects.create_user(username=email, email=email,
-                                                    password=password)
-        Profile.objects.create(user=user, email_verified_at=None)
-        give_organisation(user, email)
-    _send(email, "verify", {"link": verification_link(user)})
+            _send(email, "verify", {"link": verification_link(user)})
+            return Outcome.SENT
+    if is_verified(existing):
+        make_password(password)  # the work a new account costs: the time tells nothing
+        _send(email, "taken", {"login": people.absolute(reverse("dashboard:login")),
+                               "reset": people.absolute(reverse("dashboard:password_reset"))})
+    else:  # whoever follows the new link holds this password, and older links die
+        existing.set_password(password)
+        existing.save(update_fields=["password"])
+        _send(email, "verify", {"link": verification_link(existing)})
     return Outcome.SENT
 
 
@@ -202,14 +216,15 @@ def _send(to: str, what: str, context: dict) -> None:
 
 class _VerificationTokens(PasswordResetTokenGenerator):
     """One-time verification tokens: they expire after ``PASSWORD_RESET_TIMEOUT``
-    and stop working once the address is verified (the state is in the hash)."""
+    and stop working once the address is verified or the password changes (a new
+    sign-up of the address): the state is in the hash."""
 
     key_salt = "cronradar.accounts.signup.verify"
 
     def _make_hash_value(self, user, timestamp) -> str:
         verified = Profile.objects.filter(user=user).values_list(
             "email_verified_at", flat=True).first()
-        return f"{user.pk}{user.email}{verified}{timestamp}"
+        return f"{user.pk}{user.email}{user.password}{verified}{timestamp}"
 
 
 tokens = _VerificationTokens()
@@ -221,9 +236,9 @@ def verification_link(user) -> str:
         "uidb64": urlsafe_base64_encode(force_bytes(user.pk)), "token": tokens.make_token(user)}))
 
 
-def verify(uidb64: str, token: str, now=None):
-    """Mark the person of a verification link verified; returns them, or None when
-    the link is unknown, expired or already used."""
+def link_owner(uidb64: str, token: str):
+    """The person a verification link names while it works (nothing is changed:
+    the page a GET shows); None when the link is unknown, expired or used."""
     try:
         pk = int(force_str(urlsafe_base64_decode(uidb64)))
     except (TypeError, ValueError, OverflowError):
@@ -231,8 +246,15 @@ def verify(uidb64: str, token: str, now=None):
     user = get_user_model().objects.filter(pk=pk).first()
     if user is None or not tokens.check_token(user, token):
         return None
-    Profile.objects.filter(user=user, email_verified_at__isnull=True).update(
-        email_verified_at=now or timezone.now())
+    return user
+
+
+def verify(uidb64: str, token: str, now=None):
+    """Mark the person of a verification link verified; returns them, or None when
+    the link is unknown, expired or already used."""
+    user = link_owner(uidb64, token)
+    if user is not None:
+        people.mark_verified(user, now or timezone.now())
     return user
 
 
@@ -250,9 +272,14 @@ class LoginForm(AuthenticationForm):
     error_messages = {**AuthenticationForm.error_messages,
                       "unverified": "Confirm your email address first: follow the link we "
                                     "emailed you (sign up again with the same address to get "
-                                    "a new one)."}
+                                    "a new one).",
+                      "unverified_closed": "Confirm your email address first: follow the link "
+                                           "we emailed you, or use \"Forgot your password?\" "
+                                           "below (the reset link confirms your address)."}
 
     def confirm_login_allowed(self, user) -> None:
         super().confirm_login_allowed(user)
         if not is_verified(user):
-            raise ValidationError(self.error_messages["unverified"], code="unverified")
+            again = mode().allows(user.email)  # sign-up takes this address again
+            raise ValidationError(self.error_messages[
+                "unverified" if again else "unverified_closed"], code="unverified")

@@ -192,6 +192,9 @@ REST_FRAMEWORK = {
     "DEFAULT_METADATA_CLASS": "cronradar.metadata.Metadata",
     "EXCEPTION_HANDLER": "core.api.exception_handler",
 }
+# the exact username first; then an email-shaped one without letter case (accounts.auth)
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend",
+                           "accounts.auth.EmailCaseBackend"]
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "dashboard:login"

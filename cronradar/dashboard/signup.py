@@ -123,14 +123,21 @@ def signup_page(request):
 
 
 def signup_verify(request, uidb64: str, token: str):
-    """``/signup/verify/<uidb64>/<token>/``: the one-time link; verified, the person
-    is signed in and welcomed. A used or expired link is a 400 page."""
-    user = signup.verify(uidb64, token)
+    """``/signup/verify/<uidb64>/<token>/``: the one-time link. A GET only shows
+    the confirm button (mail scanners that open links confirm nothing); its POST
+    verifies, signs the person in and welcomes them. A used or expired link is a
+    400 page."""
+    if request.method == "POST":
+        user = signup.verify(uidb64, token)
+    else:
+        user = signup.link_owner(uidb64, token)
     if user is None:
         return render(request, "dashboard/error.html", {
             "title": "Link not valid", "text": "This link has expired or was used already. "
             "Sign in if you confirmed your address; else sign up again with the same address "
             "for a new link."}, status=400)
+    if request.method != "POST":
+        return render(request, "dashboard/signup_verify.html", {"email": user.email})
     login(request, user, backend=BACKEND)
     return redirect("dashboard:welcome")
 
@@ -154,7 +161,8 @@ class Login(auth.LoginView):
 
 def invitation(request, token: str):
     """``/invitations/<token>/``: the invitee's page. With an account: sign in as
-    the invited address, then join; someone new: choose a username and password."""
+    the invited address, then join (an account not verified yet: its password
+    here, which verifies it); someone new: choose a username and password."""
     found = invitations.find(token)
     if found is None:
         return render(request, "dashboard/error.html", {
@@ -162,16 +170,23 @@ def invitation(request, token: str):
             "used, or was replaced by a newer one: ask the admin who invited you."},
             status=404)
     user = request.user if request.user.is_authenticated else None
-    errors, values = {}, {"username": found.username or found.email}
+    errors, values = {}, {"username": found.username or found.email.lower()}
     if request.method == "POST":
         now = timezone.now()
         if user is not None and invitations.is_for(found, user):
             invitations.accept(found, user, now)
-            first = found.organisation.projects.order_by("name").first()
-            if first is not None:  # look at the organisation just joined
-                request.session["project_id"] = first.pk
+            _look_at(request, found)
             return redirect("dashboard:monitors")
-        if user is None and not invitations.has_account(found):
+        pending = invitations.unverified_account(found) if user is None else None
+        if pending is not None:
+            if invitations.accept_unverified(found, pending, request.POST.get("password", ""),
+                                             now) is not None:
+                login(request, pending, backend=BACKEND)
+                _look_at(request, found)
+                return redirect("dashboard:monitors")
+            errors = {"password": "This is not the account's password: try again, or "
+                                  "reset it with Forgot your password?"}
+        elif user is None and not invitations.has_account(found):
             values = request.POST
             username = request.POST.get("username", "").strip()
             errors = {k: " ".join(v) for k, v in (
@@ -187,9 +202,17 @@ def invitation(request, token: str):
     return render(request, "dashboard/invitation.html", {
         "invitation": found, "errors": errors, "values": values,
         "has_account": invitations.has_account(found),
+        "unverified": user is None and invitations.unverified_account(found) is not None,
         "is_for_me": user is not None and invitations.is_for(found, user),
         "login": f"{reverse('dashboard:login')}?next={request.path}"},
         status=400 if errors else 200)
+
+
+def _look_at(request, invitation) -> None:
+    """Show the organisation just joined: its first project becomes the session's."""
+    first = invitation.organisation.projects.order_by("name").first()
+    if first is not None:
+        request.session["project_id"] = first.pk
 
 
 def _first_monitor(request) -> Monitor | None:

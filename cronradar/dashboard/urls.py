@@ -3,7 +3,7 @@ sign out and password reset (sign in is :class:`signup.Login`)."""
 from django.contrib.auth import views as auth
 from django.urls import path, re_path, reverse_lazy
 
-from accounts.people import ResetForm
+from accounts.people import ResetForm, SetForm
 from cronradar.dashboard import (
     account,
     badges,
@@ -67,13 +67,14 @@ urlpatterns = [
             name="badge"),
     path("login/", signup.Login.as_view(), name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
-    # ResetForm: the link is on CRONRADAR_BASE_URL, never on the request's Host header
+    # ResetForm: the link is on CRONRADAR_BASE_URL, never on the request's Host header;
+    # SetForm: a completed reset verifies the address
     path("password-reset/", auth.PasswordResetView.as_view(
         form_class=ResetForm, template_name="dashboard/password_reset.html", success_url=DONE,
         email_template_name="dashboard/password_reset_email.txt"), name="password_reset"),
     path("password-reset/sent/", auth.PasswordResetDoneView.as_view(
         template_name="dashboard/password_reset_done.html"), name="password_reset_done"),
     path("password-reset/<uidb64>/<token>/", auth.PasswordResetConfirmView.as_view(
-        template_name="dashboard/password_reset_confirm.html",
+        template_name="dashboard/password_reset_confirm.html", form_class=SetForm,
         success_url=reverse_lazy("dashboard:login")), name="password_reset_confirm"),
 ]

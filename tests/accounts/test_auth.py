@@ -1,6 +1,11 @@
 """accounts.auth: the API key as a bearer token or X-Api-Key, the per-key rate limit,
-and a signed-in person's CSRF token."""
+a signed-in person's CSRF token, and the sign-in by an email-shaped username
+without letter case."""
+from __future__ import annotations
+
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey
@@ -36,3 +41,37 @@ def test_a_signed_in_person_needs_the_csrf_token_to_write(project):
     resp = client.post("/api/v1/monitors/", {"name": "j", "period": 60, "grace": 5},
                        format="json")
     assert resp.status_code == 403 and "CSRF" in resp.json()["detail"]
+
+
+def _signs_in(username: str, password: str) -> str | None:
+    """The username of whoever the sign-in page lets in, or None."""
+    browser = Client()
+    answer = browser.post("/login/", {"username": username, "password": password})
+    if answer.status_code != 302:
+        return None
+    return get_user_model().objects.get(pk=browser.session["_auth_user_id"]).username
+
+
+def test_an_email_shaped_username_signs_in_without_letter_case():
+    users = get_user_model().objects
+    users.create_user("mixed.case@corp.test", "mixed.case@corp.test", "pw-mixed")
+    users.create_user("Legacy.Case@Corp.test", "Legacy.Case@Corp.test", "pw-legacy")
+    assert _signs_in("Mixed.Case@Corp.test", "pw-mixed") == "mixed.case@corp.test"
+    assert _signs_in("legacy.case@corp.test", "pw-legacy") == "Legacy.Case@Corp.test"
+    assert _signs_in("MIXED.case@corp.test", "wrong") is None
+
+
+def test_usernames_differing_only_in_case_stay_apart():
+    """The exact username first; a case-insensitive match only when it is the one."""
+    users = get_user_model().objects
+    users.create_user("ann@corp.test", "ann@corp.test", "pw-lower")
+    users.create_user("Ann@corp.test", "ann2@corp.test", "pw-upper")
+    users.create_user("bob", "bob@corp.test", "pw-bob")
+    assert _signs_in("ann@corp.test", "pw-lower") == "ann@corp.test"
+    assert _signs_in("Ann@corp.test", "pw-upper") == "Ann@corp.test"
+    assert _signs_in("ann@corp.test", "pw-upper") is None  # not the other one's password
+    assert _signs_in("Ann@corp.test", "pw-lower") is None
+    assert _signs_in("ANN@corp.test", "pw-lower") is None  # two match: neither is picked
+    assert _signs_in("ANN@corp.test", "pw-upper") is None
+    assert _signs_in("bob", "pw-bob") == "bob"
+    assert _signs_in("BOB", "pw-bob") is None  # only email-shaped usernames

@@ -82,3 +82,9 @@ def test_outside_production_nothing_is_printed(capsys):
     call_command("migrate", verbosity=1, stdout=io.StringIO())
     assert "setup token" not in capsys.readouterr().out
     assert firstrun.setup_lines() == []
+
+
+def test_the_first_accounts_address_is_lower_cased_and_signs_in_in_any_case(client):
+    user = firstrun.create_first_account("Op.Erator@Example.COM", PASSWORD, "Acme")
+    assert (user.username, user.email) == ("op.erator@example.com", "op.erator@example.com")
+    assert client.login(username="Op.Erator@Example.COM", password=PASSWORD)

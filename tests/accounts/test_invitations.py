@@ -1,6 +1,7 @@
 """accounts.invitations: an admin invites an address; the answer and the email are
 the same whether or not it has an account; someone new accepts choosing a
-username and password, someone with an account after signing in as that address."""
+username and password, someone with an account after signing in as that address,
+someone whose account was never verified with its password (which verifies it)."""
 import re
 import time
 from datetime import UTC, datetime
@@ -10,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core import signing
 from django.test import Client
 
-from accounts import invitations
+from accounts import invitations, signup
 from accounts.models import Invitation, Membership, Profile
 from tests.conftest import new_project
 from tests.helpers import as_person, person
@@ -124,3 +125,41 @@ def test_an_accepted_invitation_keeps_an_existing_members_role(project):
     membership = invitations.accept(found, dan, NOW)
     assert (membership.role, Invitation.objects.get().accepted_at) == ("admin", NOW)
     assert invitations.accept(found, dan, NOW) is None  # once
+
+
+def test_an_unverified_account_joins_with_its_password_which_verifies_it(
+        alice, project, mailoutbox, settings):
+    """Signed up under open, never confirmed, sign-up now closed: the invitation's
+    link proves the address, the account's password proves the account."""
+    settings.CRONRADAR_SIGNUP = "closed"
+    pre = get_user_model().objects.create_user("pre@corp.test", "pre@corp.test",
+                                               "their pass phrase 5")
+    Profile.objects.create(user=pre, email_verified_at=None)
+    _invite(alice, "Pre@Corp.test")
+    link = LINK.search(mailoutbox[0].body).group(1)
+    page = Client()
+    shown = page.get(link).content.decode()
+    assert "Sign in to accept" not in shown and 'name="password"' in shown
+    assert 'href="/password-reset/"' in shown
+    wrong = page.post(link, {"password": "a guess"})
+    assert wrong.status_code == 400
+    assert "This is not the account&#x27;s password" in wrong.content.decode()
+    assert not signup.is_verified(pre)
+    assert not Membership.objects.filter(user=pre, organisation=project.organisation).exists()
+    joined = page.post(link, {"password": "their pass phrase 5"})
+    assert (joined.status_code, joined["Location"]) == (302, "/")
+    assert signup.is_verified(pre)
+    assert Membership.objects.get(organisation=project.organisation, user=pre).role == "viewer"
+    assert page.session["project_id"] == project.pk
+    assert Client().get(link).status_code == 404  # used
+    assert Client().login(username="pre@corp.test", password="their pass phrase 5")
+
+
+def test_a_new_persons_address_is_stored_lower_cased(alice, project, mailoutbox):
+    _invite(alice, "New.Person@Corp.test")
+    link = LINK.search(mailoutbox[0].body).group(1)
+    assert 'value="new.person@corp.test"' in Client().get(link).content.decode()
+    Client().post(link, {"username": "new.person@corp.test",
+                         "password": "a long pass phrase 9"})
+    assert list(get_user_model().objects.filter(username="new.person@corp.test")
+                .values_list("email", flat=True)) == ["new.person@corp.test"]

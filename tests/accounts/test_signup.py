@@ -1,6 +1,8 @@
 """accounts.signup: CRONRADAR_SIGNUP's modes, sign-up with its one-time
-verification link (django.core.mail.outbox), the same answer for a new and a
-taken address, the rate limits, and the sign-in refused before verification."""
+verification link (django.core.mail.outbox; a GET shows the button, its POST
+verifies), the same answer for a new and a taken address, a new sign-up of an
+unverified address taking over its password, the address lower-cased, the rate
+limits, and the sign-in refused before verification."""
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -85,11 +87,12 @@ def test_signing_up_verifies_the_address_before_the_person_can_sign_in(open_sign
                                        "Confirm your email address for CronRadar")
     link = VERIFY.search(mail.body).group(1)
     browser = Client()
-    verified = browser.get(link)
+    verified = _confirm(browser, link)
     assert (verified.status_code, verified["Location"]) == (302, "/welcome/")
     assert Profile.objects.get(user=user).email_verified_at is not None
     assert browser.get("/welcome/").status_code == 200
     assert Client().get(link).status_code == 400  # once
+    assert Client().post(link).status_code == 400
     signed_in = Client().post("/login/", {"username": "new@example.com", "password": PASSWORD})
     assert (signed_in.status_code, signed_in["Location"]) == (302, "/")
 
@@ -109,12 +112,115 @@ def test_a_taken_address_gets_the_same_page_and_an_email_saying_so(open_signup, 
     assert new.subject == "Confirm your email address for CronRadar"
 
 
+def _confirm(browser: Client, link: str):
+    """Open a verification link and press its confirm button (the GET's page)."""
+    page = browser.get(link)
+    assert page.status_code == 200, page.content.decode()
+    assert "<h1>Confirm your email address</h1>" in page.content.decode()
+    return browser.post(link)
+
+
 def test_an_unverified_address_signing_up_again_gets_a_new_link(open_signup, mailoutbox):
     for _ in range(2):
         Client().post("/signup/", {"email": "new@example.com", "password": PASSWORD})
     assert get_user_model().objects.filter(email="new@example.com").count() == 1
     first, second = (VERIFY.search(m.body).group(1) for m in mailoutbox)
-    assert Client().get(second).status_code == 302
+    assert Client().get(first).status_code == 400  # the newer sign-up voided it
+    assert _confirm(Client(), second).status_code == 302
+
+
+def test_whoever_signed_the_address_up_first_cannot_keep_their_password(
+        open_signup, mailoutbox):
+    """The attack: a stranger signs the owner's address up with their password;
+    the owner later signs up with their own and follows the newest link."""
+    Client().post("/signup/", {"email": "pre2@corp.test", "password": "attacker pass 1234"})
+    Client().post("/signup/", {"email": "pre2@corp.test", "password": PASSWORD})
+    attackers, owners = (VERIFY.search(m.body).group(1) for m in mailoutbox)
+    owner = Client()
+    assert _confirm(owner, owners)["Location"] == "/welcome/"
+    assert owner.get("/welcome/").status_code == 200
+    user = get_user_model().objects.get(username="pre2@corp.test")
+    assert (user.check_password(PASSWORD), user.check_password("attacker pass 1234")) == (
+        True, False)
+    attacker = Client().post("/login/", {"username": "pre2@corp.test",
+                                         "password": "attacker pass 1234"})
+    assert (attacker.status_code, "did not match" in attacker.content.decode()) == (200, True)
+    assert Client().post(attackers).status_code == 400
+
+
+def test_a_verification_link_opened_with_get_confirms_nothing(open_signup, mailoutbox):
+    """Mail scanners open links: only the page's button (a POST with the CSRF
+    token) verifies."""
+    Client().post("/signup/", {"email": "new@example.com", "password": PASSWORD})
+    link = VERIFY.search(mailoutbox[0].body).group(1)
+    user = get_user_model().objects.get(username="new@example.com")
+    for _ in range(2):
+        page = Client().get(link)
+        assert page.status_code == 200 and "new@example.com" in page.content.decode()
+        assert 'name="csrfmiddlewaretoken"' in page.content.decode()
+    assert not signup.is_verified(user)
+    strict = Client(enforce_csrf_checks=True)
+    assert strict.post(link).status_code == 403  # no CSRF token
+    assert not signup.is_verified(user)
+    page = strict.get(link)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"',
+                      page.content.decode()).group(1)
+    done = strict.post(link, {"csrfmiddlewaretoken": token})
+    assert (done.status_code, done["Location"]) == (302, "/welcome/")
+    assert signup.is_verified(user)
+
+
+def test_the_unverified_are_sent_to_the_password_reset_once_signup_is_closed(
+        open_signup, mailoutbox):
+    Client().post("/signup/", {"email": "new@example.com", "password": PASSWORD})
+    login = {"username": "new@example.com", "password": PASSWORD}
+    assert "sign up again" in Client().post("/login/", login).content.decode()
+    open_signup.CRONRADAR_SIGNUP = "closed"
+    closed = Client().post("/login/", login).content.decode()
+    assert "sign up again" not in closed
+    assert ("Confirm your email address first: follow the link we emailed you, or use "
+            "&quot;Forgot your password?&quot; below (the reset link confirms your "
+            "address).") in closed
+    open_signup.CRONRADAR_SIGNUP = "domain:other.org"  # no longer takes this address
+    assert "sign up again" not in Client().post("/login/", login).content.decode()
+
+
+def test_the_address_is_stored_lower_cased_and_signs_in_in_any_case(open_signup, mailoutbox):
+    Client().post("/signup/", {"email": "Mixed.Case@Corp.test", "password": PASSWORD})
+    user = get_user_model().objects.get(email__iexact="mixed.case@corp.test")
+    assert (user.username, user.email, mailoutbox[0].to) == (
+        "mixed.case@corp.test", "mixed.case@corp.test", ["mixed.case@corp.test"])
+    _confirm(Client(), VERIFY.search(mailoutbox[0].body).group(1))
+    for typed in ("mixed.case@corp.test", "Mixed.Case@Corp.test", "MIXED.CASE@CORP.TEST"):
+        signed_in = Client().post("/login/", {"username": typed, "password": PASSWORD})
+        assert (typed, signed_in.status_code) == (typed, 302)
+    Client().post("/signup/", {"email": "MIXED.case@corp.test", "password": PASSWORD})
+    assert get_user_model().objects.filter(email__iexact="mixed.case@corp.test").count() == 1
+    assert mailoutbox[-1].subject == "You already have a CronRadar account"
+
+
+def test_a_sign_up_racing_another_for_the_same_address_makes_one_account(
+        open_signup, mailoutbox, monkeypatch):
+    """The other sign-up's account appears between the look-up and the insert:
+    the unique username refuses the second, which is answered as a taken address."""
+    real = signup.same_address
+    calls = []
+
+    def raced(email):
+        calls.append(email)
+        if len(calls) == 1:  # the look-up saw nobody; then the other request won
+            other = get_user_model().objects.create_user(email, email, "other pass 1234")
+            Profile.objects.create(user=other, email_verified_at=None)
+            return real("nobody@nowhere.invalid")
+        return real(email)
+
+    monkeypatch.setattr(signup, "same_address", raced)
+    assert signup.sign_up("race@example.com", PASSWORD, "192.0.2.1") == signup.Outcome.SENT
+    (user,) = get_user_model().objects.filter(email="race@example.com")
+    assert user.check_password(PASSWORD)  # the newer sign-up's password, its link
+    assert [m.subject for m in mailoutbox] == ["Confirm your email address for CronRadar"]
+    assert signup.link_owner(*VERIFY.search(mailoutbox[0].body).group(1).split("/")[3:5]) \
+        == user
 
 
 def test_weak_passwords_and_bad_addresses_are_refused(open_signup, mailoutbox):
