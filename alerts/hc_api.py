@@ -93,28 +93,36 @@ def unique_key(monitor: Monitor) -> str:
     return hashlib.sha1(monitor.uuid.hex[:16].encode()).hexdigest()
 
 
-def status(monitor: Monitor, now: datetime, *, incident_open: bool) -> str:
+def status(monitor: Monitor, now: datetime, *, incident_open: bool,
+           completed: bool = True) -> str:
     """Healthchecks' ``status`` of ``monitor`` at ``now``: ``new``, ``up``,
     ``grace`` (CronRadar's ``late``), ``down`` (an open incident, or past its
     grace) or ``paused``. A running job reads as its slot's state, as in
-    Healthchecks v3 (``started`` says it runs)."""
+    Healthchecks v3 (``started`` says it runs). ``completed``: it has had a
+    success or fail ping; without one, a monitor whose last ping is a start is
+    still ``new``, as Healthchecks' status follows completed pings only."""
+    if (not completed and not monitor.paused and not incident_open
+            and monitor.last_ping_at is not None and monitor.last_ping_at == monitor.last_start_at):
+        return "new"
     return STATUSES[slots.status(monitor, now, running=False, incident_open=incident_open)]
 
 
 def check_json(monitor: Monitor, now: datetime, *, readonly: bool, running: bool,
-               incident_open: bool, channels: Iterable[Channel]) -> dict:
+               incident_open: bool, channels: Iterable[Channel], completed: bool = True
+               ) -> dict:
     """``monitor`` as a Healthchecks v3 check.
 
     running: it has an open run (``started``); incident_open: it has an open
-    incident (``down``); channels: those it notifies (``channels``, their UUIDs).
-    Interval monitors give ``timeout`` (the period, seconds), cron monitors
-    ``schedule`` and ``tz``. CronRadar has no keyword filtering (``*_kw`` are
+    incident (``down``); channels: those it notifies (``channels``, their UUIDs);
+    completed: it has had a success or fail ping (see :func:`status`).
+    Interval monitors give ``timeout`` (the period, seconds) and ``tz``, cron
+    monitors ``schedule`` and ``tz``. CronRadar has no keyword filtering (``*_kw`` are
     "", ``filter_*`` false) and keeps a paused monitor paused until it is
     resumed (``manual_resume`` true). ``readonly``: without ``uuid``, the URLs
     and ``channels``, with ``unique_key`` instead (Healthchecks' read-only keys).
     """
     base = settings.CRONRADAR_BASE_URL
-    state = status(monitor, now, incident_open=incident_open)
+    state = status(monitor, now, incident_open=incident_open, completed=completed)
     result = {
         "name": monitor.name,
         "slug": monitor.slug,
@@ -149,8 +157,8 @@ def check_json(monitor: Monitor, now: datetime, *, readonly: bool, running: bool
                       channels=",".join(sorted(str(c.uuid) for c in channels)))
     if monitor.kind == Monitor.Kind.CRON:
         result.update(schedule=monitor.schedule, tz=monitor.timezone)
-    else:
-        result["timeout"] = int(monitor.period.total_seconds())
+    else:  # tz too (Healthchecks stores it on any check, answers it for cron ones)
+        result.update(timeout=int(monitor.period.total_seconds()), tz=monitor.timezone)
     return result
 
 
@@ -413,11 +421,15 @@ def _answer(view, request: HttpRequest, reads, *args, **kwargs) -> HttpResponse:
 
 def monitors_of(project: Project):
     """The project's live monitors, with what their JSON needs (whether a run or an
-    incident is open, their alerting and channels) in the same query."""
+    incident is open, whether a success or fail ping is stored, their alerting and
+    channels) in the same query."""
     open_run = Run.objects.open().filter(monitor=OuterRef("pk"))
+    completed = Ping.objects.filter(monitor=OuterRef("pk"),
+                                    kind__in=(Ping.Kind.SUCCESS, Ping.Kind.FAIL))
     open_incident = Incident.objects.filter(monitor=OuterRef("pk"), resolved_at__isnull=True)
     return (Monitor.objects.filter(project=project, deleted_at__isnull=True)
-            .annotate(is_running=Exists(open_run), has_open_incident=Exists(open_incident))
+            .annotate(is_running=Exists(open_run), has_open_incident=Exists(open_incident),
+                      has_completed=Exists(completed))
             .select_related("project", "alerting").prefetch_related("alerting__channels")
             .order_by("pk"))
 
@@ -450,7 +462,8 @@ def render(monitor: Monitor, now: datetime, readonly: bool = False,
     else:
         chosen = [c for c in alerting.channels.all() if c.deleted_at is None]
     return check_json(monitor, now, readonly=readonly, running=monitor.is_running,
-                      incident_open=monitor.has_open_incident, channels=chosen)
+                      incident_open=monitor.has_open_incident, channels=chosen,
+                      completed=monitor.has_completed)
 
 
 def live_channels(project: Project) -> list[Channel]:
@@ -472,6 +485,8 @@ def save(request, monitor: Monitor | None, body: dict) -> Monitor:
     name plus a UUID prefix, as the importer does. HcError 400 for a bad body."""
     creating = monitor is None
     uuid = uuid4() if creating else monitor.uuid
+    if not creating:
+        body = unchanged_left_out(monitor, body)
     fields = monitor_fields(body, uuid, None if creating else monitor.name)
     if "channels" in body:
         fields["channels"] = resolve_channels(body["channels"], live_channels(request.project))
@@ -490,6 +505,18 @@ def save(request, monitor: Monitor | None, body: dict) -> Monitor:
         raise HcError(first_error(e.detail)) from None
     except Monitor.DoesNotExist:  # deleted by a concurrent request
         raise HcError("not found", 404) from None
+
+
+def unchanged_left_out(monitor: Monitor, body: dict) -> dict:
+    """``body`` without the ``timeout`` and ``grace`` ``monitor`` already has
+    (whole seconds, as its JSON shows them): CronRadar's own values may be outside
+    Healthchecks' 60 s minimum (a monitor made with a 3 s period), and a client
+    that sends back what it read (Terraform's read-then-apply) changes nothing."""
+    same = {"grace": monitor.grace}
+    if monitor.kind == Monitor.Kind.INTERVAL and not body.get("schedule"):
+        same["timeout"] = monitor.period
+    return {k: v for k, v in body.items()
+            if not (k in same and type(v) is int and v == int(same[k].total_seconds()))}
 
 
 @endpoint("GET", "POST")
@@ -521,6 +548,7 @@ def single(request, code):
     keep their values); ``DELETE``: delete it, answering the check as it was."""
     monitor, now = find(request.project, code), timezone.now()
     if request.method == "POST":
+        unique_of(request.hc_json)  # validated as on create, though an update matches nothing
         return JsonResponse(render(fresh(save(request, monitor, request.hc_json)), now))
     answer = render(monitor, now, request.auth.read_only)
     if request.method == "DELETE":
@@ -542,8 +570,11 @@ def _set_paused(request, code, paused: bool) -> JsonResponse:
     monitor, now = find(request.project, code), timezone.now()
     if not paused and not monitor.paused:
         raise HcError("check is not paused", 409)
+    # resumed as Healthchecks resumes a check: new (no last ping) until its next ping
+    changes = {"paused": False, "last_ping_at": None, "last_start_at": None} if not paused \
+        else {"paused": True}
     try:
-        evaluator.edit(monitor.pk, {"paused": paused}, now)
+        evaluator.edit(monitor.pk, changes, now)
     except Monitor.DoesNotExist:
         raise HcError("not found", 404) from None
     return JsonResponse(render(fresh(monitor), now))
@@ -558,7 +589,9 @@ def pause(request, code):
 @endpoint("POST", reads=())
 def resume(request, code):
     """``POST /api/v3/checks/<uuid>/resume``: resume a paused check (409 if it is
-    not paused); it is re-armed, slots during the pause not held against it."""
+    not paused); as in Healthchecks it is ``new`` again (its last ping and start
+    are cleared) and waits for its next ping, slots during the pause not held
+    against it."""
     return _set_paused(request, code, False)
 
 

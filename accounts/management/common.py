@@ -1,5 +1,7 @@
 """What the account commands (createapikey, listapikeys, revokeapikey, createuser)
 share: saying which database they use, and finding a project by name."""
+import shlex
+
 from django.core.management.base import CommandError
 from django.db import connection
 
@@ -40,9 +42,10 @@ def find_project(name: str, organisation: str | None, create: bool = False
         found = found.filter(organisation__name=organisation)
     found = list(found[:10])
     if len(found) > 1:
-        names = ", ".join(f"{p.organisation.name}/{p.name}" for p in found)
-        raise CommandError(f"several projects are called '{name}' ({names}): "
-                           "say which with --organisation")
+        orgs = [p.organisation.name for p in found]
+        raise CommandError(f"several projects are called '{name}', in the organisations "
+                           + ", ".join(f"'{o}'" for o in orgs) + ": say which with "
+                           + " or ".join(f"--organisation {shlex.quote(o)}" for o in orgs))
     if found:
         return found[0], False
     if not create:

@@ -7,7 +7,10 @@ API (``GET <url>/api/v3/checks/`` with ``X-Api-Key``); :func:`read_checks` reads
 that answer saved to a file (or pasted). :func:`import_checks` maps each check
 (:func:`monitors.healthchecks.check_fields`, the one home of the mapping) and
 creates or updates one monitor per check in one transaction: the monitor with the
-check's UUID in the project, else a new one with that UUID. Fields that already
+check's UUID in the project, else a new one with that UUID. At most
+:data:`MAX_CHECKS` checks; the queries do not grow with the checks (new monitors
+are inserted in batches of :data:`BATCH`), only each monitor that changes is
+updated on its own (through :func:`monitors.evaluator.edit`). Fields that already
 match are not written, so a second import changes nothing; tags are added, never
 removed (as the other imports do). The answer is an
 :class:`monitors.imports.apply.Outcome` with what was reported (checks not
@@ -27,7 +30,6 @@ from accounts.models import Project
 from monitors import healthchecks, schedule
 from monitors.imports.apply import Outcome, api_value, update
 from monitors.imports.spec import (
-    MAX_SPECS,
     SLUG,
     Conflict,
     ImportFailed,
@@ -42,6 +44,10 @@ from monitors.runs import rearm
 CHECKS_PATH = "/api/v3/checks/"
 FETCH_TIMEOUT = 30.0  # seconds for each HTTP operation of the one request
 MAX_ANSWER = 20 * 1024 * 1024  # bytes of an answer (or a file) read at most
+# checks one import takes at most: a Healthchecks project's whole list (its plans
+# allow thousands of checks; an answer of 10,000 is about 15 MB, within MAX_ANSWER)
+MAX_CHECKS = 10_000
+BATCH = 500  # new monitors written per INSERT
 # what an existing monitor is updated from (its uuid is the check's already)
 FIELDS = ("name", "slug", "description", "kind", "schedule", "timezone", "cron_semantics",
           "period", "grace", "paused", "methods")  # tags apart: added, never removed
@@ -93,8 +99,8 @@ def read_checks(text: str, source: str = "the file") -> list[dict]:
     if not isinstance(checks, list):
         raise ImportFailed(f"{source} is not the answer of GET /api/v3/checks/: "
                            '{"checks": [...]}')
-    if len(checks) > MAX_SPECS:
-        raise ImportFailed(f"more than {MAX_SPECS} checks in one import")
+    if len(checks) > MAX_CHECKS:
+        raise ImportFailed(f"{len(checks)} checks: at most {MAX_CHECKS} in one import")
     return checks
 
 
@@ -227,7 +233,7 @@ def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime,
             if ping_key is not None and not dry_run:
                 Project.objects.filter(pk=project.pk).update(ping_key=ping_key)
                 project.ping_key = ping_key
-            seen = set()
+            seen, new = set(), []
             for where, values in wanted:
                 monitor = holders.get(values["uuid"])
                 if values["uuid"] in seen:
@@ -240,10 +246,11 @@ def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime,
                                                   healthchecks.Code.UUID_TAKEN.value))
                 elif _free_slug(values, taken, where, parsed):
                     if monitor is None:
-                        _create(project, values, where, dry_run, now, result)
+                        new.append(_create(project, values, where, dry_run, now, result))
                     else:
                         _update(monitor, values, where, now, result)
                 seen.add(values["uuid"])
+            _insert([made for made in new if made is not None], result)
     except (IntegrityError, Monitor.DoesNotExist):
         raise Conflict("a monitor with one of these UUIDs or slugs was created or deleted "
                        "meanwhile: nothing was changed; run the import again") from None
@@ -271,16 +278,26 @@ def _free_slug(values: dict, taken: dict, where: str, parsed: Parsed) -> bool:
 
 
 def _create(project, values: dict, where: str, dry_run: bool, now: datetime,
-            result: Outcome) -> None:
+            result: Outcome) -> tuple[dict, Monitor] | None:
+    """Record the creation in ``result``; returns (its entry, the armed monitor not
+    yet saved) for :func:`_insert`, None in a dry run."""
     entry = {"slug": values["slug"], "where": where,
              "monitor": {k: api_value(v) for k, v in values.items() if v is not None}}
-    if not dry_run:
-        monitor = Monitor(project=project, **values)
-        rearm(monitor, now)
-        monitor.save()
+    result.created.append(entry)
+    if dry_run:
+        return None
+    monitor = Monitor(project=project, **values)
+    rearm(monitor, now)
+    return entry, monitor
+
+
+def _insert(new: list[tuple[dict, Monitor]], result: Outcome) -> None:
+    """Save the monitors :func:`_create` made, :data:`BATCH` per query, and give
+    their entries their ids."""
+    Monitor.objects.bulk_create([monitor for _, monitor in new], batch_size=BATCH)
+    for entry, monitor in new:
         entry["id"] = monitor.pk
         result.monitors[monitor.slug] = monitor
-    result.created.append(entry)
 
 
 def _update(monitor: Monitor, values: dict, where: str, now: datetime,

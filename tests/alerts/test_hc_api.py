@@ -31,8 +31,8 @@ SIMPLE = {"name", "slug", "tags", "desc", "grace", "n_pings", "status", "started
           "last_ping", "next_ping", "manual_resume", "methods", "subject", "subject_fail",
           "start_kw", "success_kw", "failure_kw", "filter_subject", "filter_body",
           "filter_http_body", "filter_default_fail", "badge_url", "uuid", "ping_url",
-          "update_url", "pause_url", "resume_url", "channels", "timeout"}
-CRON = SIMPLE - {"timeout"} | {"schedule", "tz"}
+          "update_url", "pause_url", "resume_url", "channels", "timeout", "tz"}
+CRON = SIMPLE - {"timeout"} | {"schedule"}
 SECRET = {"uuid", "ping_url", "update_url", "pause_url", "resume_url", "channels"}
 PING_SUCCESS = {"type", "date", "n", "scheme", "remote_addr", "method", "ua", "rid",
                 "duration", "body_url"}
@@ -315,7 +315,7 @@ def test_check_json_exact(make_monitor, project, settings):
         "badge_url": f"https://cr.example.com/badge/{project.badge_key}/backups.svg",
         "uuid": str(m.uuid), "ping_url": f"https://cr.example.com/ping/{m.uuid}",
         "update_url": url, "pause_url": url + "/pause", "resume_url": url + "/resume",
-        "channels": str(ch.uuid), "timeout": 3600}
+        "channels": str(ch.uuid), "timeout": 3600, "tz": "UTC"}
     assert m.next_expected_at == T0 + s(3605)
 
 
@@ -346,9 +346,74 @@ def test_started_is_a_running_job_on_its_slots_status(make_monitor):
     m = make_monitor(period=s(60), grace=s(30))
     ingest(m.pk, PingInput("start"), T0)
     m.refresh_from_db()
-    got = hc_api.check_json(m, T0 + s(5), readonly=False, running=True, incident_open=False,
-                            channels=[])
+    args = dict(readonly=False, running=True, incident_open=False, channels=[])
+    got = hc_api.check_json(m, T0 + s(5), completed=False, **args)
+    # Healthchecks' status follows completed pings: a start alone leaves it new
+    assert (got["status"], got["started"], got["next_ping"]) == ("new", True, None)
+    ingest(m.pk, PingInput("success"), T0 + s(10))
+    ingest(m.pk, PingInput("start"), T0 + s(70))
+    m.refresh_from_db()
+    got = hc_api.check_json(m, T0 + s(75), completed=True, **args)
     assert (got["status"], got["started"]) == ("up", True)
+
+
+def test_a_started_check_reads_new_until_a_ping_completes(make_monitor, api_key):
+    m = make_monitor(period=s(60), grace=s(30))
+    ingest(m.pk, PingInput("start"), NOW - s(5))
+    got = curl("GET", f"/api/v3/checks/{m.uuid}", api_key).json()
+    assert (got["status"], got["started"], got["next_ping"]) == ("new", True, None)
+    ingest(m.pk, PingInput("success"), NOW - s(1))
+    got = curl("GET", f"/api/v3/checks/{m.uuid}", api_key).json()
+    assert (got["status"], got["started"], got["next_ping"]) == (
+        "up", False, hc_api.isostring(NOW + s(55)))  # a period from the start
+
+
+def test_a_resumed_check_is_new_until_its_next_ping(make_monitor, api_key):
+    m = make_monitor(period=s(60), grace=s(30))
+    ingest(m.pk, PingInput("success"), NOW - s(10))
+    curl("POST", f"/api/v3/checks/{m.uuid}/pause", api_key, data="")
+    got = curl("POST", f"/api/v3/checks/{m.uuid}/resume", api_key, data="").json()
+    assert (got["status"], got["last_ping"], got["next_ping"]) == ("new", None, None)
+    assert curl("GET", f"/api/v3/checks/{m.uuid}", api_key).json()["status"] == "new"
+    ingest(m.pk, PingInput("success"), NOW)
+    got = curl("GET", f"/api/v3/checks/{m.uuid}", api_key).json()
+    assert (got["status"], got["next_ping"]) == ("up", hc_api.isostring(NOW + s(60)))
+
+
+def test_an_interval_check_keeps_its_tz(make_monitor, api_key):
+    m = make_monitor(period=s(3600), grace=s(600))
+    got = curl("POST", f"/api/v3/checks/{m.uuid}", api_key,
+               data=json.dumps({"tz": "Europe/Riga"})).json()
+    assert (got["tz"], got["timeout"]) == ("Europe/Riga", 3600)
+    assert Monitor.objects.get(pk=m.pk).timezone == "Europe/Riga"
+
+
+@pytest.mark.parametrize("unique", [["foo"], "name"])
+def test_unique_is_validated_on_update_as_on_create(make_monitor, api_key, unique):
+    m = make_monitor(name="a", period=s(3600), grace=s(600))
+    body = json.dumps({"name": "b", "unique": unique})
+    message = ("json validation error: unique is not an array" if unique == "name" else
+               "json validation error: an item in 'unique' has unexpected value")
+    for path in ("/api/v3/checks/", f"/api/v3/checks/{m.uuid}"):
+        resp = curl("POST", path, api_key, data=body)
+        assert (resp.status_code, resp.json()) == (400, {"error": message})
+    assert Monitor.objects.get(pk=m.pk).name == "a"
+
+
+def test_what_a_get_answered_can_be_sent_back(make_monitor, api_key):
+    """An interval monitor made elsewhere (a 3 s period, a 1 s grace: below
+    Healthchecks' 60 s minimum) takes its own values back; a new short one is
+    refused still."""
+    m = make_monitor(period=s(3), grace=s(1))
+    read = curl("GET", f"/api/v3/checks/{m.uuid}", api_key).json()
+    assert (read["timeout"], read["grace"]) == (3, 1)
+    back = {k: read[k] for k in ("name", "slug", "tags", "desc", "timeout", "grace", "tz",
+                                 "methods", "channels")}
+    resp = curl("POST", f"/api/v3/checks/{m.uuid}", api_key, data=json.dumps(back))
+    assert resp.status_code == 200 and (resp.json()["timeout"], resp.json()["grace"]) == (3, 1)
+    resp = curl("POST", f"/api/v3/checks/{m.uuid}", api_key, data=json.dumps({"timeout": 4}))
+    assert resp.status_code == 400
+    assert resp.json()["error"].startswith("json validation error: timeout must be a whole")
 
 
 def test_flips_exact():

@@ -213,6 +213,37 @@ def test_importhealthchecks_fetches_with_the_key_and_is_idempotent(project, sett
     assert Monitor.objects.count() == 4
 
 
+def test_importhealthchecks_prints_only_its_report(project, settings, caplog):
+    """httpx's "HTTP Request: GET …" INFO line is not part of the output."""
+    import logging
+
+    import httpx
+    import respx
+
+    caplog.set_level(logging.INFO)
+    with respx.mock(assert_all_called=True) as router:
+        router.get("https://hc.example.com/api/v3/checks/").mock(
+            return_value=httpx.Response(200, text='{"checks": []}'))
+        out, err = command("importhealthchecks", "--url", "https://hc.example.com",
+                           "--api-key", "KEY", "--project", "acme")
+    assert out.splitlines()[1:] == ["project 'acme' in organisation 'acme'",
+                                    "0 created, 0 updated, 0 unchanged, 0 reported"]
+    assert (err, [r.getMessage() for r in caplog.records if r.name.startswith("httpx")]) == (
+        "", [])
+    assert logging.getLogger("httpx").level == logging.NOTSET  # restored
+
+
+def test_importhealthchecks_says_which_organisations_have_the_project(project):
+    from accounts.models import Organisation
+
+    Organisation.objects.create(name="Globex Corp").projects.create(name="acme")
+    with pytest.raises(CommandError) as raised:
+        command("importhealthchecks", "--from-json", str(HC_CHECKS), "--project", "acme")
+    assert str(raised.value) == (
+        "several projects are called 'acme', in the organisations 'acme', 'Globex Corp': say "
+        "which with --organisation acme or --organisation 'Globex Corp'")
+
+
 def test_importhealthchecks_from_a_saved_answer(project, settings, tmp_path):
     settings.CRONRADAR_SIGNUP = "closed"
     out, _ = command("importhealthchecks", "--from-json", str(HC_CHECKS), "--project", "acme")

@@ -2,7 +2,11 @@
 [--ping-key KEY] [--project P] [--organisation O] [--dry-run]``: create or update one monitor per
 check of a Healthchecks project, with the check's UUID (so its ping URLs keep
 working), and print what was created, updated, left unchanged, reported and not
-mapped (the work is :mod:`monitors.imports.healthchecks`)."""
+mapped (the work is :mod:`monitors.imports.healthchecks`). Only those report
+lines are printed: httpx's own request log (INFO) is silenced while it runs."""
+import logging
+from contextlib import contextmanager
+
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
@@ -47,7 +51,8 @@ class Command(BaseCommand):
         source = url or from_json
         try:
             if url:
-                checks = healthchecks.fetch_checks(url, api_key)
+                with quiet("httpx"):
+                    checks = healthchecks.fetch_checks(url, api_key)
             else:
                 checks = healthchecks.read_checks(spec.read_file(from_json), from_json)
             parsed, outcome = healthchecks.import_checks(
@@ -57,6 +62,19 @@ class Command(BaseCommand):
             raise CommandError(f"{source}: {e}") from None
         for line in apply.report_lines(outcome.as_dict(parsed)):
             self.stdout.write(line)
+
+
+@contextmanager
+def quiet(name: str):
+    """Logger ``name`` says only warnings and errors inside the block (its level is
+    restored after it)."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _project(name: str | None, organisation: str | None) -> Project:

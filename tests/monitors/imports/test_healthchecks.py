@@ -229,11 +229,38 @@ def test_fetch_checks_when_healthchecks_is_unreachable():
         hc.fetch_checks("hc.example.com", "KEY", mock())
 
 
+def many(count: int) -> list[dict]:
+    """``count`` checks as Healthchecks answers them (the fixture's first, renamed)."""
+    return [{**CHECKS[0], "name": f"Backup {n}", "slug": f"backup-{n}",
+             "uuid": str(UUID(int=n + 1))} for n in range(count)]
+
+
+def test_two_thousand_checks_import_in_a_bounded_number_of_queries(
+        project, django_assert_max_num_queries):
+    """A project's whole list: new monitors are inserted in batches, not one query
+    per check; a second import reads and writes nothing per check."""
+    import time
+
+    started = time.monotonic()
+    # one INSERT per 500 new monitors, fewer where the database binds fewer values
+    # (SQLite: about 30 monitors an INSERT, ~65 queries); one per check was 2,000+
+    with django_assert_max_num_queries(80):
+        answer = run(project, many(2000))
+    assert (len(answer["created"]), answer["reported"]) == (2000, [])
+    assert answer["created"][1999]["id"] == Monitor.objects.get(slug="backup-1999").pk
+    assert Monitor.objects.get(uuid=UUID(int=2000)).period == 3600 * S
+    with django_assert_max_num_queries(4):
+        again = run(project, many(2000))
+    assert (len(again["unchanged"]), again["created"], again["updated"]) == (2000, [], [])
+    assert time.monotonic() - started < 30
+
+
 def test_read_checks_takes_the_answer_or_a_bare_list():
     assert hc.read_checks(ANSWER) == CHECKS
     assert hc.read_checks(json.dumps(CHECKS)) == CHECKS
-    with pytest.raises(ImportFailed, match="more than 1000 checks"):
-        hc.read_checks(json.dumps({"checks": [{}] * 1001}))
+    assert len(hc.read_checks(json.dumps({"checks": [{}] * 10_000}))) == 10_000
+    with pytest.raises(ImportFailed, match="^10001 checks: at most 10000 in one import$"):
+        hc.read_checks(json.dumps({"checks": [{}] * 10_001}))
     assert Remark("check 1", "m", "status").as_dict() == {"where": "check 1", "message": "m",
                                                           "code": "status"}
 

@@ -1,6 +1,9 @@
 """The dashboard's Healthchecks import (cronradar.dashboard.imports): the saved
 answer of GET /api/v3/checks/ pasted or uploaded, previewed, imported, with the
 report of manage.py importhealthchecks."""
+import json
+from uuid import UUID
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -43,6 +46,25 @@ def test_an_uploaded_file_is_imported(admin, project):
     page = text(admin.post("/import/healthchecks/", {"file": upload, "apply": "1"}))
     assert "4 created" in page
     assert Monitor.objects.filter(project=project).count() == 4
+
+
+def test_the_dashboard_takes_a_project_of_more_than_1000_checks(admin, project):
+    """The request body is bounded (DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB), not the
+    number of checks: 1,500 checks, about 1.7 MB, are previewed."""
+    check = json.loads(ANSWER)["checks"][0]
+    answer = json.dumps({"checks": [{**check, "name": f"Backup {n}", "slug": f"backup-{n}",
+                                     "uuid": str(UUID(int=n + 1))} for n in range(1500)]})
+    assert 1_000_000 < len(answer) < 2_621_440
+    page = text(admin.post("/import/healthchecks/", {"text": answer, "apply": "0"}))
+    assert "1500 to create, 0 to update, 0 unchanged, 0 not imported." in page
+
+
+def test_an_answer_over_the_request_bound_is_a_413(admin, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    resp = admin.post("/import/healthchecks/", {"text": ANSWER, "apply": "0"})
+    assert (resp.status_code, resp.content) == (
+        413, b"request body too large: at most 4096 bytes\n")
+    assert not Monitor.objects.exists()
 
 
 @pytest.mark.parametrize("data,message", [
