@@ -100,5 +100,21 @@ class Monitors(LiveTestCase):
             "CRONRADAR_URL and CRONRADAR_API_KEY (or url=, api_key=)"])
 
 
+class BadUrls(unittest.TestCase):
+    def test_a_bad_url_is_a_warning_not_an_exception(self):
+        for url, problem in (
+                ("notaurl", "the URL must be http(s)://host/..."),
+                ("mailto:ops@example.com", "the URL must be http(s)://host/..."),
+                ("http://h:65536", "the URL is not valid (Port out of range 0-65535)"),
+                ("http://h/ä", "the URL has characters that are not ASCII (percent-encode "
+                               "them)")):
+            with self.subTest(url), self.assertLogs("cronradar_sdk", "WARNING") as logs:
+                settings = resolve(url=url, api_key="cr_k", environ={})
+                self.assertIsNone(api.ensure_monitor(settings, "x", CRON))
+            self.assertEqual(logs.output, [
+                f"WARNING:cronradar_sdk:cronradar: not calling the API, {problem}: "
+                f"'{url}/api/v1/monitors/by-slug/x/'"])
+
+
 if __name__ == "__main__":
     unittest.main()

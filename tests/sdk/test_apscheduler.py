@@ -197,3 +197,31 @@ def test_an_end_whose_start_never_comes_is_sent_after_the_timeout(scheduler, mon
     assert sent.wait(5)
     assert time.monotonic() - begun >= 1.2
     assert calls == [("success", schedulers.rid("job", at.isoformat()), None, b"")]
+
+
+def test_a_malformed_url_never_fails_the_scheduler_or_a_job(scheduler, caplog):
+    ran = threading.Event()
+    scheduler.add_job(ran.set, "interval", seconds=3600, id="hourly",
+                      next_run_time=datetime.now(UTC))
+    with caplog.at_level(logging.WARNING, "cronradar_sdk"):
+        listener = cra.instrument(scheduler, url="notaurl", ping_key="pk", api_key="ak")
+        scheduler.start()
+        assert ran.wait(10)
+        _wait_for(lambda: [r.getMessage().startswith("cronradar: not pinging")
+                           for r in caplog.records].count(True) == 2)
+    listener.close()
+    warned = [r.getMessage() for r in caplog.records if r.name.startswith("cronradar")]
+    upsert = ("cronradar: not calling the API, the URL must be http(s)://host/...: "
+              "'notaurl/api/v1/monitors/by-slug/hourly/'")
+    ping = ("cronradar: not pinging hourly, the URL must be http(s)://host/...: "
+            "'notaurl/ping/pk/hourly'")
+    # the upsert when instrumented (again as the scheduler's start adds the job, in its
+    # own order with the run's two pings)
+    assert set(warned) == {upsert, ping} and warned.count(ping) == 2
+
+
+def _wait_for(predicate, timeout: float = 10):
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "not within the time"
+        time.sleep(0.05)

@@ -85,6 +85,11 @@ class Sunset:
         return "<sunset>"
 
 
+@pytest.fixture(autouse=True)
+def _nothing_warned_yet(monkeypatch):
+    monkeypatch.setattr(cr, "_warned", set())
+
+
 def test_entries_cron_cannot_express_are_left_out_with_a_warning(caplog):
     app = make_app({
         "both days": {"task": "t", "schedule": crontab(0, 0, day_of_month="1", day_of_week="1")},
@@ -101,6 +106,23 @@ def test_entries_cron_cannot_express_are_left_out_with_a_warning(caplog):
         "cronradar: beat entry 'sunset' is not monitored: schedule <sunset>: only crontab and "
         "interval schedules",
         "cronradar: beat entry '!!!' is not monitored: '!!!': no slug can be made from its name",
+    ]
+
+
+def test_an_entry_left_out_is_warned_about_once_per_process(caplog):
+    both_days = {"both days": {"task": "t", "schedule": crontab(0, 0, day_of_month="1",
+                                                                 day_of_week="1")}}
+    with caplog.at_level(logging.WARNING, "cronradar_sdk.celery"):
+        # the app's module imported twice (under two names), each instrumenting its app
+        for _ in range(2):
+            cr.instrument(make_app(both_days)).close()
+        cr.instrument(make_app({"both days": {"task": "t", "schedule": Sunset()}})).close()
+    assert [r.getMessage() for r in caplog.records] == [
+        "cronradar: beat entry 'both days' is not monitored: day of month 1 and day of week 1: "
+        "the scheduler runs on days matching both, cron on days matching either",
+        # another reason for the same name is news
+        "cronradar: beat entry 'both days' is not monitored: schedule <sunset>: only crontab and "
+        "interval schedules",
     ]
 
 
@@ -428,3 +450,24 @@ def test_a_real_worker_and_beat_report_each_entrys_runs(live_celery):
     time.sleep(1)  # an ad-hoc ping would have come by now
     every_rid = {r["rid"] for m in (ok, boom, flaky, minutely) for r in runs(m)}
     assert cr.rid(adhoc, 0) not in every_rid
+
+
+def test_a_malformed_url_never_fails_beat_or_a_task(app, caplog):
+    @app.task(shared=False, name="jobs.fine")
+    def fine():
+        return 42
+
+    inst = cr.instrument(app, url="notaurl", ping_key="pk", api_key="ak")
+    inst.entries["fine"] = cr.Entry("fine", "fine", "jobs.fine", {})
+    try:
+        with caplog.at_level(logging.WARNING, "cronradar_sdk"):
+            inst.on_beat_init()
+            assert fine.apply(headers={"cronradar_entry": "fine"}).get() == 42
+    finally:
+        inst.close()
+    warned = [r.getMessage() for r in caplog.records if r.name.startswith("cronradar")]
+    assert warned[0] == ("cronradar: not calling the API, the URL must be http(s)://host/...: "
+                         "'notaurl/api/v1/monitors/by-slug/nightly-report/'")
+    assert len(warned) == 7 + 2  # each entry's upsert, then the task's start and success
+    assert warned[-2:] == ["cronradar: not pinging fine, the URL must be http(s)://host/...: "
+                           "'notaurl/ping/pk/fine'"] * 2

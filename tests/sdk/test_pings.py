@@ -2,6 +2,7 @@
 slot, body and extra parameters as CronRadar stores them; bad states; what cannot
 be sent. Standard library only: also run under Python 3.8
 (tests/sdk/test_python38.py)."""
+import contextlib
 import datetime
 import time
 import unittest
@@ -87,6 +88,62 @@ class Redirect(unittest.TestCase):
         self.assertEqual(logs.output, ["WARNING:cronradar_sdk:cronradar: ping refused "
                                        f"(HTTP 302: moved): {stub.url}/ping/u/start"])
         self.assertEqual(len(stub.requests), 1)  # not retried
+
+
+class BadUrls(unittest.TestCase):
+    def test_no_url_value_raises_a_warning_names_the_problem(self):
+        cases = [  # (settings, slug, the warning)
+            (resolve(url="notaurl", ping_key="x", environ={}), "down-deco",
+             "not pinging down-deco, the URL must be http(s)://host/...: "
+             "'notaurl/ping/x/down-deco'"),
+            (resolve(ping_url="notaurl", environ={}), None,
+             "not pinging (no slug), the URL must be http(s)://host/...: 'notaurl'"),
+            (resolve(ping_url="file:///etc/passwd", environ={}), None,
+             "not pinging (no slug), the URL must be http(s)://host/...: 'file:///etc/passwd'"),
+            (resolve(ping_url="http://[::1/ping/u", environ={}), None,
+             "not pinging (no slug), the URL is not valid (Invalid IPv6 URL): "
+             "'http://[::1/ping/u'"),
+            (resolve(ping_url="http://h:0x50/ping/u", environ={}), None,
+             "not pinging (no slug), the URL is not valid (Port could not be cast to integer "
+             "value as '0x50'): 'http://h:0x50/ping/u'"),
+            (resolve(ping_url="http://h/ping/ü", environ={}), None,
+             "not pinging (no slug), the URL has characters that are not ASCII "
+             "(percent-encode them): 'http://h/ping/ü'"),
+            (resolve(ping_url="http://h/ping/u\x00", environ={}), None,
+             "not pinging (no slug), the URL has spaces or control characters: "
+             "'http://h/ping/u\\x00'"),
+        ]
+        for settings, name, warning in cases:
+            with self.subTest(warning), self.assertLogs("cronradar_sdk", "WARNING") as logs:
+                self.assertIs(pings.send(settings, name, "start", rid=str(uuid.uuid4())), False)
+            self.assertEqual(logs.output, [f"WARNING:cronradar_sdk:cronradar: {warning}"])
+
+    def test_a_server_that_does_not_speak_http_is_given_up(self):
+        import socket
+        import threading
+
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(5)
+        self.addCleanup(server.close)
+
+        def answer():  # as an SSH server would, to each connection
+            with contextlib.suppress(OSError):
+                while True:
+                    conn, _ = server.accept()
+                    with conn:
+                        conn.recv(65536)
+                        conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+        threading.Thread(target=answer, daemon=True).start()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/ping/u"
+        with self.assertLogs("cronradar_sdk", "WARNING") as logs:
+            self.assertIs(pings.send(resolve(ping_url=url, timeout=0.5, environ={}), None,
+                                     "start"), False)
+        [line] = logs.output
+        self.assertTrue(line.startswith("WARNING:cronradar_sdk:cronradar: gave up pinging "
+                                        "after 0.5s ("), line)
+        self.assertTrue(line.endswith(f"): {url}/start"), line)
 
 
 class Action(unittest.TestCase):

@@ -6,6 +6,7 @@ only: also run under Python 3.8 (tests/sdk/test_python38.py)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import unittest
 from unittest import mock
@@ -288,7 +289,115 @@ class Unreachable(LiveTestCase):
             "CRONRADAR_PING_KEY (or url=, ping_key=)"] * 2)
 
 
+MUST_BE_HTTP = "the URL must be http(s)://host/..."
+# a CRONRADAR_URL that cannot work, the reason given, the ping URL shown
+BAD_URLS = [
+    ("notaurl", MUST_BE_HTTP, "notaurl/ping/k/x"),
+    ("ftp://cronradar.example", MUST_BE_HTTP, "ftp://cronradar.example/ping/k/x"),
+    ("file:///etc", MUST_BE_HTTP, "file:///etc/ping/k/x"),
+    ("http://[::1", "the URL is not valid (Invalid IPv6 URL)", "http://[::1/ping/k/x"),
+    ("http://h:99999", "the URL is not valid (Port out of range 0-65535)",
+     "http://h:99999/ping/k/x"),
+    ("http://h/crönradar", "the URL has characters that are not ASCII (percent-encode them)",
+     "http://h/crönradar/ping/k/x"),
+    ("http://h/a b", "the URL has spaces or control characters", "http://h/a b/ping/k/x"),
+]
+
+
+class BadUrls(unittest.TestCase):
+    """No URL value makes the decorator or the context manager raise: a warning
+    naming the problem, and the job runs."""
+
+    def test_a_malformed_cronradar_url_never_stops_the_decorated_job(self):
+        @monitor("down-deco")
+        def job():
+            return "ran"
+
+        env = {"CRONRADAR_URL": "notaurl", "CRONRADAR_PING_KEY": "x"}
+        with mock.patch.dict(os.environ, env), \
+                self.assertLogs("cronradar_sdk", "WARNING") as logs:
+            self.assertEqual(job(), "ran")
+        self.assertEqual(logs.output, [
+            "WARNING:cronradar_sdk:cronradar: not pinging down-deco, the URL must be "
+            "http(s)://host/...: 'notaurl/ping/x/down-deco'"] * 2)
+
+    def test_the_context_manager_with_each_bad_url(self):
+        for url, problem, shown in BAD_URLS:
+            ran = []
+            with self.subTest(url), self.assertLogs("cronradar_sdk", "WARNING") as logs, \
+                    monitor("x", url=url, ping_key="k", timeout=0.5):
+                ran.append(1)
+            self.assertEqual(ran, [1])
+            self.assertEqual(logs.output, [
+                f"WARNING:cronradar_sdk:cronradar: not pinging x, {problem}: {shown!r}"] * 2)
+
+    def test_a_huge_url_is_warned_and_the_job_runs(self):
+        started = time.monotonic()
+        with self.assertLogs("cronradar_sdk", "WARNING") as logs, \
+                monitor("x", url=f"{closed_url()}/{'a' * 100000}", ping_key="k", timeout=0.5):
+            pass
+        self.assertLess(time.monotonic() - started, 3)
+        self.assertEqual(len(logs.output), 2)
+        for line in logs.output:  # the URL shown is cut to 300 characters
+            self.assertTrue(line.startswith("WARNING:cronradar_sdk:cronradar: gave up pinging "
+                                            "after 0.5s ("), line)
+            self.assertTrue(line.endswith("a…"), line[-50:])
+            self.assertLess(len(line), 500)
+
+    def test_with_an_api_key_the_api_call_is_warned_too(self):
+        with self.assertLogs("cronradar_sdk", "WARNING") as logs, \
+                monitor("x", url="notaurl", api_key="cr_k", schedule="0 3 * * *"):
+            pass
+        self.assertEqual(logs.output, [
+            "WARNING:cronradar_sdk:cronradar: not calling the API, the URL must be "
+            "http(s)://host/...: 'notaurl/api/v1/monitors/by-slug/x/'",
+            "WARNING:cronradar_sdk:cronradar: not pinging x: the API did not give its ping "
+            "URL"] * 2)
+
+    def test_an_async_job_with_a_bad_url(self):
+        @monitor("x", url="notaurl", ping_key="k")
+        async def job():
+            return "ran"
+
+        with self.assertLogs("cronradar_sdk", "WARNING") as logs:
+            self.assertEqual(asyncio.run(job()), "ran")
+        self.assertEqual(len(logs.output), 2)
+
+
 class Arguments(unittest.TestCase):
+    def test_a_generator_function_is_refused_at_decoration(self):
+        def rows():
+            yield 1
+
+        with self.assertRaises(TypeError) as refused:
+            monitor("export")(rows)
+        self.assertEqual(str(refused.exception), (
+            "@monitor('export') cannot decorate the generator function "
+            "Arguments.test_a_generator_function_is_refused_at_decoration.<locals>.rows: "
+            "calling it only makes the generator, so the run would end before any of its "
+            "work; use `with monitor('export'):` inside it (`async with` in an async "
+            "generator)"))
+
+    def test_an_async_generator_function_is_refused_too(self):
+        async def rows():
+            yield 1
+
+        with self.assertRaises(TypeError):
+            monitor("export")(rows)
+
+    def test_a_generator_with_the_context_manager_inside_is_one_run_of_its_work(self):
+        stub = Stub()
+
+        def rows():
+            with monitor("x", url=stub.url, ping_key="k"):
+                yield 1
+                yield 2
+
+        with stub, mock.patch.object(runs, "_clock", lambda: float(len(stub.requests))):
+            self.assertEqual(list(rows()), [1, 2])
+        self.assertEqual([(path.split("?")[0], body) for _, path, body in stub.requests],
+                         [("/ping/k/x/start", b""), ("/ping/k/x", b"duration: 0.000 s")])
+
     def test_bad_grace_and_timeout_fail_at_once(self):
         for kwargs in ({"grace": 0}, {"grace": True}, {"timeout": 0}):
             with self.assertRaises(ValueError):

@@ -167,13 +167,24 @@ def test_the_installed_console_script(monitor):
 
 
 @pytest.mark.parametrize("url", ["not a url", "http://[::1", "127.0.0.1:8000/ping/x",
-                                 "ftp://example.com/ping/x"])
+                                 "ftp://example.com/ping/x", "file:///etc/passwd",
+                                 "http://h:99999/ping/x", "http://h/ping/ü",
+                                 "http://h/ping/x\ty"])
 def test_a_bad_url_never_costs_the_job(url, tmp_path):
     started = time.monotonic()
     done = wrapped(url, "sh", "-c", f"echo ran > {tmp_path / 'out'}; exit 6")
     assert done.returncode == 6 and (tmp_path / "out").read_text() == "ran\n"
     assert done.stderr.startswith(b"cronradar exec: not pinging, ")
     assert time.monotonic() - started < 5  # no retrying what cannot work
+
+
+def test_a_huge_url_never_costs_the_job_and_is_shown_cut(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/ping/{'x' * 100000}"
+    done = wrapped(url, "sh", "-c", f"echo ran > {tmp_path / 'out'}; exit 6", timeout=0.5)
+    assert done.returncode == 6 and (tmp_path / "out").read_text() == "ran\n"
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 2 and all(line.startswith("cronradar exec: gave up pinging after 0.5s")
+                                   and line.endswith("x…") and len(line) < 500 for line in lines)
 
 
 def test_slot_goes_with_both_pings(service, request):
@@ -285,6 +296,10 @@ def test_a_schedule_cronradar_refuses_is_reported_and_the_job_runs(service, requ
      b"--schedule, --tz and --grace go with --create"),
     (["--url", "http://x/ping/u", "--tz", "UTC"], {},
      b"--schedule, --tz and --grace go with --create"),
+    (["--url", "http://x/ping/u", "--create", "--schedule", "0 3 * * *"], {},
+     b"--create goes with --key/--slug (a --url's monitor exists already)"),
+    (["--create"], {"CRONRADAR_PING_URL": "http://x/ping/u"},
+     b"--create goes with --key/--slug (a --url's monitor exists already)"),
     (["--slug", "s", "--create", "--grace", "0"], {"CRONRADAR_PING_KEY": "k"},
      b"--grace must be at least 1 (seconds)"),
 ])

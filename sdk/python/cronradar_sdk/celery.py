@@ -29,6 +29,7 @@ Celery is imported only here, so the rest of the SDK stays standard library only
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -40,6 +41,10 @@ log = logging.getLogger("cronradar_sdk.celery")
 ENTRY_HEADER = "cronradar_entry"  # the beat entry's name, from its options
 SLOT_HEADER = "cronradar_slot"  # the fire time a crontab entry's message is for
 MAX_ATTEMPTS = 100  # CronRadar's upper bound; a task with max_retries=None retries forever
+# (entry name, reason) of the entries warned about as not monitored: once per process,
+# though the app's module may be imported (and instrument() called) more than once
+_warned: set = set()
+_warned_lock = threading.Lock()
 
 
 @dataclass
@@ -108,7 +113,7 @@ def entries(app, grace: int = DEFAULT_GRACE, exclude=()) -> list[Entry]:
     rounded up; at least 1) and ``grace`` (seconds); :func:`monitor_fields` adds
     ``max_attempts``. An entry that cannot be
     monitored (a solar schedule, both day fields restricted) is left out with a
-    warning in the log."""
+    warning in the log, once per process for each entry and reason."""
     from celery.schedules import crontab, schedule
 
     found = []
@@ -118,7 +123,11 @@ def entries(app, grace: int = DEFAULT_GRACE, exclude=()) -> list[Entry]:
         try:
             found.append(_entry(app, name, spec, grace, crontab, schedule))
         except Unsupported as exc:
-            log.warning("cronradar: beat entry %r is not monitored: %s", name, exc)
+            with _warned_lock:
+                first = (name, str(exc)) not in _warned
+                _warned.add((name, str(exc)))
+            if first:
+                log.warning("cronradar: beat entry %r is not monitored: %s", name, exc)
     return found
 
 

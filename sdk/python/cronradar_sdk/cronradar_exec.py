@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import http.client
 import os
 import signal
 import subprocess
@@ -88,8 +89,13 @@ def request(url: str, timeout: float, body: bytes | None = b"", method: str = "P
     retrying cannot change it), or None when CronRadar could not be reached in
     time or the URL is unusable; then ``warn(message)`` was called with the reason
     (the URL without its query; ``doing`` names the attempt in it: "gave up pinging
-    after 10s (...)"). Never raises. ``body`` None sends no body (a GET).
+    after 10s (...)"). Never raises, whatever ``url`` is (not http(s), malformed, not
+    ASCII: warned at once, not retried). ``body`` None sends no body (a GET).
     """
+    problem = bad_url(url)
+    if problem:
+        warn(f"not {doing}, {problem}: {shown(url)!r}")
+        return None
     deadline = time.monotonic() + timeout
     delay, problem = 0.5, ""
     sent = {"User-Agent": USER_AGENT, **({"Content-Type": "text/plain"} if body is not None
@@ -98,8 +104,8 @@ def request(url: str, timeout: float, body: bytes | None = b"", method: str = "P
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        req = urllib.request.Request(url, data=body, method=method, headers=sent)
         try:
+            req = urllib.request.Request(url, data=body, method=method, headers=sent)
             with urllib.request.urlopen(req, timeout=max(0.1, min(left, 5))) as resp:
                 return resp.status, resp.read()
         except urllib.error.HTTPError as exc:
@@ -111,16 +117,16 @@ def request(url: str, timeout: float, body: bytes | None = b"", method: str = "P
             if exc.code != 429 and exc.code < 500:
                 return exc.code, answer
         except ValueError as exc:  # a URL urllib cannot use: retrying cannot help
-            warn(f"cannot use {_safe(url)}: {exc}")
+            warn(f"cannot use {shown(url)}: {exc}")
             return None
-        except OSError as exc:  # refused, timed out, DNS
-            problem = str(getattr(exc, "reason", exc))
+        except (OSError, http.client.HTTPException) as exc:  # refused, timed out, DNS, a
+            problem = str(getattr(exc, "reason", exc)) or type(exc).__name__  # non-HTTP server
         pause = min(delay, deadline - time.monotonic())
         if pause <= 0:
             break
         time.sleep(pause)
         delay *= 2
-    warn(f"gave up {doing} after {timeout:g}s ({problem}): {_safe(url)}")
+    warn(f"gave up {doing} after {timeout:g}s ({problem}): {shown(url)}")
     return None
 
 
@@ -135,14 +141,16 @@ def ping(url: str, timeout: float, body: bytes = b"", warn=_stderr,
     status, text = answer
     if not 200 <= status < 300:  # a redirect urllib did not follow is not stored either
         problem = f"HTTP {status}: {text[:200].decode('utf-8', 'replace').strip()}"
-        warn(f"ping refused ({problem}): {_safe(url)}")
+        warn(f"ping refused ({problem}): {shown(url)}")
         return False
     return True
 
 
-def _safe(url: str) -> str:
-    """``url`` without its query (the rid), for messages."""
-    return url.split("?", 1)[0]
+def shown(url: str, limit: int = 300) -> str:
+    """``url`` without its query (the rid), for messages: at most ``limit``
+    characters (a longer one cut, ``…`` at its end)."""
+    url = str(url).split("?", 1)[0]
+    return url if len(url) <= limit else url[:limit - 1] + "…"
 
 
 def action_url(base: str, action: str = "", rid: str | None = None, slot: str | None = None,
@@ -219,9 +227,9 @@ def exec_command(args) -> int:
         base = f"{root}/ping/{urllib.parse.quote(args.key)}/{urllib.parse.quote(args.slug)}"
     else:
         base = args.url
-    problem = _bad_url(base)
+    problem = bad_url(base)
     if problem:  # the job runs all the same: a typo must not cost the job
-        print(f"cronradar exec: not pinging, {problem}: {base!r}", file=sys.stderr)
+        print(f"cronradar exec: not pinging, {problem}: {shown(base)!r}", file=sys.stderr)
         return run(args.command, Tail())
     params = create_params(args.schedule, args.tz, args.grace) if args.create else None
     rid = str(uuid.uuid4())
@@ -248,15 +256,24 @@ def create_params(schedule: str | None = None, tz: str | None = None,
     return params
 
 
-def _bad_url(url: str) -> str:
-    """Why ``url`` cannot be a ping URL ("" when it can)."""
+def bad_url(url: str) -> str:
+    """Why ``url`` cannot be a URL of CronRadar's ("" when it can): not a string,
+    with spaces or control characters, malformed (a bad port or IPv6 address), not
+    ``http(s)://host/...``, or with characters that are not ASCII outside the host
+    name (percent-encode them)."""
+    if not isinstance(url, str):
+        return f"the URL must be a string, not {type(url).__name__}"
+    if any(c <= " " or c == "\x7f" for c in url):
+        return "the URL has spaces or control characters"
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 (raises ValueError for a bad port)
     except ValueError as exc:
         return f"the URL is not valid ({exc})"
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "the URL must be http(s)://host/ping/..."
+        return "the URL must be http(s)://host/..."
+    if not (parts.path + parts.query + parts.fragment).isascii():
+        return "the URL has characters that are not ASCII (percent-encode them)"
     return ""
 
 
@@ -278,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--no-output", action="store_true",
                     help="send none of the command's output (it is still passed through)")
     ex.add_argument("--create", action="store_true",
-                    help="create the monitor if its slug is new (with --key/--slug)")
+                    help="create the monitor if its slug is new (with --key/--slug only)")
     ex.add_argument("--schedule", help="with --create: a cron expression (a cron monitor; "
                                        "default an interval monitor of 1 day)")
     ex.add_argument("--tz", help="with --create: the schedule's time zone (default UTC)")
@@ -295,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--slug needs --key or CRONRADAR_PING_KEY")
     elif args.key:
         parser.error("--key needs --slug")
+    elif args.create:  # create-on-ping names a new monitor by its slug: a UUID names none
+        parser.error("--create goes with --key/--slug (a --url's monitor exists already)")
     elif not args.url:
         parser.error("give --url, --key with --slug, or set CRONRADAR_PING_URL")
     if args.timeout <= 0:

@@ -52,8 +52,9 @@ def send(settings: Settings, slug: str | None, state: str | int,
 
     Returns whether CronRadar stored the ping. Never raises (a bad ``state`` or a
     naive datetime ``slot`` is a programming error and does raise ValueError):
-    settings that cannot name the monitor, a refusal (4xx) or CronRadar unreachable
-    for ``settings.timeout`` seconds are logged as a warning and answer False.
+    settings that cannot name the monitor (none, or a URL that is not
+    ``http(s)://host/...``), a refusal (4xx) or CronRadar unreachable for
+    ``settings.timeout`` seconds are logged as a warning and answer False.
     """
     name = action(state)
     if isinstance(slot, datetime.datetime):
@@ -65,6 +66,10 @@ def send(settings: Settings, slug: str | None, state: str | int,
         log.warning("cronradar: not pinging %s: %s", slug or "(no slug)",
                     "set CRONRADAR_URL and CRONRADAR_PING_KEY (or url=, ping_key=)"
                     if slug is not None else "set CRONRADAR_PING_URL (or ping_url=)")
+        return False
+    problem = cronradar_exec.bad_url(base)
+    if problem:  # CRONRADAR_URL=notaurl, say: the job runs all the same
+        warn(f"not pinging {slug or '(no slug)'}, {problem}: {cronradar_exec.shown(base)!r}")
         return False
     url = cronradar_exec.action_url(base, name, rid, slot, dict(params or {}))
     return cronradar_exec.ping(url, settings.timeout, body, warn=warn, headers=HEADERS)

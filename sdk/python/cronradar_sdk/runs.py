@@ -187,7 +187,17 @@ class monitor:  # noqa: N801 (a decorator: named as a function)
 
     # --- the decorator ----------------------------------------------------------------
     def __call__(self, func):
-        """``@monitor(...)``: every call of ``func`` is a run (an ``async def`` too)."""
+        """``@monitor(...)``: every call of ``func`` is a run (an ``async def`` too).
+        Raises TypeError for a generator function (``yield`` in a ``def`` or an
+        ``async def``): a call only makes the generator, the work happens later as
+        it is iterated, so its run would end at once; put ``with monitor(...)``
+        inside it instead."""
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            raise TypeError(
+                f"@monitor({self.slug!r}) cannot decorate the generator function "
+                f"{func.__qualname__}: calling it only makes the generator, so the run would "
+                f"end before any of its work; use `with monitor({self.slug!r}):` inside it "
+                "(`async with` in an async generator)")
         if inspect.iscoroutinefunction(func):
             @functools.wraps(func)
             async def monitored_async(*args, **kwargs):
