@@ -221,11 +221,26 @@ print(json.dumps({
                        == [{k: v for k, v in row.items() if k not in ("event_id", "rate_limited")}
                            for row in sorted(after["alerts_delivery"], key=by_id)],
     "deliveries_new": sorted({str(row["rate_limited"]) for row in after["alerts_delivery"]}),
+    # tables that only gained columns (monitors 0018, accounts 0003): the new
+    # columns, and every old value as it was
+    "columns_added": {t: sorted(set(after[t][0]) - set(before[t][0]))
+                      for t in ("monitors_monitor", "monitors_profile")},
+    "columns_kept": all([{k: row[k] for k in before[t][0]}
+                         for row in sorted(after[t], key=by_id)]
+                        == sorted(before[t], key=by_id)
+                        for t in ("monitors_monitor", "monitors_profile")),
+    "monitor_new": [[row["description"], row["methods"], row["n_pings"]]
+                    for row in after["monitors_monitor"]],
+    "verified": [row["email_verified_at"] is not None for row in after["monitors_profile"]],
+    "new_types": sorted((c["app_label"], c["model"]) for c in after["django_content_type"]
+                        if c["id"] not in {b["id"] for b in before["django_content_type"]}),
+    "permissions_kept": all(row in after["auth_permission"]
+                            for row in before["auth_permission"]),
     "channels_kept": sorted(before["alerts_channel"], key=by_id)
                      == [{k: v for k, v in row.items()
-                          if k not in ("failing_check_at", "failing_notified_at")}
+                          if k not in ("failing_check_at", "failing_notified_at", "uuid")}
                          for row in sorted(after["alerts_channel"], key=by_id)],
-    "channels_new": [[row["failing_check_at"], row["failing_notified_at"]]
+    "channels_new": [[row["failing_check_at"], row["failing_notified_at"], bool(row["uuid"])]
                      for row in after["alerts_channel"]],
 }, default=str))
 """
@@ -274,27 +289,36 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["tables_before"] == got["tables_after"]  # no table made or dropped
     assert got["changed"] == ["alerts_channel", "alerts_delivery", "alerts_incidentevent",
-                              "django_content_type"]
-    assert {"monitors_organisation", "monitors_membership", "monitors_profile",
-            "monitors_project", "monitors_apikey", "monitors_monitor", "monitors_run",
+                              "auth_permission", "django_content_type", "monitors_monitor",
+                              "monitors_profile"]
+    assert {"monitors_organisation", "monitors_membership",
+            "monitors_project", "monitors_apikey", "monitors_run",
             "monitors_ping", "alerts_deliveryattempt",
-            "django_admin_log", "auth_permission"} <= set(got["same_rows"])
+            "django_admin_log"} <= set(got["same_rows"])
+    # monitors 0018 and accounts 0003 add columns and keep every value; every person
+    # there was is verified; the permissions there were stay, the new models' join
+    assert got["columns_added"] == {"monitors_monitor": ["description", "methods", "n_pings"],
+                                    "monitors_profile": ["email_verified_at"]}
+    assert got["columns_kept"] and got["monitor_new"] == [["", "", 0]]
+    assert got["verified"] == [True] and got["permissions_kept"]
+    assert got["new_types"] == [["accounts", "invitation"], ["accounts", "setuptoken"]]
     assert got["rows"]["monitors_apikey"] == got["rows"]["alerts_deliveryattempt"] == 1
     assert got["rows"]["alerts_delivery"] == 2
     # the same content type rows, relabelled: permissions and the admin log follow
     assert [(label, model) for label, model, _ in got["types"]] == [
         ("accounts", m) for m in ("apikey", "membership", "organisation", "profile", "project")]
     assert [i for *_, i in got["types"]] == [i for *_, i in got["types_before"]]
-    assert got["type_count"][0] == got["type_count"][1]
-    assert got["permissions"] == 5 * 4 and got["log_entry_type"] == ["accounts"]
+    assert got["type_count"][0] + 2 == got["type_count"][1]
+    assert got["permissions"] == 7 * 4 and got["log_entry_type"] == ["accounts"]
     assert got["key"] == "acme"  # an old key still finds its project
     assert got["member"] == [["ann", "acme", "owner"]] and got["profile"] == "Europe/Berlin"
     assert got["project"] == ["backup", "hook"] and got["incident"] == ["acme", True]
     assert got["codes"] == ["all_failed", "maintenance"] == got["codes_known"]
     assert got["events_changed"] == [["code"], ["code"]]  # only the code was added
     assert got["events_kept"] and got["deliveries_kept"]  # every other value as it was
-    # alerts 0018: channels and deliveries gain columns, nothing else of them changes
-    assert got["channels_kept"] and got["channels_new"] == [[None, None]]
+    # alerts 0018, 0019: channels and deliveries gain columns (a channel its uuid),
+    # nothing else of them changes
+    assert got["channels_kept"] and got["channels_new"] == [[None, None, True]]
     assert got["deliveries_new"] in (["False"], ["0"])  # not held back by a 429
     # the outage delivery (alerts 0017): one outage.summary notice of its impact, from
     # the one sequence of event ids, and the delivery points at it
@@ -337,8 +361,11 @@ def test_each_app_migrates_to_zero_and_back_on_an_empty_database(tmp_path):
         drop()
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split("\n")
-    # accounts' models keep the monitors_* tables: its zero drops nothing; the
-    # monitors and alerts migrations interleave (monitors/0004 copies a relation into
-    # alerts/0007), so either one's zero takes both; each comes back whole
-    assert lines[:4] == ["accounts [] True 0", "alerts ['alerts', 'monitors'] True 0",
-                         "monitors ['alerts', 'monitors'] True 0", "monitor o"]
+    # accounts' moved models keep the monitors_* tables: its zero drops only its own
+    # (accounts 0003's invitations and setup tokens); the monitors and alerts
+    # migrations interleave (monitors/0004 copies a relation into alerts/0007), so
+    # either one's zero takes both, and accounts (0001 needs monitors' tables); each
+    # comes back whole
+    assert lines[:4] == ["accounts ['accounts'] True 0",
+                         "alerts ['accounts', 'alerts', 'monitors'] True 0",
+                         "monitors ['accounts', 'alerts', 'monitors'] True 0", "monitor o"]
