@@ -19,7 +19,10 @@ from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet
 from accounts.models import ApiKey, Invitation, Membership, _badge_key
 from alerts import escalation
 from alerts.api import (
-    ChannelSerializer, EscalationPolicySerializer, MaintenanceWindowSerializer, delete_policy,
+    ChannelSerializer,
+    EscalationPolicySerializer,
+    MaintenanceWindowSerializer,
+    delete_policy,
 )
 from alerts.channels import delete_channel, send_test
 from alerts.integrations import KINDS
