@@ -120,7 +120,7 @@ def test_the_server_backend_refuses_as_the_api_does(project):
                                                        "config": {"url": "https://s/h"}}]},
                           backend)
     with pytest.raises(exceptions.ValidationError) as e:
-        declarative.apply({"version": 1, "monitors": [{"slug": "a", "name": "a",
-                                                       "period": 60}]}, backend)
-    assert monitorsfile.refusal(e.value) == (
-        "grace: required: seconds a run may start after its scheduled time")
+        declarative.apply({"version": 1, "monitors": [{"slug": "a", "name": "a", "grace": 5,
+                                                       "period": 60, "timezone": "Mars/Base"}]},
+                          backend)
+    assert monitorsfile.refusal(e.value) == "timezone: unknown time zone 'Mars/Base'"
