@@ -149,9 +149,10 @@ def test_placeholders_replace_credentials_and_keep_what_is_not_one():
     out, values = declarative.placeholders(doc)
     assert [c["config"] for c in out["channels"]] == [
         {"api_key": "${CRONRADAR_OPS_PAGER_API_KEY}", "region": "eu"},
-        {"url": "${CRONRADAR_OPS_PAGER_URL}", "token": "${CRONRADAR_OPS_PAGER_TOKEN}"},
+        {"url": "${CRONRADAR_OPS_PAGER_URL}", "token": "***"},
         {"to": ["a@example.com"]}]
-    # "***" (shown to a reader) stands for nothing the file could carry
+    # "***" (shown to a reader) stays "***": applied, it keeps the stored credential,
+    # where a placeholder would ask for a variable nobody has the value of
     assert values == {"CRONRADAR_OPS_PAGER_API_KEY": "k", "CRONRADAR_OPS_PAGER_URL": "https://n/t"}
     twins = {"channels": [{"name": n, "kind": "slack", "config": {"url": n}}
                           for n in ("a b", "a-b", "A_B")]}

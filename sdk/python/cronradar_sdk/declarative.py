@@ -408,15 +408,16 @@ def env_name(channel: str, field: str) -> str:
 
 def placeholders(doc: dict) -> tuple[dict, dict]:
     """``doc`` with each credential of its channels' configs replaced by a
-    ``${ENV_NAME}`` placeholder, and {ENV_NAME: the value it stands for} (a value the
-    API showed as ``***`` stands for nothing: not in the map). Two channels whose
+    ``${ENV_NAME}`` placeholder, and {ENV_NAME: the value it stands for}; a value the
+    API showed as ``***`` (to a caller who may not see it) stays ``***``, which keeps
+    the stored credential when the file is applied. Two channels whose
     names give the same variable get ``_2``, ``_3``, … on the later ones."""
     values: dict[str, Any] = {}
     channels = []
     for ch in doc.get("channels", []):
         config = {}
         for k, v in ch["config"].items():
-            if k in SHOWN:
+            if k in SHOWN or v == MASKED:  # "***" applied keeps the stored credential
                 config[k] = v
                 continue
             name, n = env_name(ch["name"], k), 1
@@ -426,7 +427,7 @@ def placeholders(doc: dict) -> tuple[dict, dict]:
             values[name] = v
             config[k] = "${" + name + "}"
         channels.append({**ch, "config": config})
-    return {**doc, "channels": channels}, {k: v for k, v in values.items() if v != MASKED}
+    return {**doc, "channels": channels}, values
 
 
 def export(backend: Backend) -> tuple[dict, dict]:
