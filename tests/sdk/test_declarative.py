@@ -513,11 +513,12 @@ def test_live_150_monitors_are_read_exported_and_pruned_to_the_one_left_out(cr, 
 def test_live_an_api_refusal_exits_1_with_the_server_s_message(cr, tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"version": 1, "monitors": [{"slug": "a", "name": "a",
-                                                            "period": 60}]}))
+                                                            "period": 60, "grace": 5,
+                                                            "timezone": "Mars/Base"}]}))
     status, lines, err = cr("apply", "-f", str(path))
     assert (status, lines) == (1, [])
-    assert err.endswith("/api/v1/monitors/by-slug/a/: 400: grace: required: seconds a run may "
-                        "start after its scheduled time\n")
+    assert err.endswith("/api/v1/monitors/by-slug/a/: 400: timezone: unknown time zone "
+                        "'Mars/Base'\n")
 
 
 PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python3.8")
