@@ -217,7 +217,8 @@ SHOWN_TO_READERS = {"to", "region"}  # config fields that are not credentials
 
 class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
     """A channel. Callers who may only read (viewers, read-only keys) see its
-    ``config`` with the credentials (URLs, keys, secrets, tokens) as ``"***"``."""
+    ``config`` with the credentials (URLs, keys, secrets, tokens) as ``"***"``; a
+    credential written as ``"***"`` keeps the stored one (a new channel: refused)."""
 
     project = tenancy.ProjectField()
     config = ConfigField(required=False, default=dict)
@@ -248,9 +249,11 @@ class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
             if "config" not in attrs:
                 return attrs
             previous = self.instance.config
+        config = attrs.get("config") or {}
+        if isinstance(config, dict):  # what a reader was shown, sent back: keeps the stored
+            config = keep_secrets(config, previous, left_out=False)
         try:
-            attrs["config"] = KINDS[attrs["kind"]].validate_config(attrs.get("config") or {},
-                                                                   previous)
+            attrs["config"] = KINDS[attrs["kind"]].validate_config(config, previous)
         except ValueError as e:
             raise serializers.ValidationError({"config": [str(e)]}) from None
         return attrs
@@ -497,6 +500,16 @@ def users_of(policy: EscalationPolicy) -> list[int]:
 POLICY_PREFETCH = ("tiers__channels", "monitors__monitor")
 
 
+def delete_policy(policy: EscalationPolicy) -> None:
+    """Delete ``policy``, which no monitor but deleted ones uses (see :func:`users_of`):
+    the deleted monitors keep their settings until purged, but not this policy."""
+    with transaction.atomic():
+        Alerting.objects.filter(escalation_policy=policy,
+                                monitor__deleted_at__isnull=False).update(
+            escalation_policy=None)
+        policy.delete()
+
+
 def _set_tiers(policy: EscalationPolicy, tiers: list[dict]) -> None:
     """Replace ``policy``'s tiers (open incidents take their next step by them)."""
     policy.tiers.all().delete()
@@ -542,11 +555,7 @@ class EscalationPolicyViewSet(viewsets.ModelViewSet):
         if users:
             raise serializers.ValidationError(
                 {"detail": f"in use by monitors {users}: give them another policy first"})
-        with transaction.atomic():  # deleted monitors keep settings until purged: not this one
-            Alerting.objects.filter(escalation_policy=policy,
-                                    monitor__deleted_at__isnull=False).update(
-                escalation_policy=None)
-            policy.delete()
+        delete_policy(policy)
 
 
 # --- upserts by name ----------------------------------------------------------------------
@@ -554,12 +563,12 @@ class EscalationPolicyViewSet(viewsets.ModelViewSet):
 SECRET_SHOWN = "***"  # how a credential reads for a caller who may only read
 
 
-def keep_secrets(config: dict, previous: dict | None) -> dict:
+def keep_secrets(config: dict, previous: dict | None, left_out: bool = True) -> dict:
     """``config`` for a channel whose stored config is ``previous`` (None: a new
     channel): a credential (any field but those :data:`SHOWN_TO_READERS`) given as
-    ``"***"`` or left out is the stored one, so a file written by an export, or by
-    someone who may only read, can be applied without the secrets in it. A ``"***"``
-    with nothing stored is a ValidationError naming the field."""
+    ``"***"``, or left out when ``left_out``, is the stored one, so a file written by
+    an export, or by someone who may only read, can be applied without the secrets in
+    it. A ``"***"`` with nothing stored is a ValidationError naming the field."""
     masked = [k for k, v in config.items() if v == SECRET_SHOWN and k not in SHOWN_TO_READERS]
     if previous is None:
         if masked:
@@ -567,7 +576,8 @@ def keep_secrets(config: dict, previous: dict | None) -> dict:
                 f"{masked[0]}: '***' keeps a stored secret, and this channel is new: "
                 "give the secret"]})
         return config
-    kept = {k: v for k, v in previous.items() if k not in SHOWN_TO_READERS}
+    kept = {k: v for k, v in previous.items() if k not in SHOWN_TO_READERS
+            and (left_out or k in masked)}
     return {**kept, **{k: v for k, v in config.items() if k not in masked}}
 
 

@@ -18,7 +18,12 @@ from django.views.decorators.http import require_POST
 from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet
 from accounts.models import ApiKey, Invitation, Membership, _badge_key
 from alerts import escalation
-from alerts.api import ChannelSerializer, EscalationPolicySerializer, MaintenanceWindowSerializer
+from alerts.api import (
+    ChannelSerializer,
+    EscalationPolicySerializer,
+    MaintenanceWindowSerializer,
+    delete_policy,
+)
 from alerts.channels import delete_channel, send_test
 from alerts.integrations import KINDS
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
@@ -187,9 +192,10 @@ def policies(request, pk: int | None = None):
 def policy_delete(request, pk: int):
     require(request, ROLE.ADMIN)
     policy = get_object_or_404(EscalationPolicy, pk=pk, project=request.project)
-    users = sorted(a.monitor.name for a in policy.monitors.select_related("monitor"))
+    users = sorted(a.monitor.name for a in policy.monitors.select_related("monitor")
+                   if a.monitor.deleted_at is None)  # a deleted one waits to be purged
     if request.method == "POST" and not users:
-        policy.delete()
+        delete_policy(policy)
         return redirect("dashboard:policies")
     text = (f"In use by {', '.join(users)}: give them another policy first." if users
             else "Monitors no longer use it.")

@@ -397,3 +397,25 @@ def test_a_deleted_monitor_no_longer_holds_its_escalation_policy(api, project):
     assert api.delete(f"/api/v1/monitors/{m['id']}/").status_code == 204
     assert api.get(url).json()["monitors"] == []
     assert api.delete(url).status_code == 204
+
+
+def test_patching_a_channel_with_masked_credentials_keeps_the_stored_ones(api, project):
+    # as the by-name upsert: "***" (what a reader sees) keeps the stored credential
+    made = api.post("/api/v1/channels/", {"kind": "opsgenie", "name": "og", "config": {
+        "api_key": "k-1", "region": "eu"}}, format="json").json()
+    url = f"/api/v1/channels/{made['id']}/"
+    again = api.patch(url, {"config": {"api_key": "***", "region": "us"}}, format="json")
+    assert again.status_code == 200, again.json()
+    assert Channel.objects.get(pk=made["id"]).config == {"api_key": "k-1", "region": "us"}
+    hook = api.post("/api/v1/channels/", {"kind": "webhook", "name": "h", "config": {
+        "url": "https://a.test/h", "secret": "s-1"}}, format="json").json()
+    masked = api.patch(f"/api/v1/channels/{hook['id']}/", {"config": {
+        "url": "***", "secret": "***"}}, format="json")
+    assert masked.status_code == 200, masked.json()
+    assert Channel.objects.get(pk=hook["id"]).config == {"url": "https://a.test/h",
+                                                         "secret": "s-1"}
+    # a new channel has nothing stored: "***" is refused, never stored
+    new = api.post("/api/v1/channels/", {"kind": "opsgenie", "name": "n", "config": {
+        "api_key": "***"}}, format="json")
+    assert (new.status_code, new.json()) == (400, {"config": [
+        "api_key: '***' keeps a stored secret, and this channel is new: give the secret"]})

@@ -38,6 +38,54 @@ def test_check_lists_every_problem_with_where_it_is():
     ]
 
 
+def test_check_applies_the_whole_schema_in_jsonschema_s_words():
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(declarative.schema())
+    docs = [
+        {"version": 1, "monitors": [{"slug": "q", "period": 60, "grace": "soon"}]},
+        {"version": 1, "escalation_policies": [{"name": "p", "tiers": "x"}]},
+        {"version": 1, "escalation_policies": [{"name": "p", "tiers": [
+            {"delay": 0, "channels": "ops"}]}]},
+        {"version": 1, "monitors": [{"slug": "q", "period": 60, "grace": 6, "tags": "db",
+                                     "channels": 5}]},
+        {"version": 1, "channels": [{"name": "z", "kind": "slack", "config": "x"}]},
+        {"version": 1, "channels": [{"name": "z", "kind": "slack",
+                                     "config": {"url": 5, "x": 1}}]},
+        {"version": 1, "channels": [{"name": "z", "kind": "nope", "config": {}}]},
+        {"version": 1, "monitors": [{"slug": "bad slug!", "kind": "cron", "grace": -1,
+                                     "concurrency": "x", "methods": "GET",
+                                     "max_attempts": 0}]},
+        {"version": 1, "monitors": [{"slug": "a", "kind": "interval",
+                                     "schedule": "0 * * * *", "period": 0}]},
+        {"version": 1, "channels": [{"name": "e", "kind": "email", "config": {"to": []}}]},
+    ]
+    for doc in docs:
+        found = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.path])
+        assert found, doc
+        with pytest.raises(FileError) as e:
+            declarative.check(doc)
+        assert e.value.problems == [f"{err.json_path}: {err.message}" for err in found]
+    with pytest.raises(FileError) as e:
+        declarative.check(docs[0])
+    assert e.value.problems == ["$.monitors[0].grace: 'soon' is not of type 'integer'"]
+    assert declarative.schema_problems({"version": 1, "monitors": [
+        {"slug": "q", "period": 60, "grace": 6}]}) == []
+
+
+def test_what_the_api_would_refuse_to_create_is_an_error_before_anything_is_written():
+    doc = {"version": 1,
+           "channels": [{"name": "new", "kind": "slack", "config": {"url": "***"}}],
+           "monitors": [{"slug": "fresh", "name": "f", "period": 60}]}
+    with pytest.raises(FileError) as e:
+        declarative.plan(doc, STATE)
+    assert e.value.problems == [
+        "channels[0] (new): config.url: '***' keeps a stored credential, and the project has "
+        "no channel named 'new': give it",
+        "monitors[0] (fresh): grace: required for a new monitor (seconds a run may start "
+        "late)"]
+
+
 def test_a_file_that_is_not_an_object_is_refused():
     with pytest.raises(FileError, match="the file must be an object"):
         declarative.check([1])
@@ -49,8 +97,17 @@ def test_parse_reads_json_and_yaml_and_says_when_it_is_neither():
         "version": 1, "monitors": [{"slug": "a"}]}
     with pytest.raises(FileError, match="^not JSON: "):
         declarative.parse("version: 1", "json")
-    with pytest.raises(FileError, match="^not JSON or YAML: "):
-        declarative.parse("a: [1")
+    for text, fmt, message in (
+            ("a: [1", None, "not JSON or YAML at line 1, column 6: expected ',' or ']', but "
+                            "got '<stream end>'"),
+            ("version: 1\nmonitors:\n  - slug: a\n   name: b\n", "yaml",
+             "not YAML at line 4, column 4: expected <block end>, but found "
+             "'<block mapping start>'"),
+            ("url: ***", "yaml", "not YAML at line 1, column 7: expected alphabetic or numeric "
+                                 "character, but found '*'")):
+        with pytest.raises(FileError) as e:
+            declarative.parse(text, fmt)
+        assert e.value.problems == [message]
     assert (declarative.format_of("m.JSON"), declarative.format_of("m.yml"),
             declarative.format_of("m.txt")) == ("json", "yaml", None)
 
@@ -92,9 +149,10 @@ def test_placeholders_replace_credentials_and_keep_what_is_not_one():
     out, values = declarative.placeholders(doc)
     assert [c["config"] for c in out["channels"]] == [
         {"api_key": "${CRONRADAR_OPS_PAGER_API_KEY}", "region": "eu"},
-        {"url": "${CRONRADAR_OPS_PAGER_URL}", "token": "${CRONRADAR_OPS_PAGER_TOKEN}"},
+        {"url": "${CRONRADAR_OPS_PAGER_URL}", "token": "***"},
         {"to": ["a@example.com"]}]
-    # "***" (shown to a reader) stands for nothing the file could carry
+    # "***" (shown to a reader) stays "***": applied, it keeps the stored credential,
+    # where a placeholder would ask for a variable nobody has the value of
     assert values == {"CRONRADAR_OPS_PAGER_API_KEY": "k", "CRONRADAR_OPS_PAGER_URL": "https://n/t"}
     twins = {"channels": [{"name": n, "kind": "slack", "config": {"url": n}}
                           for n in ("a b", "a-b", "A_B")]}
@@ -455,11 +513,12 @@ def test_live_150_monitors_are_read_exported_and_pruned_to_the_one_left_out(cr, 
 def test_live_an_api_refusal_exits_1_with_the_server_s_message(cr, tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"version": 1, "monitors": [{"slug": "a", "name": "a",
-                                                            "period": 60}]}))
+                                                            "period": 60, "grace": 5,
+                                                            "timezone": "Mars/Base"}]}))
     status, lines, err = cr("apply", "-f", str(path))
     assert (status, lines) == (1, [])
-    assert err.endswith("/api/v1/monitors/by-slug/a/: 400: grace: required: seconds a run may "
-                        "start after its scheduled time\n")
+    assert err.endswith("/api/v1/monitors/by-slug/a/: 400: timezone: unknown time zone "
+                        "'Mars/Base'\n")
 
 
 PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python3.8")

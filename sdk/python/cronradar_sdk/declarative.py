@@ -158,7 +158,10 @@ def parse(text: str, fmt: str | None = None) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise FileError([f"not JSON or YAML: {e}".replace("\n", " ")]) from None
+        mark, problem = getattr(e, "problem_mark", None), getattr(e, "problem", None)
+        where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+        what = " ".join(str(problem or e).split())
+        raise FileError([f"not {'YAML' if fmt else 'JSON or YAML'}{where}: {what}"]) from None
 
 
 def dump(doc: dict, fmt: str = "yaml") -> str:
@@ -186,9 +189,10 @@ def _yaml():
 # --- checking a file ---------------------------------------------------------------------
 
 def check(doc: Any) -> None:
-    """Raise FileError listing what makes ``doc`` unfit to apply (the shape the
-    schema gives, checked without a JSON Schema library: unknown fields, the required
-    ones, unique non-blank slugs and names). The server checks the whole schema."""
+    """Raise FileError listing what makes ``doc`` unfit to apply: first its shape
+    (unknown fields, the required ones, unique non-blank slugs and names, each named
+    ``monitors[2] (nightly): grace: …``), then, when the shape is right, every other
+    rule of the schema (:func:`schema_problems`)."""
     if not isinstance(doc, dict):
         raise FileError(["the file must be an object (version, channels, "
                          "escalation_policies, monitors)"])
@@ -223,6 +227,109 @@ def check(doc: Any) -> None:
                          if f not in FIELDS[kind.section]]
     if problems:
         raise FileError(problems)
+    problems = schema_problems(doc)
+    if problems:
+        raise FileError(problems)
+
+
+MAX_PROBLEMS = 50  # a file this wrong needs no more to be fixed
+
+
+def schema_problems(doc: Any) -> list[str]:
+    """What makes ``doc`` not valid under :func:`schema`, each ``$.monitors[0].grace:
+    'soon' is not of type 'integer'`` (jsonschema's words, as the dashboard says them),
+    in document order, at most :data:`MAX_PROBLEMS`; [] for a valid file. A standard
+    library reading of the keywords the schema uses (type, enum, const, bounds,
+    lengths, pattern, properties, required, additionalProperties, items, $ref, allOf,
+    oneOf, if/then). A valid file can still be refused by the API (an unknown time
+    zone)."""
+    root = schema()
+    found = sorted(_schema_errors(doc, root, (), root), key=lambda e: [str(p) for p in e[0]])
+    return [f"{_json_path(path)}: {message}" for path, message in found[:MAX_PROBLEMS]]
+
+
+def _json_path(path: tuple) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else
+                         (f".{p}" if re.fullmatch(r"\w+", p) else f"[{p!r}]") for p in path)
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer())
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, {"object": dict, "array": list, "string": str, "boolean": bool,
+                              "null": type(None)}[name])
+
+
+def _valid(value: Any, sch: dict, root: dict) -> bool:
+    return next(_schema_errors(value, sch, (), root), None) is None
+
+
+def _schema_errors(value: Any, sch: dict, path: tuple, root: dict):
+    """(path, message) for each keyword of ``sch`` that ``value`` fails."""
+    if "$ref" in sch:
+        yield from _schema_errors(value, root["$defs"][sch["$ref"].rsplit("/", 1)[-1]],
+                                  path, root)
+    if "type" in sch:
+        types = sch["type"] if isinstance(sch["type"], list) else [sch["type"]]
+        if not any(_is_type(value, t) for t in types):
+            yield path, f"{value!r} is not of type {', '.join(repr(t) for t in types)}"
+    if "const" in sch and value != sch["const"]:
+        yield path, f"{sch['const']!r} was expected"
+    if "enum" in sch and value not in sch["enum"]:
+        yield path, f"{value!r} is not one of {sch['enum']!r}"
+    if _is_type(value, "number"):
+        if "minimum" in sch and value < sch["minimum"]:
+            yield path, f"{value!r} is less than the minimum of {sch['minimum']!r}"
+        if "exclusiveMinimum" in sch and value <= sch["exclusiveMinimum"]:
+            yield path, (f"{value!r} is less than or equal to the minimum of "
+                         f"{sch['exclusiveMinimum']!r}")
+        if "maximum" in sch and value > sch["maximum"]:
+            yield path, f"{value!r} is greater than the maximum of {sch['maximum']!r}"
+    if isinstance(value, (str, list)):
+        low, high = (("minLength", "maxLength") if isinstance(value, str)
+                     else ("minItems", "maxItems"))
+        if low in sch and len(value) < sch[low]:
+            yield path, f"{value!r} " + ("should be non-empty" if sch[low] == 1
+                                         else "is too short")
+        if high in sch and len(value) > sch[high]:
+            yield path, f"{value!r} " + ("is expected to be empty" if sch[high] == 0
+                                         else "is too long")
+    if isinstance(value, str) and "pattern" in sch and not re.search(sch["pattern"], value):
+        yield path, f"{value!r} does not match {sch['pattern']!r}"
+    if isinstance(value, list) and isinstance(sch.get("items"), dict):
+        for i, item in enumerate(value):
+            yield from _schema_errors(item, sch["items"], path + (i,), root)
+    if isinstance(value, dict):
+        for name in sch.get("required", []):
+            if name not in value:
+                yield path, f"{name!r} is a required property"
+        props = sch.get("properties", {})
+        for name, inner in props.items():
+            if name in value:
+                yield from _schema_errors(value[name], inner, path + (name,), root)
+        extra = sch.get("additionalProperties", True)
+        extras = [k for k in value if k not in props]
+        if extra is False and extras:
+            yield path, ("Additional properties are not allowed (" + ", ".join(
+                repr(k) for k in sorted(extras, key=str))
+                         + (" was" if len(extras) == 1 else " were") + " unexpected)")
+        elif isinstance(extra, dict):
+            for k in extras:
+                yield from _schema_errors(value[k], extra, path + (k,), root)
+    for inner in sch.get("allOf", []):
+        yield from _schema_errors(value, inner, path, root)
+    if "oneOf" in sch:
+        matched = [inner for inner in sch["oneOf"] if _valid(value, inner, root)]
+        if not matched:
+            yield path, f"{value!r} is not valid under any of the given schemas"
+        elif len(matched) > 1:
+            yield path, f"{value!r} is valid under each of " + ", ".join(
+                repr(m) for m in matched)
+    if "if" in sch and "then" in sch and _valid(value, sch["if"], root):
+        yield from _schema_errors(value, sch["then"], path, root)
 
 
 def expand(doc: dict, environ: Mapping[str, str]) -> dict:
@@ -301,15 +408,16 @@ def env_name(channel: str, field: str) -> str:
 
 def placeholders(doc: dict) -> tuple[dict, dict]:
     """``doc`` with each credential of its channels' configs replaced by a
-    ``${ENV_NAME}`` placeholder, and {ENV_NAME: the value it stands for} (a value the
-    API showed as ``***`` stands for nothing: not in the map). Two channels whose
+    ``${ENV_NAME}`` placeholder, and {ENV_NAME: the value it stands for}; a value the
+    API showed as ``***`` (to a caller who may not see it) stays ``***``, which keeps
+    the stored credential when the file is applied. Two channels whose
     names give the same variable get ``_2``, ``_3``, … on the later ones."""
     values: dict[str, Any] = {}
     channels = []
     for ch in doc.get("channels", []):
         config = {}
         for k, v in ch["config"].items():
-            if k in SHOWN:
+            if k in SHOWN or v == MASKED:  # "***" applied keeps the stored credential
                 config[k] = v
                 continue
             name, n = env_name(ch["name"], k), 1
@@ -319,7 +427,7 @@ def placeholders(doc: dict) -> tuple[dict, dict]:
             values[name] = v
             config[k] = "${" + name + "}"
         channels.append({**ch, "config": config})
-    return {**doc, "channels": channels}, {k: v for k, v in values.items() if v != MASKED}
+    return {**doc, "channels": channels}, values
 
 
 def export(backend: Backend) -> tuple[dict, dict]:
@@ -333,17 +441,19 @@ def export(backend: Backend) -> tuple[dict, dict]:
 def plan(doc: dict, state: State, prune: bool = False) -> list[Change]:
     """The changes that make ``state`` what ``doc`` (checked and expanded) declares:
     upserts in the order of :data:`KINDS`, then prunes in reverse. FileError when a
-    name a monitor or policy refers to is neither in the file nor in the project."""
+    name a monitor or policy refers to is neither in the file nor in the project, or
+    when what the API refuses to create is to be created (:func:`_refused_new`)."""
     current = to_file(state)
     _check_references(doc, current)
-    changes, prunes = [], []
+    changes, prunes, problems = [], [], []
     for kind in KINDS:
         by_key = {e[kind.key]: e for e in current[kind.section]}
         objects = {o[kind.key]: o for o in state.of(kind)}
         declared = doc.get(kind.section) or []
-        for entry in declared:
+        for i, entry in enumerate(declared):
             key = entry[kind.key]
             if key not in by_key:
+                problems += [f"{kind.section}[{i}] ({key}): {p}" for p in _refused_new(kind, entry)]
                 changes.append(Change("created", kind, key, {}, entry, None))
                 continue
             fields = _diff(kind, entry, by_key[key])
@@ -353,8 +463,23 @@ def plan(doc: dict, state: State, prune: bool = False) -> list[Change]:
             keep = {e[kind.key] for e in declared}
             prunes += [Change("pruned", kind, key, {}, None, obj)
                        for key, obj in sorted(objects.items()) if key not in keep]
+    if problems:
+        raise FileError(problems)
     order = {k.section: i for i, k in enumerate(KINDS)}
     return changes + sorted(prunes, key=lambda c: -order[c.kind.section])
+
+
+def _refused_new(kind: Kind, entry: dict) -> list[str]:
+    """Why the API would refuse to create ``entry`` (a dry run says so too, and a run
+    stops before writing anything): a new monitor needs ``grace``; a new channel has
+    no stored credential for ``***`` to keep."""
+    if kind is MONITORS and "grace" not in entry:
+        return ["grace: required for a new monitor (seconds a run may start late)"]
+    if kind is CHANNELS:
+        return [f"config.{k}: '***' keeps a stored credential, and the project has no "
+                f"channel named '{entry['name']}': give it" for k, v in entry["config"].items()
+                if v == MASKED and k not in SHOWN]
+    return []
 
 
 def _check_references(doc: dict, current: dict) -> None:

@@ -82,6 +82,22 @@ def test_a_file_the_schema_refuses_lists_why_and_changes_nothing(admin, project)
     assert not Channel.objects.exists()
 
 
+def test_the_preview_refuses_a_new_channel_whose_credential_is_kept_and_bad_yaml(admin,
+                                                                                  project):
+    masked = FILE.replace("secret: s3cret", "secret: '${CRONRADAR_OPS_SECRET}'")
+    resp = admin.post("/monitors/file/", {"text": masked})
+    assert resp.status_code == 400
+    assert ("channels[0] (ops): config.secret: &#x27;***&#x27; keeps a stored credential, "
+            "and the project has no channel named &#x27;ops&#x27;: give it") in \
+        resp.content.decode()
+    resp = admin.post("/monitors/file/", {"text": "version: 1\nmonitors:\n  - slug: a\n"
+                                                  "   name: b\n"})
+    assert resp.status_code == 400
+    assert ("not JSON or YAML at line 4, column 4: expected &lt;block end&gt;, but found "
+            "&#x27;&lt;block mapping start&gt;&#x27;") in resp.content.decode()
+    assert not Channel.objects.exists()
+
+
 def test_an_api_refusal_midway_rolls_back_what_came_before(admin, project):
     bad = FILE.replace("schedule: \"0 3 * * *\"", "schedule: \"0 3 * *\"")
     resp = admin.post("/monitors/file/", {"text": bad, "action": "apply"})

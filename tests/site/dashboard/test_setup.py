@@ -133,3 +133,20 @@ def test_maintenance_windows_are_in_the_persons_zone(admin, project):
                                             "ends_at": "2030-01-01T10:00:00Z"})
         assert resp.status_code == 400 and "the year must be 2000 to 2100" in text(resp)
     assert not MaintenanceWindow.objects.filter(name="odd").exists()
+
+
+def test_a_deleted_monitor_does_not_hold_its_policy_in_the_dashboard(admin, world):
+    from alerts.models import Alerting
+    from monitors import evaluator
+
+    policy, m = world["policy"], world["monitor"]
+    Alerting.objects.filter(monitor=m).update(escalation_policy=policy)
+    url = f"/policies/{policy.pk}/delete/"
+    assert "In use by nightly-backup" in text(admin.get(url))
+    assert admin.post(url).status_code == 409 and EscalationPolicy.objects.filter(
+        pk=policy.pk).exists()
+    evaluator.delete(m.pk, timezone.now())  # kept (with its settings) until purged
+    assert "Monitors no longer use it." in text(admin.get(url))
+    assert admin.post(url).status_code == 302
+    assert not EscalationPolicy.objects.filter(pk=policy.pk).exists()
+    assert Alerting.objects.get(monitor=m).escalation_policy is None
