@@ -49,6 +49,29 @@ class Send(LiveTestCase):
         self.assertEqual(sorted((r["slot_at"], r["outcome"]) for r in self.live.runs(m)),
                          [(_z(earlier), "failed"), (_z(minute), "succeeded")])
 
+    def test_a_refused_slot_is_warned_and_the_ping_stored_without_it(self):
+        m = self.live.create(kind="cron", schedule="0 3 * * *", grace=600)
+        settings = resolve(ping_url=m["ping_url"], environ={})
+        with self.assertLogs("cronradar_sdk", "WARNING") as logs:
+            self.assertIs(pings.send(settings, None, "success",
+                                     slot="2026-01-05T03:30:00+00:00"), True)
+        self.assertEqual(logs.output, [
+            "WARNING:cronradar_sdk:cronradar: slot 2026-01-05T03:30:00+00:00 refused (slot "
+            "2026-01-05T03:30:00Z is not a fire time of '0 3 * * *' (UTC); the nearest are "
+            "2026-01-05T03:00:00Z and 2026-01-06T03:00:00Z; nothing was stored); pinged "
+            f"without it: {m['ping_url']}"])
+        self.assertEqual([(p["kind"], p["exit_status"]) for p in self.live.pings(m)],
+                         [("success", None)])
+
+    def test_a_slotted_ping_refused_for_another_reason_is_not_sent_again(self):
+        with self.assertLogs("cronradar_sdk", "WARNING") as logs:
+            self.assertIs(pings.send(self.settings, "no-such-monitor", "start",
+                                     slot="2026-01-05T03:00:00Z"), False)
+        url = f"{self.live.url}/ping/{self.live.ping_key}/no-such-monitor/start"
+        self.assertEqual(logs.output, [
+            "WARNING:cronradar_sdk:cronradar: ping refused (HTTP 404: not found: no monitor "
+            f"with this ping URL): {url}"])
+
     def test_params_create_the_monitor(self):
         name = slug()
         self.assertIs(pings.send(self.settings, name, "success",

@@ -54,7 +54,10 @@ def send(settings: Settings, slug: str | None, state: str | int,
     naive datetime ``slot`` is a programming error and does raise ValueError):
     settings that cannot name the monitor (none, or a URL that is not
     ``http(s)://host/...``), a refusal (4xx) or CronRadar unreachable for
-    ``settings.timeout`` seconds are logged as a warning and answer False.
+    ``settings.timeout`` seconds are logged as a warning and answer False. A
+    ``slot`` CronRadar refuses (a 400 whose text starts with ``slot``) is warned
+    about and the ping sent again without it, so it is stored all the same (filed
+    by its arrival time).
     """
     name = action(state)
     if isinstance(slot, datetime.datetime):
@@ -72,7 +75,25 @@ def send(settings: Settings, slug: str | None, state: str | int,
         warn(f"not pinging {slug or '(no slug)'}, {problem}: {cronradar_exec.shown(base)!r}")
         return False
     url = cronradar_exec.action_url(base, name, rid, slot, dict(params or {}))
-    return cronradar_exec.ping(url, settings.timeout, body, warn=warn, headers=HEADERS)
+    if slot is None:
+        return cronradar_exec.ping(url, settings.timeout, body, warn=warn, headers=HEADERS)
+    answer = cronradar_exec.request(url, settings.timeout, body, headers=HEADERS, warn=warn)
+    if answer is not None and answer[0] == 400 and answer[1].startswith(b"slot"):
+        # CronRadar refused the slot (not a fire time of its schedule: a scheduler's
+        # DST rule that differs from the monitor's, say): the ping goes without it,
+        # filed by arrival time, rather than being lost
+        warn(f"slot {slot} refused ({answer[1][:200].decode('utf-8', 'replace').strip()}); "
+             f"pinged without it: {cronradar_exec.shown(url)}")
+        url = cronradar_exec.action_url(base, name, rid, None, dict(params or {}))
+        return cronradar_exec.ping(url, settings.timeout, body, warn=warn, headers=HEADERS)
+    if answer is None:
+        return False
+    if not 200 <= answer[0] < 300:
+        warn(f"ping refused (HTTP {answer[0]}: "
+             f"{answer[1][:200].decode('utf-8', 'replace').strip()}): "
+             f"{cronradar_exec.shown(url)}")
+        return False
+    return True
 
 
 def warn(message: str) -> None:
