@@ -135,7 +135,13 @@ def ping(url: str, timeout: float, body: bytes = b"", warn=_stderr,
     """POST ``body`` to the ping URL ``url`` (:func:`request`'s retries and time
     bound; ``headers`` added to its own). Returns whether CronRadar took it; a
     refusal (4xx) or giving up is passed to ``warn(message)``. Never raises."""
-    answer = request(url, timeout, body, headers=headers, warn=warn)
+    return stored(request(url, timeout, body, headers=headers, warn=warn), url, warn)
+
+
+def stored(answer, url: str, warn=_stderr) -> bool:
+    """Whether :func:`request`'s ``answer`` to the ping URL ``url`` says the ping
+    was stored (a 2xx); a refusal is passed to ``warn(message)`` (None, CronRadar
+    not reached, was warned about by :func:`request`)."""
     if answer is None:
         return False
     status, text = answer

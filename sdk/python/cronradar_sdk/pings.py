@@ -86,14 +86,7 @@ def send(settings: Settings, slug: str | None, state: str | int,
              f"pinged without it: {cronradar_exec.shown(url)}")
         url = cronradar_exec.action_url(base, name, rid, None, dict(params or {}))
         return cronradar_exec.ping(url, settings.timeout, body, warn=warn, headers=HEADERS)
-    if answer is None:
-        return False
-    if not 200 <= answer[0] < 300:
-        warn(f"ping refused (HTTP {answer[0]}: "
-             f"{answer[1][:200].decode('utf-8', 'replace').strip()}): "
-             f"{cronradar_exec.shown(url)}")
-        return False
-    return True
+    return cronradar_exec.stored(answer, url, warn)
 
 
 def warn(message: str) -> None:
