@@ -370,6 +370,44 @@ if not 1 <= CRONRADAR_ADVICE_MIN_RUNS <= CRONRADAR_ADVICE_RUNS:
     raise ImproperlyConfigured(f"CRONRADAR_ADVICE_MIN_RUNS={CRONRADAR_ADVICE_MIN_RUNS}: use 1 "
                                f"to CRONRADAR_ADVICE_RUNS ({CRONRADAR_ADVICE_RUNS})")
 
+# --- Watching the watcher (docs/operations.md) -------------------------------
+# GET /readyz (cronradar.health) fails the evaluator part when its last tick is
+# older than CRONRADAR_READY_EVALUATOR_LAG seconds, and the deliveries part when the
+# oldest delivery that could be claimed now has waited longer than
+# CRONRADAR_READY_DELIVERY_LAG seconds. The watchdog uses the same two limits.
+CRONRADAR_READY_EVALUATOR_LAG = env_float("CRONRADAR_READY_EVALUATOR_LAG", default=30.0)
+CRONRADAR_READY_DELIVERY_LAG = env_float("CRONRADAR_READY_DELIVERY_LAG", default=300.0)
+# GET /metrics (cronradar.selfmetrics): readable with Authorization: Bearer
+# <CRONRADAR_METRICS_TOKEN> (empty: no token works), or from the addresses and
+# networks in CRONRADAR_METRICS_ALLOWED (comma-separated; loopback by default).
+CRONRADAR_METRICS_TOKEN = env.str("CRONRADAR_METRICS_TOKEN", default="")
+CRONRADAR_METRICS_ALLOWED = env.list("CRONRADAR_METRICS_ALLOWED",
+                                     default=["127.0.0.0/8", "::1/128"])
+# A Celery worker's own metrics on this port (prometheus_client's HTTP server);
+# 0: off. Processes of one host share PROMETHEUS_MULTIPROC_DIR (the library's own
+# variable) so that one scrape sees them all.
+CRONRADAR_METRICS_PORT = env_int("CRONRADAR_METRICS_PORT", default=0)
+# The outbound dead-man's switch (cronradar.watchdog): a Healthchecks-compatible
+# ping URL, pinged every CRONRADAR_WATCHDOG_INTERVAL seconds while the evaluator is
+# healthy, and <url>/fail with the reason when it is not. Empty: off.
+CRONRADAR_WATCHDOG_URL = env.str("CRONRADAR_WATCHDOG_URL", default="").strip()
+CRONRADAR_WATCHDOG_INTERVAL = env_float("CRONRADAR_WATCHDOG_INTERVAL", default=60.0)
+for _name, _low in (("CRONRADAR_READY_EVALUATOR_LAG", 1), ("CRONRADAR_READY_DELIVERY_LAG", 1),
+                    ("CRONRADAR_METRICS_PORT", 0), ("CRONRADAR_WATCHDOG_INTERVAL", 1)):
+    if globals()[_name] < _low:
+        raise ImproperlyConfigured(f"{_name}={globals()[_name]}: use {_low} or more")
+# Log lines: "plain" (one escaped line each) or "json" (one JSON object a line with
+# time, level, logger, message and the request / monitor / incident / delivery ids:
+# core.logs).
+CRONRADAR_LOG_FORMAT = env.str("CRONRADAR_LOG_FORMAT", default="plain").strip().lower()
+if CRONRADAR_LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"CRONRADAR_LOG_FORMAT={CRONRADAR_LOG_FORMAT!r}: use plain or json")
+# Optional error reporting and tracing (cronradar.observability; the
+# "observability" extra): sentry-sdk when SENTRY_DSN is set, OpenTelemetry when
+# OTEL_EXPORTER_OTLP_ENDPOINT is (the OTEL_* variables are the SDK's own).
+SENTRY_DSN = env.str("SENTRY_DSN", default="").strip()
+OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="").strip()
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -12,10 +12,12 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cronradar.settings")
 _django = get_wsgi_application()
 
-from monitors import liveness  # noqa: E402  (needs the settings loaded above)
+from cronradar.probes import Probes  # noqa: E402  (needs the settings loaded above)
+from monitors import liveness  # noqa: E402
 from monitors.views import PingRoute  # noqa: E402
 
-application = PingRoute(_django)  # pings skip Django's middleware
+# /healthz, /readyz and /metrics ahead of everything; pings skip Django's middleware
+application = Probes(PingRoute(_django))
 
 liveness.start_heartbeat(liveness.WEB)
 os.register_at_fork(after_in_child=lambda: liveness.start_heartbeat(liveness.WEB))

@@ -121,3 +121,32 @@ def spec_verify(signing_secret: str, headers: dict, body: bytes, now: datetime) 
         if version == "v1" and hmac.compare_digest(expected, base64.b64decode(signature)):
             return json.loads(body)
     raise ValueError("no matching signature")
+
+
+def wsgi_call(app, path: str, method: str = "GET", headers: dict | None = None,
+              remote_addr: str = "127.0.0.1", body: bytes = b"", host: str = "10.1.2.3:8000"
+              ) -> tuple[str, dict, bytes]:
+    """Call the WSGI ``app`` as a server would: (status line, headers, body).
+    ``headers``: HTTP headers by their usual names (``{"X-Request-ID": "a"}``);
+    ``host``: the Host header (by default an address ALLOWED_HOSTS may not list,
+    as a probe sends)."""
+    import io
+
+    path_info, _, query = path.partition("?")
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path_info, "QUERY_STRING": query,
+               "SERVER_NAME": "testserver", "SERVER_PORT": "80", "wsgi.url_scheme": "http",
+               "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)),
+               "REMOTE_ADDR": remote_addr, "HTTP_HOST": host, "SERVER_PROTOCOL": "HTTP/1.1",
+               "wsgi.errors": io.StringIO()}
+    for name, value in (headers or {}).items():
+        environ["HTTP_" + name.upper().replace("-", "_")] = value
+    seen: dict = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        seen["status"], seen["headers"] = status, dict(response_headers)
+
+    chunks = app(environ, start_response)
+    out = b"".join(chunks)
+    if hasattr(chunks, "close"):
+        chunks.close()
+    return seen["status"], seen["headers"], out

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from accounts import firstrun
 from alerts.senders import delivery_loop
+from cronradar.probes import Probes
 from monitors import evaluator, liveness, tasks
 from monitors.views import PingRoute
 
@@ -173,8 +174,8 @@ class Command(BaseCommand):
         socket_map = {}
         limit = connection_limit()
         try:  # bind first: a busy port fails here, before anything is printed
-            server = create_server(PingRoute(get_wsgi_application()), map=socket_map, host=host,
-                                   port=port, threads=threads,
+            app = Probes(PingRoute(get_wsgi_application()))
+            server = create_server(app, map=socket_map, host=host, port=port, threads=threads,
                                    connection_limit=limit, backlog=2048,
                                    channel_timeout=IDLE_TIMEOUT, cleanup_interval=1,
                                    ident="CronRadar",
