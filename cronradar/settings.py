@@ -402,6 +402,10 @@ for _name, _low in (("CRONRADAR_READY_EVALUATOR_LAG", 1), ("CRONRADAR_READY_DELI
 CRONRADAR_LOG_FORMAT = env.str("CRONRADAR_LOG_FORMAT", default="plain").strip().lower()
 if CRONRADAR_LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"CRONRADAR_LOG_FORMAT={CRONRADAR_LOG_FORMAT!r}: use plain or json")
+# One access line per request through the application's own escaped logger
+# ("cronradar.access": method, path, status, duration, request id) instead of the
+# web server's (granian's --access-log writes client-controlled text unescaped).
+CRONRADAR_ACCESS_LOG = env_bool("CRONRADAR_ACCESS_LOG", default=False)
 # Optional error reporting and tracing (cronradar.observability; the
 # "observability" extra): sentry-sdk when SENTRY_DSN is set, OpenTelemetry when
 # OTEL_EXPORTER_OTLP_ENDPOINT is (the OTEL_* variables are the SDK's own).

@@ -453,6 +453,14 @@ def summarize_outages(now: datetime, alive: Liveness) -> int:
 
 # --- the tick ----------------------------------------------------------------------------
 
+def oldest_due(now: datetime) -> datetime | None:
+    """The earliest ``next_evaluation_at`` at or before ``now``: how far behind the
+    evaluator is (``now`` minus it); None when no monitor is due (one read of the
+    ``next_evaluation_at`` index)."""
+    return (Monitor.objects.filter(next_evaluation_at__lte=now).order_by("next_evaluation_at")
+            .values_list("next_evaluation_at", flat=True).first())
+
+
 _last_beat: list[datetime] = []
 
 

@@ -71,6 +71,16 @@ def beat(component: str, now: datetime) -> None:
         LivenessSpan.objects.create(component=component, started_at=now, last_seen_at=now)
 
 
+def last_beat(component: str) -> datetime | None:
+    """When ``component`` (``web`` or ``evaluator``) was last recorded alive, by any
+    process; None before the first beat (one read of the ``liveness_latest``
+    index). The evaluator records a beat at most every
+    ``CRONRADAR_LIVENESS_INTERVAL`` seconds of its ticks, so this is its last tick
+    to within that interval."""
+    return (LivenessSpan.objects.filter(component=component).order_by("-last_seen_at")
+            .values_list("last_seen_at", flat=True).first())
+
+
 @dataclass(frozen=True)
 class Window:
     """Grace-end times ``start`` .. ``end`` (inclusive; ``end`` None: still going)

@@ -1,0 +1,11 @@
+"""The site's app: wires the site-floor parts that every process needs once
+Django is set up (web, Celery worker and beat, management commands)."""
+from django.apps import AppConfig
+
+
+class CronRadarConfig(AppConfig):
+    name = "cronradar"
+    verbose_name = "CronRadar"
+
+    def ready(self):
+        pass
