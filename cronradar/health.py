@@ -32,7 +32,7 @@ import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -186,7 +186,8 @@ def _unreadable(exc: Exception) -> tuple[Part, Part]:
     if not migrated:
         return OK, Part(Status.UNAPPLIED, "no migration applied")
     if not connection.in_atomic_block:
-        connection.close()  # the next probe starts on a new connection
+        with suppress(Exception):  # closing a broken connection may raise too
+            connection.close()  # the next probe starts on a new connection
     return Part(Status.UNREACHABLE, _first_line(exc)), Part(Status.UNKNOWN, UNREACHED)
 
 
