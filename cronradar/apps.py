@@ -8,4 +8,5 @@ class CronRadarConfig(AppConfig):
     verbose_name = "CronRadar"
 
     def ready(self):
-        pass
+        from cronradar import watchdog  # here, not at the top: it imports models
+        watchdog.connect()
