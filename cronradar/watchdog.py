@@ -30,8 +30,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 
-from alerts import backlog
-from monitors import chores, evaluator, signals
+from cronradar import health
+from monitors import chores, signals
 
 log = logging.getLogger(__name__)
 CHORE = "watchdog"
@@ -65,26 +65,19 @@ class Judgement(NamedTuple):
 
 
 def judge(now: datetime) -> Judgement:
-    """Whether CronRadar keeps up at ``now`` (two indexed reads: the readiness
-    readings of the evaluator and the deliveries). A lag equal to its limit is
-    still ok; figures are whole seconds."""
-    # The readings of /readyz's evaluator and deliveries parts, read directly until
-    # cronradar.health.check(now, parts=["evaluator", "deliveries"]) is merged.
-    failing = []
-    limit = settings.CRONRADAR_READY_EVALUATOR_LAG
-    due = evaluator.oldest_due(now)
-    if due is not None and (now - due).total_seconds() > limit:
-        failing.append((Reason.EVALUATOR_LAG,
-                        f"oldest due monitor {_secs(now - due)} s behind (limit {limit:g} s)"))
-    limit = settings.CRONRADAR_READY_DELIVERY_LAG
-    oldest = backlog.oldest_claimable(now)
-    if oldest is not None and (now - oldest).total_seconds() > limit:
-        failing.append((Reason.DELIVERY_BACKLOG,
-                        f"oldest claimable delivery {_secs(now - oldest)} s old "
-                        f"(limit {limit:g} s)"))
+    """Whether CronRadar keeps up at ``now``: the evaluator and deliveries parts of
+    readiness (:func:`cronradar.health.check`, a few indexed reads), so the
+    watchdog and ``/readyz`` never disagree. A failing evaluator part is
+    ``evaluator_lag``, a failing deliveries part ``delivery_backlog``; the body has
+    one line for each, ``<code>: <the part's detail>``."""
+    parts = health.check(now, parts=[health.EVALUATOR, health.DELIVERIES])
+    failing = [(code, parts[name]) for name, code in ((health.EVALUATOR, Reason.EVALUATOR_LAG),
+                                                      (health.DELIVERIES, Reason.DELIVERY_BACKLOG))
+               if parts[name].failing]
     if not failing:
         return Judgement(Reason.OK, "ok")
-    return Judgement(failing[0][0], "\n".join(f"{code}: {figures}" for code, figures in failing))
+    return Judgement(failing[0][0], "\n".join(f"{code}: {part.detail or part.status}"
+                                               for code, part in failing))
 
 
 def fail_url(url: str) -> str:

@@ -14,12 +14,13 @@ from alerts.models import Delivery, Incident
 from cronradar import watchdog
 from cronradar.watchdog import Reason, Watchdog, fail_url, judge
 from monitors import evaluator
-from monitors.models import Chore, Monitor
+from monitors.models import Chore, LivenessSpan, Monitor
 from tests.conftest import T0, s
 from tests.live import Receiver, Service, free_port
 
-LAG_BODY = "evaluator_lag: oldest due monitor 45 s behind (limit 30 s)"
-BACKLOG_BODY = "delivery_backlog: oldest claimable delivery 400 s old (limit 300 s)"
+LAG_BODY = "evaluator_lag: a monitor has been due for 45 s (limit 30 s)"
+BACKLOG_BODY = ("delivery_backlog: the oldest delivery that can be sent has waited 400 s "
+                "(limit 300 s)")
 
 
 @pytest.fixture
@@ -33,6 +34,16 @@ def receiver():
 def _process(monkeypatch):
     """This process's watchdog (the one on monitors.signals.tick) starts afresh."""
     monkeypatch.setattr(watchdog, "PROCESS", Watchdog())
+
+
+@pytest.fixture(autouse=True)
+def _ticked(request):
+    """The evaluator has just ticked, as it has whenever the watchdog runs (the tick
+    records its liveness before the tick signal): a span to well after T0."""
+    if "db" in request.fixturenames or "url" in request.fixturenames:
+        request.getfixturevalue("db")
+        LivenessSpan.objects.create(component="evaluator", started_at=T0 - s(60),
+                                    last_seen_at=T0 + s(86400))
 
 
 @pytest.fixture
