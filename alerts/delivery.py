@@ -309,9 +309,10 @@ def record(attempts: list[Attempt]) -> list[str]:
     """Write the outcomes of made attempts in one transaction: their attempt log
     rows, each delivery's new state (only where its claim still holds), the
     channels' health, and :data:`delivery_failed` for each delivery that failed for
-    good; then the attempts' metrics (:func:`core.metrics.delivery_attempted`). Returns, in order, each delivery's status after it ("" where the claim
-    was lost: the row was re-claimed or deleted meanwhile; it is sent again or not
-    at all)."""
+    good; then, committed, the attempts' metrics
+    (:func:`core.metrics.delivery_attempted`). Returns, in order, each delivery's
+    status after it ("" where the claim was lost: the row was re-claimed or deleted
+    meanwhile; it is sent again or not at all)."""
     if not attempts:
         return []
     with transaction.atomic():

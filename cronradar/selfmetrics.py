@@ -34,8 +34,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connection
 from django.utils import timezone
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
-from prometheus_client.exposition import choose_encoder
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
 
 import core.metrics  # noqa: F401  (the process metrics exist, at 0, from the first scrape)
