@@ -175,6 +175,9 @@ PROXY_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP")
 def _address_allowed(environ: dict) -> bool:
     if not settings.CRONRADAR_TRUST_X_FORWARDED_FOR and any(h in environ for h in PROXY_HEADERS):
         return False  # proxied, by a proxy not trusted: REMOTE_ADDR is the proxy's
+    forwarded = environ.get("HTTP_X_FORWARDED_FOR")
+    if forwarded is not None and _not_an_address(forwarded.rsplit(",", 1)[-1]):
+        return False  # the proxy's entry is unreadable: never fall back to the proxy's address
     address = client_address(environ)
     if address is None:
         return False
@@ -182,6 +185,14 @@ def _address_allowed(environ: dict) -> bool:
     if ip.version == 6 and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return any(ip in net for net in networks(tuple(settings.CRONRADAR_METRICS_ALLOWED)))
+
+
+def _not_an_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value.strip())
+    except ValueError:
+        return True
+    return False
 
 
 def _token_matches(given: str) -> bool:

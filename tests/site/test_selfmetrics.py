@@ -285,6 +285,10 @@ def test_behind_a_trusted_proxy_the_last_forwarded_address_counts(app, db, setti
                      **via)[0] == "200 OK"
     assert wsgi_call(app, "/metrics", headers={"X-Forwarded-For": "192.0.2.4, 198.51.100.1"},
                      **via)[0] == "403 Forbidden"  # a client can only prepend
+    settings.CRONRADAR_METRICS_ALLOWED = ["127.0.0.0/8"]
+    assert wsgi_call(app, "/metrics", headers={"X-Forwarded-For": "unknown"},
+                     remote_addr="127.0.0.1")[0] == "403 Forbidden"  # not the proxy's address
+    assert wsgi_call(app, "/metrics", remote_addr="127.0.0.1")[0] == "200 OK"  # not proxied
 
 
 @pytest.mark.parametrize("header", [{"X-Forwarded-For": "198.51.100.1"},
