@@ -116,11 +116,6 @@ def _shown(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:40])
 
 
-def _client_address(request) -> str | None:
-    """:func:`client_address` of a request."""
-    return client_address(request.META)
-
-
 def client_address(meta: dict) -> str | None:
     """The client's IP address from a WSGI environ (``request.META``):
     ``REMOTE_ADDR``, or behind a trusted proxy (``CRONRADAR_TRUST_X_FORWARDED_FOR``)
@@ -292,7 +287,7 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
         return _text(400, str(e))
     ping_input = pings.PingInput(
         kind=kind, exit_status=exit_status, rid=rid, slot=slot, method=request.method,
-        remote_addr=_client_address(request),
+        remote_addr=client_address(request.META),
         user_agent=request.META.get("HTTP_USER_AGENT", ""), body=body, body_size=size,
     )
     try:
