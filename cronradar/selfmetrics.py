@@ -11,7 +11,7 @@ One scrape (:func:`exposition`) is:
   process's default registry (with its ``process_*`` and ``python_*`` series);
 - the readings of the database (:class:`DatabaseCollector`), true whichever
   process is scraped;
-- :data:`EXTRA_COLLECTORS` (readiness).
+- readiness (:class:`cronradar.health.ReadinessCollector`: ``cronradar_ready{part}``).
 
 Access (:func:`refusal`): ``Authorization: Bearer <CRONRADAR_METRICS_TOKEN>``, or a
 client address in ``CRONRADAR_METRICS_ALLOWED``. The address is the ping path's
@@ -40,15 +40,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 import core.metrics  # noqa: F401  (the process metrics exist, at 0, from the first scrape)
 from alerts import backlog
+from cronradar import health
 from monitors import evaluator, liveness
 from monitors.views import client_address
 
 log = logging.getLogger(__name__)
-
-# Collectors (objects with ``collect()``) added to every scrape after the process
-# and database metrics: cronradar.health's ReadinessCollector (cronradar_ready{part})
-# goes here.
-EXTRA_COLLECTORS: list = []
 
 OUTAGE_LOG_EVERY = 60.0  # seconds between two log lines about an unreachable database
 _last_outage_log: list[float] = []
@@ -140,11 +136,10 @@ def process_registry() -> CollectorRegistry:
 
 def scrape_registry() -> CollectorRegistry:
     """The registry of one scrape: :func:`process_registry`, the database's series
-    and :data:`EXTRA_COLLECTORS`."""
+    and readiness'."""
     registry = process_registry()
     registry.register(DatabaseCollector())
-    for collector in EXTRA_COLLECTORS:
-        registry.register(collector)
+    registry.register(health.ReadinessCollector())
     return registry
 
 

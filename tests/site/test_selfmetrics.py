@@ -204,16 +204,15 @@ def test_a_database_outage_leaves_its_series_out(app, db, monkeypatch, caplog):
     assert logged == ["/metrics: database unavailable, its series left out: connection refused"]
 
 
-def test_extra_collectors_are_scraped(app, db, monkeypatch):
-    from prometheus_client.core import GaugeMetricFamily
-
-    class Ready:
-        def collect(self):
-            yield GaugeMetricFamily("cronradar_ready", "ready", value=1)
-
-    monkeypatch.setattr(selfmetrics, "EXTRA_COLLECTORS", [Ready()])
-    assert value(scrape(app), "cronradar_ready") == 1.0
-    assert b"\ncronradar_ready 1.0\n" in selfmetrics.exposition()
+def test_readiness_is_scraped_part_by_part(app, db, settings):
+    """Readiness' parts as cronradar_ready{part}: the evaluator never ticked here
+    (stalled: 0), no Redis configured (off: 1), the rest ok."""
+    settings.REDIS_URL = ""
+    got = scrape(app)
+    ready = {dict(labels)["part"]: v for (name, labels), v in got.items()
+             if name == "cronradar_ready"}
+    assert ready == {"database": 1.0, "migrations": 1.0, "redis": 1.0, "evaluator": 0.0,
+                     "deliveries": 1.0}
 
 
 # --- who may read /metrics ----------------------------------------------------------
