@@ -3,11 +3,13 @@ and a restart policy per service, the application's access log, and the
 multi-process metrics directories. Docker does not run here: the file is parsed
 (YAML merge keys resolved, as compose does), and the web health check's command
 runs against a local server."""
+import os
 import re
 import socket
 import subprocess
 import sys
 import threading
+import time
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
@@ -150,3 +152,41 @@ def test_compose_passes_the_metrics_token_through():
         assert env["CRONRADAR_METRICS_TOKEN"] == "${CRONRADAR_METRICS_TOKEN:-}"
     # the old health check's Host is no longer needed: probes answer ahead of ALLOWED_HOSTS
     assert not re.search(r"ALLOWED_HOSTS: .*127\.0\.0\.1", COMPOSE.read_text())
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs Redis (REDIS_URL), see scripts/test")
+def test_the_worker_health_check_pings_a_real_worker_by_its_node_name(tmp_path):
+    """The worker's check, run by a shell as compose runs it (HOSTNAME set, as in
+    a container), against a real worker named as compose names it: exit 0; a
+    node that is not there: not 0."""
+    import socket as _socket
+
+    check = services()["worker"]["healthcheck"]["test"][1].replace("$$", "$")
+    hostname = _socket.gethostname()
+    # the image's PATH has celery: here, the venv's bin
+    env = {**os.environ, "HOSTNAME": hostname,
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    # a queue of its own: it answers control commands and takes no work
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "cronradar", "worker",
+                               "-l", "warning", "-Q", f"healthcheck-{os.getpid()}",
+                               "-n", "evaluator@%h", "--concurrency", "1", "--pool", "solo"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            ok = subprocess.run(["sh", "-c", check], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=60)
+            if ok.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert f"evaluator@{hostname}: OK" in ok.stdout
+        absent = subprocess.run(["sh", "-c", check.replace("evaluator@", "nobody@")
+                                 .replace("--timeout 10", "--timeout 2")],
+                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert absent.returncode != 0
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
