@@ -5,17 +5,15 @@ multi-process metrics directories. Docker does not run here: the file is parsed
 runs against a local server."""
 import os
 import re
-import socket
 import subprocess
 import sys
-import threading
 import time
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 import yaml
 
 from cronradar.probes import Probes
+from tests.docker.local import serving
 from tests.live import ROOT
 
 COMPOSE = ROOT / "docker" / "compose.yaml"
@@ -70,27 +68,14 @@ def test_the_web_health_check_is_healthz_never_all_of_readyz():
     assert "'/healthz'" in check[3] and "readyz" not in check[3]
 
 
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 def _run_web_check(app) -> int:
     """Exit status of the web service's health check command against ``app``
     served on a free loopback port (the check's port 8000 swapped for it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = make_server("127.0.0.1", port, app, handler_class=_Quiet)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        code = services()["web"]["healthcheck"]["test"][3]
-        assert code.count("8000") == 1
+    code = services()["web"]["healthcheck"]["test"][3]
+    assert code.count("8000") == 1
+    with serving(app) as port:
         return subprocess.run([sys.executable, "-c", code.replace("8000", str(port))],
                               timeout=30).returncode
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_web_health_check_passes_on_healthz_and_fails_otherwise():

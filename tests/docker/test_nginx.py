@@ -4,17 +4,15 @@ Debian's nginx-light) served for real on loopback in front of a local server."""
 import os
 import re
 import shutil
-import socket
 import subprocess
-import threading
 import time
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import httpx
 import pytest
 
 from cronradar.probes import Probes
-from tests.live import ROOT
+from tests.docker.local import serving
+from tests.live import ROOT, free_port
 
 NGINX = (ROOT / "docker" / "nginx.conf").read_text()
 # Debian puts it in /usr/sbin, which a non-root PATH may lack
@@ -33,17 +31,6 @@ def test_health_endpoints_pass_through_to_web():
     assert re.search(r"location / \{[^}]*proxy_pass http://cronradar_web;", NGINX)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def behind_nginx(tmp_path):
     """docker/nginx.conf served by a real nginx on loopback, its upstream a local
@@ -58,11 +45,16 @@ def behind_nginx(tmp_path):
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"app"]
 
-    backend = make_server("127.0.0.1", 0, Probes(app), handler_class=_Quiet)
-    threading.Thread(target=backend.serve_forever, daemon=True).start()
-    port = _free_port()
+    with serving(Probes(app)) as backend_port:
+        yield from _nginx(tmp_path, backend_port, seen)
+
+
+def _nginx(tmp_path, backend_port: int, seen: list):
+    """docker/nginx.conf on a free loopback port, its upstream ``backend_port``:
+    yields (base URL, ``seen``) while nginx runs."""
+    port = free_port()
     shutil.copy(ROOT / "docker" / "nginx_proxy.conf", tmp_path / "cronradar_proxy.conf")
-    server = (NGINX.replace("server web:8000;", f"server 127.0.0.1:{backend.server_port};")
+    server = (NGINX.replace("server web:8000;", f"server 127.0.0.1:{backend_port};")
               .replace("listen 8080;", f"listen 127.0.0.1:{port};")
               .replace("/etc/nginx/cronradar_proxy.conf", str(tmp_path / "cronradar_proxy.conf")))
     assert server.count(str(port)) == 1 and "web:8000" not in server
@@ -89,8 +81,6 @@ def behind_nginx(tmp_path):
     finally:
         nginx.terminate()
         nginx.wait(timeout=10)
-        backend.shutdown()
-        backend.server_close()
 
 
 def test_nginx_refuses_metrics_and_passes_the_rest(behind_nginx):
