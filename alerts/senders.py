@@ -48,6 +48,7 @@ from django.db import close_old_connections, connections, transaction
 from django.utils import timezone
 
 from alerts import delivery
+from core import logs
 
 logger = logging.getLogger(__name__)
 LOOP_SECONDS = 0.25
@@ -160,8 +161,9 @@ def _record_loop() -> None:
         try:
             close_old_connections()
             delivery.record(batch)
-        except Exception:  # the database may be down: the claims expire and are sent again
-            logger.exception("writing %d delivery outcomes failed", len(batch))
+            logs.recovered(logger)
+        except Exception as exc:  # the database may be down: the claims expire and are sent again
+            logs.report(logger, f"writing {len(batch)} delivery outcomes failed", exc)
             connections.close_all()
         finally:
             with _idle:
@@ -194,8 +196,8 @@ def _keep_claiming() -> None:
             try:
                 if not deliver_due() and not _busy and not _unwritten:
                     return
-            except Exception:  # the database may be down: the next tick claims them
-                logger.exception("claiming deliveries failed")
+            except Exception as exc:  # the database may be down: the next tick claims them
+                logs.report(logger, "claiming deliveries failed", exc)
                 return
     finally:
         connections.close_all()
@@ -209,8 +211,9 @@ def delivery_loop(stop: threading.Event) -> None:
         _wake.clear()
         try:
             deliver_due()
-        except Exception:  # the database may be down; try again next time
-            logger.exception("claiming deliveries failed")
+            logs.recovered(logger)
+        except Exception as exc:  # the database may be down; try again next time
+            logs.report(logger, "claiming deliveries failed", exc)
         finally:
             close_old_connections()
 
