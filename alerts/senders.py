@@ -131,15 +131,16 @@ def _attempt(a: delivery.Attempt) -> None:
     """Sender thread: the HTTP attempt; the outcome goes to the recorder and the
     thread is free for the next claim."""
     global _unwritten
-    try:
-        delivery.attempt(a)
-    except Exception:  # attempt() handles send errors; this is a bug: the claim expires
-        logger.exception("delivery %s crashed", a.claim.delivery_id)
-    else:
-        with _recorded:
-            _outcomes.append(a)
-            _unwritten += 1
-            _recorded.notify()
+    with logs.bound(delivery=a.claim.delivery_id, incident=a.delivery.incident_id):
+        try:
+            delivery.attempt(a)
+        except Exception:  # attempt() handles send errors; this is a bug: the claim expires
+            logger.exception("delivery %s crashed", a.claim.delivery_id)
+        else:
+            with _recorded:
+                _outcomes.append(a)
+                _unwritten += 1
+                _recorded.notify()
     _done(1)
 
 

@@ -475,3 +475,25 @@ def test_stuck_and_deadline_summaries_give_times_in_the_monitors_zone(make_monit
     assert deadline == (f"the run for {T0.astimezone(ZoneInfo('Asia/Kolkata')):%Y-%m-%d %H:%M:%S}"
                         " Asia/Kolkata (UTC+05:30) had not succeeded 120s after its scheduled time")
     assert detections.local_time(T0, "UTC") == f"{T0:%Y-%m-%d %H:%M:%S} UTC"
+
+
+@pytest.mark.django_db
+def test_a_failing_monitors_log_lines_carry_its_id(make_monitor, monkeypatch, caplog):
+    from core import logs
+
+    caplog.handler.addFilter(logs.ContextFilter())
+    good, bad = make_monitor(name="good"), make_monitor(name="bad")
+    Monitor.objects.update(next_evaluation_at=T0)
+    real = evaluator._judge
+
+    def judge(m, *args):
+        if m.pk == bad.pk:
+            raise ValueError("cannot compute")
+        return real(m, *args)
+
+    monkeypatch.setattr(evaluator, "_judge", judge)
+    evaluator.tick(T0 + s(1))
+    said = [(r.getMessage(), r.__dict__.get("monitor")) for r in caplog.records
+            if r.name == "monitors.evaluator"]
+    assert said == [(f"evaluating monitor {bad.pk} failed", bad.pk)]
+    assert logs.current() == {}
