@@ -105,6 +105,8 @@ class Probes:
 
         def answer(line, headers, exc_info=None):
             status.append(line)
+            if exc_info is None:  # passed on only when given, as some callers expect
+                return start_response(line, [*headers, header])
             return start_response(line, [*headers, header], exc_info)
 
         handler = self.routes.get(environ.get("PATH_INFO", ""), self.app)
