@@ -38,11 +38,10 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from accounts.models import Organisation  # noqa: E402
-from monitors.models import Monitor  # noqa: E402
-from monitors.views import PingRoute  # noqa: E402
-
 from core import logs  # noqa: E402
 from cronradar.probes import Probes  # noqa: E402
+from monitors.models import Monitor  # noqa: E402
+from monitors.views import PingRoute  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 M = int(sys.argv[2]) if len(sys.argv) > 2 else 100

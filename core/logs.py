@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import types
+from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 
@@ -31,7 +33,8 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter as _BaseJsonFormatter
 
 IDS = ("request_id", "monitor", "incident", "delivery")
-_ids: ContextVar[dict] = ContextVar("cronradar_log_ids", default={})  # never mutated
+_NONE = types.MappingProxyType({})
+_ids: ContextVar[Mapping] = ContextVar("cronradar_log_ids", default=_NONE)  # never mutated
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
@@ -160,7 +163,8 @@ class DatabaseDown:
             if self.said_at is not None and now - self.said_at < self.every:
                 return
             self.said_at, since, failures = now, self.since, self.failures
-        reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        text = str(exc).strip()
+        reason = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
         logger.error("database unreachable since %s: %d failed step(s) in this process (%s)",
                      since.isoformat(timespec="seconds"), failures, reason)
 

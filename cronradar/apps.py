@@ -2,10 +2,12 @@
 Django is set up (web, Celery worker and beat, management commands)."""
 from django.apps import AppConfig
 
+from cronradar import observability
+
 
 class CronRadarConfig(AppConfig):
     name = "cronradar"
     verbose_name = "CronRadar"
 
     def ready(self):
-        pass
+        observability.setup()  # SENTRY_DSN, OTEL_EXPORTER_OTLP_ENDPOINT (both optional)

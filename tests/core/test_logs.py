@@ -41,9 +41,8 @@ def _lines(formatter: logging.Formatter, emit) -> list[str]:
 
 def test_json_line_has_time_level_logger_message_and_the_bound_ids():
     def emit(log):
-        with logs.bound(request_id="r-1", monitor=7):
-            with logs.bound(incident=3, delivery=None):
-                log.warning("ping of %s refused", "m7")
+        with logs.bound(request_id="r-1", monitor=7), logs.bound(incident=3, delivery=None):
+            log.warning("ping of %s refused", "m7")
         log.info("outside")
 
     lines = _lines(logs.JsonFormatter(), emit)

@@ -482,7 +482,8 @@ def test_a_failing_monitors_log_lines_carry_its_id(make_monitor, monkeypatch, ca
     from core import logs
 
     caplog.handler.addFilter(logs.ContextFilter())
-    good, bad = make_monitor(name="good"), make_monitor(name="bad")
+    make_monitor(name="good")
+    bad = make_monitor(name="bad")
     Monitor.objects.update(next_evaluation_at=T0)
     real = evaluator._judge
 

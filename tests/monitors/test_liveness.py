@@ -171,7 +171,8 @@ def test_a_database_outage_in_a_celery_task_is_one_line_not_a_traceback(monkeypa
     unreachable database inside is logged once, the task returns None."""
     from django.db import OperationalError
 
-    from alerts import senders, tasks as alert_tasks
+    from alerts import senders
+    from alerts import tasks as alert_tasks
     from core import logs
     from monitors import evaluator, tasks
 

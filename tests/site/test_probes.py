@@ -120,7 +120,8 @@ def test_access_line_escapes_every_client_value_in_plain_format(make_monitor, se
     m = make_monitor()
     lines, rid = _access_lines(
         logs.PlainFormatter(), f"/ping/{m.uuid}/\nINJECTED?x=\r\nINJECTED",
-        headers={"User-Agent": "curl\nINJECTED", "X-Forwarded-For": "10.0.0.1, 198.51.100.7\x1b[31m"},
+        headers={"User-Agent": "curl\nINJECTED",
+                 "X-Forwarded-For": "10.0.0.1, 198.51.100.7\x1b[31m"},
         remote_addr="10.9.9.9")
     assert len(lines) == 1
     time, rest = lines[0].split(" ", 1)
