@@ -121,6 +121,11 @@ class JsonFormatter(_BaseJsonFormatter):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("reserved_attrs", [*RESERVED_ATTRS, *IDS])
         super().__init__(*args, **kwargs)
+        # one encoder for every line (json.dumps with options builds one per call)
+        self._encode = self.json_encoder(ensure_ascii=True).encode
+
+    def jsonify_log_record(self, log_data: dict) -> str:
+        return self._encode(log_data)
 
     def add_fields(self, log_record: dict, record: logging.LogRecord, message_dict: dict) -> None:
         log_record["time"] = iso_time(record)
@@ -130,7 +135,7 @@ class JsonFormatter(_BaseJsonFormatter):
         for name in IDS:
             if (value := record.__dict__.get(name)) is not None:
                 log_record[name] = value
-        for name, value in record.__dict__.items():  # extra={...} fields
+        for name, value in record.__dict__.items():  # extra={...} fields, in order
             if name not in self._skip_fields and not name.startswith("_"):
                 log_record[name] = value
         log_record.update(message_dict)  # exc_info, stack_info
