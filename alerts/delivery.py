@@ -56,7 +56,7 @@ from django.utils import timezone
 from accounts.models import Project
 from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
-from core import logs, sql
+from core import logs, metrics, sql
 from core.destinations import BlockedDestination, GuardedTransport
 from monitors.models import Monitor
 
@@ -310,9 +310,10 @@ def record(attempts: list[Attempt]) -> list[str]:
     """Write the outcomes of made attempts in one transaction: their attempt log
     rows, each delivery's new state (only where its claim still holds), the
     channels' health, and :data:`delivery_failed` for each delivery that failed for
-    good. Returns, in order, each delivery's status after it ("" where the claim
-    was lost: the row was re-claimed or deleted meanwhile; it is sent again or not
-    at all)."""
+    good; then, committed, the attempts' metrics
+    (:func:`core.metrics.delivery_attempted`). Returns, in order, each delivery's
+    status after it ("" where the claim was lost: the row was re-claimed or deleted
+    meanwhile; it is sent again or not at all)."""
     if not attempts:
         return []
     with transaction.atomic():
@@ -350,6 +351,7 @@ def record(attempts: list[Attempt]) -> list[str]:
         for channel_id, since, at in recovered:
             channel_recovered.send(sender=Channel, channel_id=channel_id, since=since, at=at)
     for d, a in written:
+        metrics.delivery_attempted(d.channel.kind, RESULTS[d.status], a.duration_ms / 1000)
         say = logger.warning if d.status == Delivery.Status.FAILED else logger.info
         with logs.bound(delivery=d.pk, incident=d.incident_id):
             say("delivery %s attempt %s to channel %s: %s %s", d.pk, d.attempts, d.channel_id,
@@ -357,6 +359,9 @@ def record(attempts: list[Attempt]) -> list[str]:
     return statuses
 
 
+# an attempt's result for cronradar_delivery_attempts_total, by the status it left
+RESULTS = {Delivery.Status.DELIVERED: "delivered", Delivery.Status.PENDING: "retry",
+           Delivery.Status.FAILED: "failed"}
 OUTCOME_FIELDS = ("status", "attempts", "last_error", "delivered_at", "next_attempt_at",
                   "rate_limited")
 

@@ -40,7 +40,9 @@ commits.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from datetime import datetime
+from functools import partial
 
 from django.db import IntegrityError, connection, transaction
 
@@ -48,7 +50,7 @@ from alerts import batch, escalation, flapping, maintenance, reasons
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.reasons import Reason
 from alerts.timeline import alerting_of, deliver, notified_channels, notify, stamp, targets
-from core import logs, sql
+from core import logs, metrics, sql
 from monitors.detections import CLOSING, LOWEST, PROBLEMS, Detection, Kind
 from monitors.models import Monitor, Run
 
@@ -84,6 +86,7 @@ def apply(monitor, detections: list[Detection]) -> list[IncidentEvent]:
             fields, opening = _opening(monitor, d)
             incident = Incident(monitor=monitor, **fields)
             incident.save(force_insert=True)
+            transaction.on_commit(partial(metrics.incident_opened, d.kind))
             batch.opened(incident)
             monitor.has_open_incident = True  # what the ping path read is out of date
             ev = IncidentEvent(incident=incident, **_opened_event(d, opening))
@@ -183,6 +186,8 @@ def open_many(found: list) -> list:
               for ch in opening.channels])
     for monitor, *_ in planned:
         monitor.has_open_incident = True  # what the ping path read is out of date
+    for cause, n in Counter(d.kind for _, d, *_ in planned).items():
+        transaction.on_commit(partial(metrics.incident_opened, cause, n))
     return rest
 
 

@@ -11,3 +11,5 @@ class CronRadarConfig(AppConfig):
 
     def ready(self):
         observability.setup()  # SENTRY_DSN, OTEL_EXPORTER_OTLP_ENDPOINT (both optional)
+        from cronradar import watchdog  # here, not at the top: it imports models
+        watchdog.connect()

@@ -10,8 +10,11 @@ monitors of every project the caller can see. Series, each labelled ``project``,
 - ``cronradar_monitor_up``: 0 while the monitor is down, else 1;
 - ``cronradar_monitor_status{status=…}``: 1 for its status (new, up, running,
   late, down, paused), 0 for the others;
-- ``cronradar_monitor_last_ping_age_seconds``: seconds since its last ping
+- ``cronradar_monitor_last_ping_timestamp_seconds``: Unix time of its last ping
   (absent before the first);
+- ``cronradar_monitor_last_ping_age_seconds``: seconds since its last ping
+  (absent before the first). Deprecated: use the timestamp above (``time() -
+  cronradar_monitor_last_ping_timestamp_seconds``); removed in the next release;
 - ``cronradar_monitor_last_run_duration_seconds``: the last finished run's
   duration (absent before one);
 - ``cronradar_monitor_open_incidents``: 1 while an incident is open, else 0;
@@ -21,6 +24,9 @@ from django.db.models import Exists, F, OuterRef, Subquery
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from rest_framework.views import APIView
 
 from accounts import tenancy
@@ -29,52 +35,58 @@ from monitors import slots
 from monitors.api import STATUSES
 from monitors.models import Monitor, Run
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-HELP = {
-    "cronradar_monitor_up": ("gauge", "0 while the monitor is down, else 1"),
-    "cronradar_monitor_status": ("gauge", "1 for the monitor's current status"),
-    "cronradar_monitor_last_ping_age_seconds": ("gauge", "seconds since the last ping"),
-    "cronradar_monitor_last_run_duration_seconds": ("gauge", "the last finished run's duration"),
-    "cronradar_monitor_open_incidents": ("gauge", "1 while an incident is open"),
-    "cronradar_pings_dropped_total": ("counter", "pings refused by the ping rate limit"),
-}
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+LABELS = ["project", "monitor", "name"]
 
 
-def _label(value: str) -> str:
-    """A label value escaped as the text format wants (backslash, quote, newline)."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class MonitorCollector:
+    """A prometheus_client collector of the series of the module docstring for
+    ``monitors`` (annotated as :class:`Metrics` does) at ``now``."""
+
+    def __init__(self, monitors, now):
+        self.monitors, self.now = monitors, now
+
+    def collect(self):
+        up = GaugeMetricFamily("cronradar_monitor_up", "0 while the monitor is down, else 1",
+                               labels=LABELS)
+        status = GaugeMetricFamily("cronradar_monitor_status",
+                                   "1 for the monitor's current status",
+                                   labels=[*LABELS, "status"])
+        last_ping = GaugeMetricFamily("cronradar_monitor_last_ping_timestamp_seconds",
+                                      "Unix time of the last ping", labels=LABELS)
+        age = GaugeMetricFamily("cronradar_monitor_last_ping_age_seconds",
+                                "seconds since the last ping (deprecated: use "
+                                "cronradar_monitor_last_ping_timestamp_seconds)",
+                                labels=LABELS)
+        duration = GaugeMetricFamily("cronradar_monitor_last_run_duration_seconds",
+                                     "the last finished run's duration", labels=LABELS)
+        open_incidents = GaugeMetricFamily("cronradar_monitor_open_incidents",
+                                           "1 while an incident is open", labels=LABELS)
+        dropped = CounterMetricFamily("cronradar_pings_dropped",
+                                      "pings refused by the ping rate limit", labels=LABELS)
+        for m in self.monitors:
+            labels = [m.project.name, m.slug, m.name]
+            now_status = slots.status(m, self.now, running=m.is_running,
+                                      incident_open=m.incident_open)
+            up.add_metric(labels, 0 if now_status == "down" else 1)
+            for s in STATUSES:
+                status.add_metric([*labels, s], 1 if s == now_status else 0)
+            if m.last_ping_at is not None:
+                last_ping.add_metric(labels, m.last_ping_at.timestamp())
+                age.add_metric(labels, max(0.0, (self.now - m.last_ping_at).total_seconds()))
+            if m.last_duration is not None:
+                duration.add_metric(labels, m.last_duration.total_seconds())
+            open_incidents.add_metric(labels, 1 if m.incident_open else 0)
+            dropped.add_metric(labels, m.dropped_pings)
+        yield from (up, status, last_ping, age, duration, open_incidents, dropped)
 
 
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.3f}"
-
-
-def render(monitors, now) -> str:
-    """The exposition text for ``monitors`` (annotated as :func:`exposition` does)."""
-    series: dict[str, list[str]] = {name: [] for name in HELP}
-    for m in monitors:
-        labels = (f'project="{_label(m.project.name)}",monitor="{_label(m.slug)}",'
-                  f'name="{_label(m.name)}"')
-        status = slots.status(m, now, running=m.is_running, incident_open=m.incident_open)
-        series["cronradar_monitor_up"].append(f"{{{labels}}} {0 if status == 'down' else 1}")
-        for s in STATUSES:
-            series["cronradar_monitor_status"].append(
-                f'{{{labels},status="{s}"}} {1 if s == status else 0}')
-        if m.last_ping_at is not None:
-            age = max(0.0, (now - m.last_ping_at).total_seconds())
-            series["cronradar_monitor_last_ping_age_seconds"].append(
-                f"{{{labels}}} {_number(age)}")
-        if m.last_duration is not None:
-            series["cronradar_monitor_last_run_duration_seconds"].append(
-                f"{{{labels}}} {_number(m.last_duration.total_seconds())}")
-        series["cronradar_monitor_open_incidents"].append(
-            f"{{{labels}}} {1 if m.incident_open else 0}")
-        series["cronradar_pings_dropped_total"].append(f"{{{labels}}} {m.dropped_pings}")
-    lines = []
-    for name, (kind, text) in HELP.items():
-        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
-        lines += [name + row for row in series[name]]
-    return "\n".join(lines) + "\n"
+def render(monitors, now) -> bytes:
+    """The exposition text (format 0.0.4) for ``monitors`` (annotated as
+    :class:`Metrics` does), from a fresh registry."""
+    registry = CollectorRegistry()
+    registry.register(MonitorCollector(monitors, now))
+    return generate_latest(registry)
 
 
 class Metrics(APIView):

@@ -80,13 +80,6 @@ def request_id(environ: dict, trusted: bool) -> str:
     return new_request_id()
 
 
-def client_address(environ: dict, trusted: bool) -> str:
-    """For the access line: ``REMOTE_ADDR``, or behind a trusted proxy the last
-    ``X-Forwarded-For`` entry (as the ping path takes it; escaped when logged)."""
-    forwarded = environ.get("HTTP_X_FORWARDED_FOR", "") if trusted else ""
-    return forwarded.rsplit(",", 1)[-1].strip() or environ.get("REMOTE_ADDR", "")
-
-
 class Probes:
     """WSGI middleware: see the module docstring. ``app``: the WSGI application
     everything else goes to. Reads ``CRONRADAR_TRUST_X_FORWARDED_FOR`` and
@@ -97,6 +90,9 @@ class Probes:
         self.routes = _routes()
         self.trusted = settings.CRONRADAR_TRUST_X_FORWARDED_FOR
         self.access_log = settings.CRONRADAR_ACCESS_LOG
+        from monitors.views import client_address  # the ping path's; it imports models
+
+        self.client_address = client_address
 
     def __call__(self, environ, start_response):
         rid = request_id(environ, self.trusted)
@@ -126,7 +122,7 @@ class Probes:
         if query := environ.get("QUERY_STRING"):
             path = f"{path}?{query}"
         code = int(status[-1].split(" ", 1)[0]) if status else None  # None: it raised
-        client = client_address(environ, self.trusted)
+        client = self.client_address(environ) or ""
         agent = environ.get("HTTP_USER_AGENT", "")
         method = environ.get("REQUEST_METHOD", "")
         access.info('%s %s %s %.1fms %s "%s"', method, path, code or "-", ms, client, agent,

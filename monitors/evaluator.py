@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from core import logs, sql
+from core import logs, metrics, sql
 from monitors import detections, liveness, signals, slots
 from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
@@ -475,8 +475,14 @@ def tick(now: datetime) -> int:
     the rest). Also records the evaluator's liveness, and when it has caught up
     (fewer than ``BATCH`` monitors due) sends settled outage summaries and ``tick_done`` (for
     housekeeping elsewhere). One failing monitor (e.g. a schedule that cannot be computed) is
-    logged and skipped, never stopping the others.
+    logged and skipped, never stopping the others. Timed in
+    ``cronradar_evaluator_tick_duration_seconds``.
     """
+    with metrics.TICK_DURATION.time():
+        return _tick(now)
+
+
+def _tick(now: datetime) -> int:
     if liveness.enabled() and (not _last_beat or now - _last_beat[0] >= timedelta(
             seconds=settings.CRONRADAR_LIVENESS_INTERVAL)):
         liveness.beat(liveness.EVALUATOR, now)

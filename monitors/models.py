@@ -329,3 +329,24 @@ class OutageImpact(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["outage", "project"], name="one_impact_per_project"),
         ]
+
+
+class Chore(models.Model):
+    """Site work done once per interval by whichever process gets to it first (the
+    watchdog's ping, :mod:`cronradar.watchdog`), however many evaluators run.
+
+    ``name`` says which chore (e.g. ``watchdog``); ``due_at`` when it is next due
+    (indexed; a process claims the chore with a compare-and-set on it, see
+    :func:`monitors.chores.claim`); ``last_at`` when it was last done and
+    ``last_result`` a coded value of how it went, defined by the chore's owner
+    (the watchdog: ``ok``, ``evaluator_lag``, ``delivery_backlog``); empty before
+    the first time.
+    """
+
+    name = models.CharField(max_length=32, unique=True)
+    due_at = models.DateTimeField(db_index=True)
+    last_at = models.DateTimeField(null=True, blank=True)
+    last_result = models.CharField(max_length=32, blank=True, default="")
+
+    def __str__(self):
+        return self.name

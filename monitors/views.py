@@ -45,6 +45,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from accounts.models import Project
+from core import metrics
 from core.edge import NUL_MESSAGE, RETRY_AFTER, has_nul
 from monitors import pings
 from monitors.models import Monitor
@@ -115,13 +116,15 @@ def _shown(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:40])
 
 
-def _client_address(request) -> str | None:
-    """The pinging client's IP address: ``REMOTE_ADDR``, or behind a trusted proxy
-    (``CRONRADAR_TRUST_X_FORWARDED_FOR``) the last ``X-Forwarded-For`` entry, the
-    address that proxy saw. Anything that is not an IP address is ignored."""
-    candidates = [request.META.get("REMOTE_ADDR", "")]
+def client_address(meta: dict) -> str | None:
+    """The client's IP address from a WSGI environ (``request.META``):
+    ``REMOTE_ADDR``, or behind a trusted proxy (``CRONRADAR_TRUST_X_FORWARDED_FOR``)
+    the last ``X-Forwarded-For`` entry, the address that proxy saw. Anything that
+    is not an IP address is ignored; None when neither is one. ``GET /metrics``
+    (:mod:`cronradar.selfmetrics`) takes the same address."""
+    candidates = [meta.get("REMOTE_ADDR", "")]
     if settings.CRONRADAR_TRUST_X_FORWARDED_FOR:
-        candidates.insert(0, request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1])
+        candidates.insert(0, meta.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1])
     for value in candidates:
         if (address := _ip(value)) is not None:
             return address
@@ -200,8 +203,11 @@ _WSGI_ANSWERS = {answer: (f"{answer[0]} {answer[1]}", (answer[1] + "\n").encode(
 @csrf_exempt
 def ping(request, path: str) -> HttpResponse:
     """The ping view (module docstring)."""
+    started = time.perf_counter()
     answer = _ping(request, path)
-    return _text(*answer) if isinstance(answer, tuple) else answer
+    response = _text(*answer) if isinstance(answer, tuple) else answer
+    metrics.PING_DURATION.observe(time.perf_counter() - started)
+    return response
 
 
 def on_ping_host(host: str) -> bool:
@@ -281,7 +287,7 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
         return _text(400, str(e))
     ping_input = pings.PingInput(
         kind=kind, exit_status=exit_status, rid=rid, slot=slot, method=request.method,
-        remote_addr=_client_address(request),
+        remote_addr=client_address(request.META),
         user_agent=request.META.get("HTTP_USER_AGENT", ""), body=body, body_size=size,
     )
     try:
@@ -295,13 +301,16 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
         return resp
     if stored is None:
         return _text(404, "not found: no monitor with this ping URL")
+    metrics.ping_stored(kind)
     return CREATED if created else OK
 
 
 def _guarded(request, path: str, base: str) -> HttpResponse | tuple[int, str]:
     """:func:`_ping`, with a database that cannot be reached answered ``503`` as
     :class:`core.edge.EdgeMiddleware` does (the broken connection is closed; the
-    next request opens a new one) and a bug a plain-text ``500``, logged."""
+    next request opens a new one) and a bug a plain-text ``500``, logged. Each
+    request is timed in ``cronradar_ping_duration_seconds``."""
+    started = time.perf_counter()
     try:
         return _ping(request, path, base)
     except (OperationalError, InterfaceError) as exc:
@@ -314,6 +323,8 @@ def _guarded(request, path: str, base: str) -> HttpResponse | tuple[int, str]:
     except Exception:
         log.exception("ping %s failed", request.path_info[:200])
         return _text(500, "internal error")
+    finally:
+        metrics.PING_DURATION.observe(time.perf_counter() - started)
 
 
 class PingRoute:

@@ -477,6 +477,16 @@ def test_stuck_and_deadline_summaries_give_times_in_the_monitors_zone(make_monit
     assert detections.local_time(T0, "UTC") == f"{T0:%Y-%m-%d %H:%M:%S} UTC"
 
 
+def test_oldest_due_is_the_earliest_evaluation_time_that_has_come(make_monitor):
+    assert evaluator.oldest_due(T0) is None  # no monitor
+    for at in (T0 - s(7), T0 - s(40), T0 + s(1)):
+        Monitor.objects.filter(pk=make_monitor().pk).update(next_evaluation_at=at)
+    Monitor.objects.filter(pk=make_monitor().pk).update(next_evaluation_at=None)  # paused
+    assert evaluator.oldest_due(T0) == T0 - s(40)
+    assert evaluator.oldest_due(T0 - s(41)) is None  # nothing due yet then
+    assert evaluator.oldest_due(T0 - s(40)) == T0 - s(40)  # due at the moment itself
+
+
 @pytest.mark.django_db
 def test_a_failing_monitors_log_lines_carry_its_id(make_monitor, monkeypatch, caplog):
     from core import logs

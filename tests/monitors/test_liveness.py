@@ -68,6 +68,18 @@ def test_beat_extends_the_latest_span_or_starts_a_new_one():
         (T0, T0 + s(1)), (T0 + s(12), T0 + s(12))]
 
 
+
+def test_last_beat_is_the_latest_span_end_of_that_component():
+    assert liveness.last_beat("evaluator") is None  # never beat
+    LivenessSpan.objects.create(component="evaluator", started_at=T0, last_seen_at=T0 + s(5))
+    LivenessSpan.objects.create(component="evaluator", started_at=T0 + s(20),
+                                last_seen_at=T0 + s(25))
+    LivenessSpan.objects.create(component="evaluator", started_at=T0 + s(1),
+                                last_seen_at=T0 + s(8))  # an older span, written later
+    LivenessSpan.objects.create(component="web", started_at=T0, last_seen_at=T0 + s(90))
+    assert liveness.last_beat("evaluator") == T0 + s(25)
+    assert liveness.last_beat("web") == T0 + s(90)
+
 # --- the evaluator -----------------------------------------------------------------------
 
 @pytest.fixture

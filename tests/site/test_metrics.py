@@ -21,20 +21,24 @@ def test_prometheus_metrics(api, project, make_monitor, settings, monkeypatch):
     resp = api.get("/api/v1/metrics/")
     assert resp["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
     text = resp.content.decode()
-    labels = 'project="acme",monitor="backup",name="backup"'
-    odd = 'project="acme",monitor="we\\"ird",name="we\\"ird"'
-    for line in [f"cronradar_monitor_up{{{labels}}} 0",
-                 f'cronradar_monitor_status{{{labels},status="down"}} 1',
-                 f'cronradar_monitor_status{{{labels},status="up"}} 0',
-                 f"cronradar_monitor_last_ping_age_seconds{{{labels}}} 558",
-                 f"cronradar_monitor_last_run_duration_seconds{{{labels}}} 42",
-                 f"cronradar_monitor_open_incidents{{{labels}}} 1",
-                 f"cronradar_pings_dropped_total{{{labels}}} 3",
-                 f"cronradar_monitor_up{{{odd}}} 1",
-                 f'cronradar_monitor_status{{{odd},status="new"}} 1',
-                 "# TYPE cronradar_pings_dropped_total counter"]:
+    labels = 'monitor="backup",name="backup",project="acme"'  # sorted by prometheus_client
+    odd = 'monitor="we\\"ird",name="we\\"ird",project="acme"'
+    for line in [f"cronradar_monitor_up{{{labels}}} 0.0",
+                 f'cronradar_monitor_status{{{labels},status="down"}} 1.0',
+                 f'cronradar_monitor_status{{{labels},status="up"}} 0.0',
+                 f"cronradar_monitor_last_ping_timestamp_seconds{{{labels}}} 1.767614442e+09",
+                 f"cronradar_monitor_last_ping_age_seconds{{{labels}}} 558.0",
+                 f"cronradar_monitor_last_run_duration_seconds{{{labels}}} 42.0",
+                 f"cronradar_monitor_open_incidents{{{labels}}} 1.0",
+                 f"cronradar_pings_dropped_total{{{labels}}} 3.0",
+                 f"cronradar_monitor_up{{{odd}}} 1.0",
+                 f'cronradar_monitor_status{{{odd},status="new"}} 1.0',
+                 "# TYPE cronradar_pings_dropped_total counter",
+                 "# HELP cronradar_monitor_last_ping_age_seconds seconds since the last ping "
+                 "(deprecated: use cronradar_monitor_last_ping_timestamp_seconds)"]:
         assert line in text.splitlines(), line
     assert "cronradar_monitor_last_ping_age_seconds{" + odd not in text  # never pinged
+    assert "cronradar_monitor_last_ping_timestamp_seconds{" + odd not in text
     ro = ApiKey.issue(project, read_only=True)[1]
     from tests.helpers import as_key
 

@@ -1,0 +1,369 @@
+"""cronradar.health: the readiness parts (check), GET /readyz through the probes
+(ahead of host validation), and cronradar_ready{part}."""
+import contextlib
+import json
+import os
+import socket
+
+import pytest
+from django.db import connection, connections
+from django.db.migrations.recorder import MigrationRecorder
+from django.db.utils import load_backend
+from django.test.utils import CaptureQueriesContext
+from prometheus_client import CollectorRegistry, generate_latest
+
+from alerts import backlog
+from alerts.models import Channel, Delivery, Incident, IncidentEvent
+from cronradar import health
+from cronradar.health import Part, ReadinessCollector, check
+from cronradar.probes import Probes
+from monitors.models import LivenessSpan, Monitor
+from tests.conftest import T0, s
+from tests.helpers import wsgi_call
+
+pytestmark = pytest.mark.django_db
+NOW = T0
+ALL_OK = {"database": "ok", "migrations": "ok", "redis": "off", "evaluator": "ok",
+          "deliveries": "ok"}
+DB_DOWN = "the database is unreachable"
+
+
+@pytest.fixture(autouse=True)
+def well(settings, monkeypatch):
+    """All is well at NOW: the evaluator ticked a second ago, nothing is due, no
+    Redis configured; /readyz reads the clock as NOW."""
+    settings.REDIS_URL = ""
+    settings.CRONRADAR_LIVENESS_INTERVAL = 1
+    settings.CRONRADAR_READY_EVALUATOR_LAG = 30
+    settings.CRONRADAR_READY_DELIVERY_LAG = 300
+    monkeypatch.setattr(health.timezone, "now", lambda: NOW)
+    evaluator_ticked(s(1))
+
+
+def evaluator_ticked(ago):
+    LivenessSpan.objects.create(component="evaluator", started_at=NOW - ago - s(60),
+                                last_seen_at=NOW - ago)
+
+
+def statuses(result: dict) -> dict:
+    return {name: part.status for name, part in result.items()}
+
+
+def readyz(path="/readyz", method="GET"):
+    """GET /readyz as a probe sends it (a pod address as Host): (status, headers, JSON)."""
+    def app(environ, start_response):
+        raise AssertionError("the request went past the probes")
+
+    status, headers, body = wsgi_call(Probes(app), path, method, host="10.0.0.9:8000")
+    return status, headers, json.loads(body) if body else None
+
+
+@contextlib.contextmanager
+def closed_port():
+    """A loopback port nothing listens on (bound, not listening: connections are
+    refused) for the block's duration."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def database_stopped():
+    """The default database is a PostgreSQL server that is not running (a closed
+    port); yields the port."""
+    real = connections["default"]
+    with closed_port() as port:
+        down = load_backend("django.db.backends.postgresql").DatabaseWrapper(
+            {**real.settings_dict, "ENGINE": "django.db.backends.postgresql",
+             "HOST": "127.0.0.1", "PORT": port, "NAME": "cronradar", "USER": "cronradar",
+             "PASSWORD": "", "OPTIONS": {}}, "default")
+        connections["default"] = down
+        try:
+            yield port
+        finally:
+            down.close()
+            connections["default"] = real
+
+
+@pytest.fixture
+def due_delivery(project, make_monitor):
+    """due_delivery(at, **channel_fields) -> a Delivery of a new incident's opening
+    to a new channel, due at ``at``; the monitor is not due."""
+    def make(at, **channel_fields):
+        monitor = make_monitor(created=NOW)
+        incident = Incident.objects.create(monitor=monitor, cause="missed",
+                                           summary="m: missed", opened_at=at, missed_count=1)
+        channel = Channel.objects.create(project=project, kind="webhook",
+                                         config={"url": "https://hook.test/h", "secret": "k"},
+                                         **channel_fields)
+        event = IncidentEvent.objects.create(incident=incident, kind="opened", at=at)
+        return Delivery.objects.create(event=event, incident=incident, channel=channel,
+                                       created_at=at, next_attempt_at=at)
+
+    return make
+
+
+# --- all is well ------------------------------------------------------------------------
+
+def test_all_well_is_200_with_every_part():
+    assert check(NOW) == {name: Part("off" if name == "redis" else "ok") for name in health.PARTS}
+    status, headers, body = readyz()
+    assert (status, body) == ("200 OK", ALL_OK)
+    assert list(body) == ["database", "migrations", "redis", "evaluator", "deliveries"]
+    assert (headers["Content-Type"], headers["Cache-Control"]) == ("application/json",
+                                                                  "no-store")
+
+
+def test_head_answers_without_a_body():
+    status, headers, body = readyz(method="HEAD")
+    assert (status, body) == ("200 OK", None)
+    assert headers["Content-Length"] == str(len(json.dumps(ALL_OK)))
+
+
+def test_a_check_is_four_small_reads_and_the_web_tiers_one():
+    def reads(parts=None):
+        with CaptureQueriesContext(connection) as seen:
+            check(NOW, parts)
+        return [q["sql"] for q in seen.captured_queries  # the test's transaction adds savepoints
+                if "SAVEPOINT" not in q["sql"]]
+
+    assert len(reads()) == 4  # django_migrations, the last beat, the oldest due, the backlog
+    [read] = reads(["database", "migrations"])
+    assert "django_migrations" in read
+    assert reads(["redis"]) == []
+
+
+# --- the database -------------------------------------------------------------------------
+
+def test_a_stopped_database_is_unreachable_and_what_it_holds_unknown(database_stopped):
+    refused = (f'connection failed: connection to server at "127.0.0.1", port '
+               f"{database_stopped} failed: Connection refused")
+    assert check(NOW) == {"database": Part("unreachable", refused),
+                          "migrations": Part("unknown", DB_DOWN), "redis": Part("off"),
+                          "evaluator": Part("unknown", DB_DOWN),
+                          "deliveries": Part("unknown", DB_DOWN)}
+    assert readyz() == ("503 Service Unavailable", readyz()[1], {
+        "database": "unreachable", "migrations": "unknown", "redis": "off",
+        "evaluator": "unknown", "deliveries": "unknown",
+        "detail": {"database": refused, "migrations": DB_DOWN, "evaluator": DB_DOWN,
+                   "deliveries": DB_DOWN}})
+    assert readyz("/readyz?parts=database,migrations")[::2] == ("503 Service Unavailable", {
+        "database": "unreachable", "migrations": "unknown",
+        "detail": {"database": refused, "migrations": DB_DOWN}})
+
+
+def test_a_database_never_migrated_answers_with_nothing_applied():
+    with connection.cursor() as cursor:  # undone with the test's transaction
+        cursor.execute(f"DROP TABLE {MigrationRecorder.Migration._meta.db_table}")
+    assert statuses(check(NOW, ["database", "migrations"])) == {"database": "ok",
+                                                                "migrations": "unapplied"}
+    assert readyz("/readyz?parts=database,migrations")[::2] == ("503 Service Unavailable", {
+        "database": "ok", "migrations": "unapplied",
+        "detail": {"migrations": "no migration applied"}})
+
+
+# --- migrations -------------------------------------------------------------------------
+
+def test_an_unapplied_migration_is_named():
+    [leaf] = [name for app, name in health.leaves() if app == "monitors"]
+    MigrationRecorder.Migration.objects.filter(app="monitors", name=leaf).delete()
+    missing = f"not applied: monitors.{leaf}"
+    assert check(NOW, ["migrations"]) == {"migrations": Part("unapplied", missing)}
+    assert readyz()[::2] == ("503 Service Unavailable", {
+        **ALL_OK, "migrations": "unapplied", "detail": {"migrations": missing}})
+
+
+def test_many_unapplied_migrations_name_the_first_three():
+    assert len(health.leaves()) > 3
+    MigrationRecorder.Migration.objects.all().delete()
+    first = sorted(f"{app}.{name}" for app, name in health.leaves())[:3]
+    assert check(NOW, ["migrations"]) == {"migrations": Part(
+        "unapplied", f"not applied: {', '.join(first)} and {len(health.leaves()) - 3} more")}
+
+
+def test_the_leaves_are_every_apps_last_migration():
+    by_app = dict(health.leaves())
+    assert by_app["monitors"] == max(n for a, n in MigrationRecorder.Migration.objects
+                                     .values_list("app", "name") if a == "monitors")
+    assert {"monitors", "alerts", "accounts", "auth", "contenttypes"} <= set(by_app)
+
+
+
+def test_the_leaves_are_read_once_per_process(monkeypatch):
+    loads = []
+
+    class Counting(health.MigrationLoader):
+        def __init__(self, *args, **kwargs):
+            loads.append(args)
+            super().__init__(*args, **kwargs)
+
+    health.leaves.cache_clear()
+    monkeypatch.setattr(health, "MigrationLoader", Counting)
+    try:
+        for _ in range(3):
+            assert check(NOW, ["migrations"]) == {"migrations": Part("ok")}
+    finally:
+        health.leaves.cache_clear()
+    assert loads == [(None,)]
+
+
+def test_migration_files_that_do_not_load_leave_migrations_unknown(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ImportError("No module named 'monitors.migrations.0099_x'")
+
+    health.leaves.cache_clear()
+    monkeypatch.setattr(health, "MigrationLoader", broken)
+    try:
+        assert check(NOW, ["database", "migrations"]) == {
+            "database": Part("ok"),
+            "migrations": Part("unknown", "ImportError: No module named "
+                                          "'monitors.migrations.0099_x'")}
+    finally:
+        health.leaves.cache_clear()
+
+# --- the evaluator ------------------------------------------------------------------------
+
+def test_an_evaluator_stopped_longer_than_the_limit_is_stalled():
+    LivenessSpan.objects.all().delete()
+    evaluator_ticked(s(45))
+    stalled = Part("stalled", "last tick 45 s ago (limit 30 s)")
+    assert check(NOW, ["evaluator"]) == {"evaluator": stalled}
+    assert readyz()[::2] == ("503 Service Unavailable", {
+        **ALL_OK, "evaluator": "stalled", "detail": {"evaluator": stalled.detail}})
+
+
+def test_the_evaluator_limit_is_the_setting_and_exactly_it_is_still_ok(settings):
+    LivenessSpan.objects.all().delete()
+    evaluator_ticked(s(30))
+    assert check(NOW, ["evaluator"]) == {"evaluator": Part("ok")}
+    evaluator_ticked(s(30.5))  # an older span: the latest counts
+    assert check(NOW + s(0.5), ["evaluator"]) == {
+        "evaluator": Part("stalled", "last tick 30.5 s ago (limit 30 s)")}
+    settings.CRONRADAR_READY_EVALUATOR_LAG = 31
+    assert check(NOW + s(0.5), ["evaluator"]) == {"evaluator": Part("ok")}
+
+
+def test_an_evaluator_that_never_ticked_is_stalled():
+    LivenessSpan.objects.all().delete()
+    assert check(NOW, ["evaluator"]) == {"evaluator": Part("stalled", "no tick recorded")}
+
+
+def test_an_evaluator_ticking_but_far_behind_is_stalled(make_monitor):
+    m = make_monitor()
+    Monitor.objects.filter(pk=m.pk).update(next_evaluation_at=NOW - s(30))
+    assert check(NOW, ["evaluator"]) == {"evaluator": Part("ok")}
+    Monitor.objects.filter(pk=m.pk).update(next_evaluation_at=NOW - s(31))
+    assert check(NOW, ["evaluator"]) == {
+        "evaluator": Part("stalled", "a monitor has been due for 31 s (limit 30 s)")}
+
+
+def test_with_liveness_off_the_evaluator_is_off_unless_monitors_show_it_behind(settings,
+                                                                               make_monitor):
+    settings.CRONRADAR_LIVENESS_INTERVAL = 0
+    LivenessSpan.objects.all().delete()
+    assert check(NOW, ["evaluator"]) == {"evaluator": Part("off")}
+    assert readyz() == ("200 OK", readyz()[1], {**ALL_OK, "evaluator": "off"})
+    Monitor.objects.filter(pk=make_monitor().pk).update(next_evaluation_at=NOW - s(120))
+    assert check(NOW, ["evaluator"]) == {
+        "evaluator": Part("stalled", "a monitor has been due for 120 s (limit 30 s)")}
+
+
+# --- deliveries ------------------------------------------------------------------------
+
+def test_a_delivery_backlog_older_than_the_limit_fails(due_delivery):
+    due_delivery(NOW - s(300))
+    assert check(NOW, ["deliveries"]) == {"deliveries": Part("ok")}
+    due_delivery(NOW - s(301))
+    backed_up = "the oldest delivery that can be sent has waited 301 s (limit 300 s)"
+    assert check(NOW, ["deliveries"]) == {"deliveries": Part("backlog", backed_up)}
+    assert readyz()[::2] == ("503 Service Unavailable", {
+        **ALL_OK, "deliveries": "backlog", "detail": {"deliveries": backed_up}})
+
+
+def test_one_customers_dead_receiver_is_no_backlog(due_delivery):
+    due_delivery(NOW - s(3000), failing_since=NOW - s(3600))
+    Delivery.objects.filter(pk=due_delivery(NOW - s(3000)).pk).update(rate_limited=True)
+    assert readyz()[::2] == ("200 OK", ALL_OK)
+
+
+# --- Redis ------------------------------------------------------------------------------
+
+def test_redis_configured_but_unreachable(settings):
+    with closed_port() as port:
+        settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+        refused = f"Error 111 connecting to 127.0.0.1:{port}. Connection refused."
+        assert check(NOW, ["redis"]) == {"redis": Part("unreachable", refused)}
+        assert readyz()[::2] == ("503 Service Unavailable", {
+            **ALL_OK, "redis": "unreachable", "detail": {"redis": refused}})
+
+
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"),
+                    reason="REDIS_URL unset: the PostgreSQL+Redis run of scripts/test has a Redis")
+def test_a_reachable_redis_is_ok(settings):
+    settings.REDIS_URL = os.environ["REDIS_URL"]
+    assert readyz()[::2] == ("200 OK", {**ALL_OK, "redis": "ok"})
+
+
+# --- what the web tier asks -----------------------------------------------------------------
+
+def test_the_web_tiers_parts_ignore_the_evaluator_redis_and_deliveries(settings, due_delivery):
+    LivenessSpan.objects.all().delete()
+    due_delivery(NOW - s(3000))
+    with closed_port() as port:
+        settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+        assert readyz()[0] == "503 Service Unavailable"
+        assert readyz("/readyz?parts=database,migrations")[::2] == (
+            "200 OK", {"database": "ok", "migrations": "ok"})
+        assert readyz("/readyz?parts=evaluator&parts=database")[::2] == (
+            "503 Service Unavailable", {"database": "ok", "evaluator": "stalled",
+                                        "detail": {"evaluator": "no tick recorded"}})
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("parts=database,cpu", 'unknown part "cpu": use database, migrations, redis, evaluator, '
+                           "deliveries"),
+    ("parts=", "name one or more of database, migrations, redis, evaluator, deliveries"),
+    ("parts=,", "name one or more of database, migrations, redis, evaluator, deliveries"),
+])
+def test_a_bad_parts_parameter_is_400(query, message):
+    assert readyz(f"/readyz?{query}")[::2] == ("400 Bad Request", {"parts": [message]})
+    with pytest.raises(ValueError, match="unknown part"):
+        check(NOW, ["cpu"])
+
+
+def test_other_methods_are_405():
+    status, headers, body = readyz(method="POST")
+    assert (status, body) == ("405 Method Not Allowed", {"detail": 'Method "POST" not allowed.'})
+    assert headers["Allow"] == "GET, HEAD"
+
+
+def test_an_unexpected_error_fails_its_part_with_the_reason_never_a_500(monkeypatch):
+    def broken(now):
+        raise RuntimeError("boom\nmore lines")
+
+    monkeypatch.setattr(backlog, "oldest_claimable", broken)
+    assert readyz()[::2] == ("503 Service Unavailable", {
+        **ALL_OK, "deliveries": "unknown", "detail": {"deliveries": "RuntimeError: boom"}})
+
+
+# --- cronradar_ready{part} ------------------------------------------------------------------
+
+def test_the_collector_exports_each_part_1_when_ready_0_when_failing():
+    registry = CollectorRegistry()
+    with CaptureQueriesContext(connection) as seen:
+        registry.register(ReadinessCollector())
+    assert seen.captured_queries == []  # registering reads nothing
+    LivenessSpan.objects.all().delete()
+    text = generate_latest(registry).decode()
+    assert text == (
+        "# HELP cronradar_ready Whether a part of CronRadar is ready (1: ok or not "
+        "configured, 0: failing; see /readyz).\n"
+        "# TYPE cronradar_ready gauge\n"
+        'cronradar_ready{part="database"} 1.0\n'
+        'cronradar_ready{part="migrations"} 1.0\n'
+        'cronradar_ready{part="redis"} 1.0\n'
+        'cronradar_ready{part="evaluator"} 0.0\n'
+        'cronradar_ready{part="deliveries"} 1.0\n')
