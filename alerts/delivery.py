@@ -56,7 +56,7 @@ from django.utils import timezone
 from accounts.models import Project
 from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
-from core import metrics, sql
+from core import logs, metrics, sql
 from core.destinations import BlockedDestination, GuardedTransport
 from monitors.models import Monitor
 
@@ -290,7 +290,8 @@ def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, 
             return kind.build_notice(channel, delivery.event), ""
         return kind.build_request(channel, delivery.event), ""
     except Exception as exc:  # any builder failure is a config/data problem: no retry
-        logger.exception("delivery %s: cannot build the request", delivery.pk)
+        with logs.bound(delivery=delivery.pk, incident=delivery.incident_id):
+            logger.exception("delivery %s: cannot build the request", delivery.pk)
         return None, f"build error: {type(exc).__name__}: {exc}"
 
 
@@ -352,8 +353,9 @@ def record(attempts: list[Attempt]) -> list[str]:
     for d, a in written:
         metrics.delivery_attempted(d.channel.kind, RESULTS[d.status], a.duration_ms / 1000)
         say = logger.warning if d.status == Delivery.Status.FAILED else logger.info
-        say("delivery %s attempt %s to channel %s: %s %s", d.pk, d.attempts, d.channel_id,
-            d.status, a.error or a.status_code)
+        with logs.bound(delivery=d.pk, incident=d.incident_id):
+            say("delivery %s attempt %s to channel %s: %s %s", d.pk, d.attempts, d.channel_id,
+                d.status, a.error or a.status_code)
     return statuses
 
 

@@ -50,7 +50,7 @@ from alerts import batch, escalation, flapping, maintenance, reasons
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.reasons import Reason
 from alerts.timeline import alerting_of, deliver, notified_channels, notify, stamp, targets
-from core import metrics, sql
+from core import logs, metrics, sql
 from monitors.detections import CLOSING, LOWEST, PROBLEMS, Detection, Kind
 from monitors.models import Monitor, Run
 
@@ -395,14 +395,15 @@ def escalate_due(now: datetime) -> int:
     taken."""
     taken = 0
     for incident_id, monitor_id in escalation.due(now):
-        try:
-            with transaction.atomic():
-                if _escalate(incident_id, monitor_id, now):
-                    taken += 1
-        except IntegrityError:  # another evaluator took this step first
-            log.info("escalation step of incident %s already taken", incident_id)
-        except Exception:
-            log.exception("escalating incident %s failed", incident_id)
+        with logs.bound(incident=incident_id, monitor=monitor_id):
+            try:
+                with transaction.atomic():
+                    if _escalate(incident_id, monitor_id, now):
+                        taken += 1
+            except IntegrityError:  # another evaluator took this step first
+                log.info("escalation step of incident %s already taken", incident_id)
+            except Exception:
+                log.exception("escalating incident %s failed", incident_id)
     return taken
 
 

@@ -48,6 +48,7 @@ from django.db import close_old_connections, connections, transaction
 from django.utils import timezone
 
 from alerts import delivery
+from core import logs
 
 logger = logging.getLogger(__name__)
 LOOP_SECONDS = 0.25
@@ -130,15 +131,16 @@ def _attempt(a: delivery.Attempt) -> None:
     """Sender thread: the HTTP attempt; the outcome goes to the recorder and the
     thread is free for the next claim."""
     global _unwritten
-    try:
-        delivery.attempt(a)
-    except Exception:  # attempt() handles send errors; this is a bug: the claim expires
-        logger.exception("delivery %s crashed", a.claim.delivery_id)
-    else:
-        with _recorded:
-            _outcomes.append(a)
-            _unwritten += 1
-            _recorded.notify()
+    with logs.bound(delivery=a.claim.delivery_id, incident=a.delivery.incident_id):
+        try:
+            delivery.attempt(a)
+        except Exception:  # attempt() handles send errors; this is a bug: the claim expires
+            logger.exception("delivery %s crashed", a.claim.delivery_id)
+        else:
+            with _recorded:
+                _outcomes.append(a)
+                _unwritten += 1
+                _recorded.notify()
     _done(1)
 
 
@@ -160,8 +162,9 @@ def _record_loop() -> None:
         try:
             close_old_connections()
             delivery.record(batch)
-        except Exception:  # the database may be down: the claims expire and are sent again
-            logger.exception("writing %d delivery outcomes failed", len(batch))
+            logs.recovered(logger)
+        except Exception as exc:  # the database may be down: the claims expire and are sent again
+            logs.report(logger, f"writing {len(batch)} delivery outcomes failed", exc)
             connections.close_all()
         finally:
             with _idle:
@@ -194,8 +197,8 @@ def _keep_claiming() -> None:
             try:
                 if not deliver_due() and not _busy and not _unwritten:
                     return
-            except Exception:  # the database may be down: the next tick claims them
-                logger.exception("claiming deliveries failed")
+            except Exception as exc:  # the database may be down: the next tick claims them
+                logs.report(logger, "claiming deliveries failed", exc)
                 return
     finally:
         connections.close_all()
@@ -209,8 +212,9 @@ def delivery_loop(stop: threading.Event) -> None:
         _wake.clear()
         try:
             deliver_due()
-        except Exception:  # the database may be down; try again next time
-            logger.exception("claiming deliveries failed")
+            logs.recovered(logger)
+        except Exception as exc:  # the database may be down; try again next time
+            logs.report(logger, "claiming deliveries failed", exc)
         finally:
             close_old_connections()
 

@@ -66,3 +66,12 @@ def forget_process(pid=None, **_) -> None:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(pid or os.getpid())
+
+
+@signals.setup_logging.connect
+def _keep_django_logging(**kwargs) -> None:
+    """Celery configures no logging of its own (worker and beat): Django's
+    ``LOGGING`` (cronradar/settings.py) is already applied, with its formatter
+    (CRONRADAR_LOG_FORMAT) and ids; a receiver here is how Celery is told so
+    (``worker_hijack_root_logger`` alone still gives its task logger a handler of
+    its own format). The log level is ``LOG_LEVEL``'s, not ``-l``'s."""

@@ -412,10 +412,18 @@ CRONRADAR_ACCESS_LOG = env_bool("CRONRADAR_ACCESS_LOG", default=False)
 SENTRY_DSN = env.str("SENTRY_DSN", default="").strip()
 OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="").strip()
 
+# Every process (web, serve, Celery worker and beat) logs to stderr through one
+# handler: the ids of core.logs on each record, CRONRADAR_LOG_FORMAT's formatter.
+# Celery keeps its hands off (cronradar.celery: its setup_logging signal).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"ids": {"()": "core.logs.ContextFilter"}},
+    "formatters": {"plain": {"()": "core.logs.PlainFormatter"},
+                   "json": {"()": "core.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["ids"],
+                             "formatter": CRONRADAR_LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False

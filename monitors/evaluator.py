@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from core import metrics, sql
+from core import logs, metrics, sql
 from monitors import detections, liveness, signals, slots
 from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
@@ -281,7 +281,8 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
             judged, changed, written_off = [], [], []
             for m in live:
                 try:
-                    d, c, w = _judge(m, runs[m.pk], now, alive, claimed[m.pk])
+                    with logs.bound(monitor=m.pk):
+                        d, c, w = _judge(m, runs[m.pk], now, alive, claimed[m.pk])
                 except Exception as exc:  # noqa: BLE001  (backed off below, alone)
                     failed[m.pk] = exc
                     continue
@@ -299,15 +300,17 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
         log.exception("evaluating a batch of %d monitors failed: one by one", len(monitor_ids))
         alone, failed, n = list(monitor_ids), {}, 0
     for pk, exc in failed.items():
-        log.error("evaluating monitor %s failed", pk, exc_info=exc)
+        with logs.bound(monitor=pk):
+            log.error("evaluating monitor %s failed", pk, exc_info=exc)
         _back_off(pk, now, exc)
     for pk in alone:
-        try:
-            if evaluate_monitor(pk, now, alive) is not None:
-                n += 1
-        except Exception as exc:
-            log.exception("evaluating monitor %s failed", pk)
-            _back_off(pk, now, exc)
+        with logs.bound(monitor=pk):
+            try:
+                if evaluate_monitor(pk, now, alive) is not None:
+                    n += 1
+            except Exception as exc:
+                log.exception("evaluating monitor %s failed", pk)
+                _back_off(pk, now, exc)
     return n
 
 

@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
+from core import logs
 from monitors.models import LivenessSpan
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,8 @@ def _heartbeat_loop(component: str) -> None:
         try:
             close_old_connections()
             beat(component, timezone.now())
-        except Exception:  # the database may be down: that is what the gap records
-            log.warning("liveness beat for %s failed", component, exc_info=True)
+            logs.recovered(log)
+        except Exception as exc:  # the database may be down: that is what the gap records
+            logs.report(log, f"liveness beat for {component} failed", exc)
             connections.close_all()
         time.sleep(settings.CRONRADAR_LIVENESS_INTERVAL)

@@ -38,7 +38,7 @@ from django.db import (
 )
 
 from accounts.models import Project
-from core import sql
+from core import logs, sql
 from monitors import detections, drift, schedule, slots
 from monitors.detections import Code, Detection, Kind, sentence
 from monitors.models import Monitor, Ping, Run
@@ -159,11 +159,12 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
         failure = exc
     except Exception as exc:  # noqa: BLE001  (a bug or a schedule that cannot be computed)
         failure = exc
-    log.error("ping stored without applying its effects (%s: %s)", type(failure).__name__,
-              failure, exc_info=failure)
     problem = f"a ping's effects could not be applied: {type(failure).__name__}: {failure}"
     with transaction.atomic():
         monitor = _lock(where)
+        with logs.bound(monitor=monitor and monitor.pk):
+            log.error("ping stored without applying its effects (%s: %s)",
+                      type(failure).__name__, failure, exc_info=failure)
         if monitor is None:
             return None
         stored = _insert_ping(monitor.pk, None, ping, now, False)

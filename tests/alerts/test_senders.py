@@ -51,3 +51,24 @@ def test_hanging_channels_do_not_hold_up_a_healthy_one(project, monitor, live, s
         loop.join(10)
         assert senders.drain(30)
     assert Delivery.objects.exclude(status="delivered").count() == 0
+
+
+def test_a_delivery_attempts_log_lines_carry_its_delivery_and_incident(monkeypatch, caplog):
+    from types import SimpleNamespace
+
+    from core import logs
+
+    caplog.handler.addFilter(logs.ContextFilter())
+    seen = []
+
+    def attempt(a):
+        seen.append(logs.current())
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(senders.delivery, "attempt", attempt)
+    monkeypatch.setattr(senders, "_done", lambda n: None)
+    senders._attempt(SimpleNamespace(claim=SimpleNamespace(delivery_id=11),
+                                     delivery=SimpleNamespace(incident_id=5)))
+    assert seen == [{"delivery": 11, "incident": 5}]
+    assert [(r.getMessage(), r.delivery, r.incident) for r in caplog.records] == [
+        ("delivery 11 crashed", 11, 5)]

@@ -485,3 +485,26 @@ def test_oldest_due_is_the_earliest_evaluation_time_that_has_come(make_monitor):
     assert evaluator.oldest_due(T0) == T0 - s(40)
     assert evaluator.oldest_due(T0 - s(41)) is None  # nothing due yet then
     assert evaluator.oldest_due(T0 - s(40)) == T0 - s(40)  # due at the moment itself
+
+
+@pytest.mark.django_db
+def test_a_failing_monitors_log_lines_carry_its_id(make_monitor, monkeypatch, caplog):
+    from core import logs
+
+    caplog.handler.addFilter(logs.ContextFilter())
+    make_monitor(name="good")
+    bad = make_monitor(name="bad")
+    Monitor.objects.update(next_evaluation_at=T0)
+    real = evaluator._judge
+
+    def judge(m, *args):
+        if m.pk == bad.pk:
+            raise ValueError("cannot compute")
+        return real(m, *args)
+
+    monkeypatch.setattr(evaluator, "_judge", judge)
+    evaluator.tick(T0 + s(1))
+    said = [(r.getMessage(), r.__dict__.get("monitor")) for r in caplog.records
+            if r.name == "monitors.evaluator"]
+    assert said == [(f"evaluating monitor {bad.pk} failed", bad.pk)]
+    assert logs.current() == {}

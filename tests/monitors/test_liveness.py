@@ -176,3 +176,26 @@ def test_late_pings_take_over_unknown_slots(make_monitor):
     ingest(m.pk, PingInput("success"), T0 + s(80))  # its retried ping, late
     assert list(Run.objects.order_by("slot_at").values_list("slot_at", "outcome")) == [
         (T0, "succeeded"), (T0 + s(60), "succeeded")]
+
+
+def test_a_database_outage_in_a_celery_task_is_one_line_not_a_traceback(monkeypatch, caplog):
+    """monitors.tasks.evaluate and alerts.tasks.deliver (run by Celery): an
+    unreachable database inside is logged once, the task returns None."""
+    from django.db import OperationalError
+
+    from alerts import senders
+    from alerts import tasks as alert_tasks
+    from core import logs
+    from monitors import evaluator, tasks
+
+    def down(*args):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(logs, "database", logs.DatabaseDown())
+    monkeypatch.setattr(evaluator, "tick", down)
+    monkeypatch.setattr(senders, "deliver_in_burst", down)
+    assert [tasks.evaluate.apply().get(), alert_tasks.deliver.apply().get(),
+            tasks.evaluate.apply().get()] == [None, None, None]
+    assert [(r.name, r.getMessage().split(" since ")[0], bool(r.exc_info))
+            for r in caplog.records if "database" in r.getMessage()] == [
+        ("monitors.tasks", "database unreachable", False)]

@@ -110,7 +110,10 @@ def test_paused_monitor_stores_pings_without_alerts(make_monitor):
     assert not Incident.objects.exists()
 
 
-def test_ping_is_stored_even_when_applying_it_fails(client, make_monitor, monkeypatch):
+def test_ping_is_stored_even_when_applying_it_fails(client, make_monitor, monkeypatch, caplog):
+    from core import logs
+
+    caplog.handler.addFilter(logs.ContextFilter())
     m = make_monitor()
 
     def boom(*args):
@@ -127,6 +130,9 @@ def test_ping_is_stored_even_when_applying_it_fails(client, make_monitor, monkey
                                   "schedule engine exploded")
     assert m.n_pings == 1  # stored, so counted
     assert not Incident.objects.exists()  # a start is no failure
+    assert [(r.getMessage(), r.monitor) for r in caplog.records if r.name == "monitors.pings"
+            ] == [("ping stored without applying its effects (RuntimeError: schedule engine "
+                   "exploded)", m.pk)]
 
 
 def test_a_failure_whose_run_cannot_be_recorded_still_raises_failed(client, make_monitor,

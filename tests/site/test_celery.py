@@ -1,4 +1,4 @@
-"""cronradar.celery: a worker's metrics directory and port."""
+"""cronradar.celery: a worker's metrics directory and port; Django's logging kept."""
 import os
 import subprocess
 import sys
@@ -41,3 +41,27 @@ def test_beat_and_the_web_server_get_none():
 def test_a_set_directory_is_kept(tmp_path):
     assert _probe("celery", "-A", "cronradar", "worker", CRONRADAR_METRICS_PORT="9808",
                   PROMETHEUS_MULTIPROC_DIR=str(tmp_path)) == (str(tmp_path), "MmapedValue")
+
+
+LOGGING_PROBE = """
+import logging
+import django
+django.setup()
+from cronradar.celery import app
+root = logging.getLogger()
+before = list(root.handlers)
+app.log.setup(loglevel="DEBUG")  # what `celery worker` and `celery beat` call
+task_logger = logging.getLogger("celery.task")
+own = [h for h in task_logger.handlers if not isinstance(h, logging.NullHandler)]
+print(root.handlers == before, type(root.handlers[0].formatter).__name__,
+      logging.getLevelName(root.level), own, task_logger.propagate)
+"""
+
+
+def test_celery_leaves_the_root_logger_and_its_format_alone():
+    """Worker and beat keep Django's LOGGING (CRONRADAR_LOG_FORMAT, the ids, LOG_LEVEL)."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cronradar.settings",
+           "CRONRADAR_LOG_FORMAT": "json", "LOG_LEVEL": "INFO"}
+    done = subprocess.run([sys.executable, "-c", LOGGING_PROBE], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["True", "JsonFormatter", "INFO", "[]", "True"], done.stderr

@@ -150,3 +150,41 @@ def test_serve_and_migrate_print_the_same_setup_token_which_makes_the_first_acco
         assert line.findall(service.manage("migrate")) == []  # someone exists
     finally:
         service.stop()
+
+
+def test_evaluator_loop_logs_a_database_outage_once_not_a_traceback_per_tick(
+        monkeypatch, caplog):
+    """120 ticks failing on an unreachable database, then one that works: one line
+    saying so (no traceback), then one saying it is back; another error keeps its
+    traceback."""
+    import threading
+
+    from django.db import OperationalError
+
+    from core import logs
+    from cronradar.management.commands import serve
+    from monitors import liveness
+
+    monkeypatch.setattr(logs, "database", logs.DatabaseDown())
+    monkeypatch.setattr(liveness, "enabled", lambda: False)
+    outcomes = [OperationalError("connection refused")] * 120 + [ZeroDivisionError("bug"), 0]
+    stop = threading.Event()
+
+    def tick(now):
+        outcome = outcomes.pop(0)
+        if not outcomes:
+            stop.set()
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(serve.evaluator, "tick", tick)
+    monkeypatch.setattr(serve, "close_old_connections", lambda: None)
+    serve.evaluator_loop(stop, 0)
+    said = [(r.name, r.levelname, r.getMessage().split(" since ")[0].split(" after ")[0],
+             bool(r.exc_info)) for r in caplog.records if r.name == "monitors.evaluator"]
+    assert said == [("monitors.evaluator", "ERROR", "database unreachable", False),
+                    ("monitors.evaluator", "ERROR", "evaluator tick failed", True),
+                    ("monitors.evaluator", "INFO", "database reachable again", False)]
+    assert "121 failed step(s)" not in caplog.text  # the ZeroDivisionError is no outage
+    assert "(120 failed step(s) in this process)" in caplog.text

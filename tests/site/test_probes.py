@@ -24,3 +24,128 @@ def test_other_paths_go_on_to_the_app():
         return [environ["PATH_INFO"].encode()]
 
     assert wsgi_call(Probes(app), "/healthz/x")[::2] == ("204 No Content", b"/healthz/x")
+
+
+# Request ids and the access log --------------------------------------------------
+
+import io  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import re  # noqa: E402
+
+import pytest  # noqa: E402
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+from core import logs  # noqa: E402
+from monitors.views import PingRoute  # noqa: E402
+
+GENERATED = re.compile(r"[0-9a-f]{24}")
+
+
+def _site():
+    return Probes(PingRoute(get_wsgi_application()))
+
+
+def _logging_app(environ, start_response):
+    logging.getLogger("tests.site.probes").warning("inside")
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"x"]
+
+
+@pytest.mark.django_db
+def test_a_ping_and_a_django_page_get_a_generated_request_id(make_monitor, settings):
+    settings.CRONRADAR_TRUST_X_FORWARDED_FOR = False
+    m = make_monitor()
+    site = _site()
+    status, headers, body = wsgi_call(site, f"/ping/{m.uuid}", headers={"X-Request-ID": "mine"})
+    assert (status, body) == ("200 OK", b"OK\n")
+    assert GENERATED.fullmatch(headers["X-Request-ID"])  # not taken: no trusted proxy
+    page = wsgi_call(site, "/accounts/login/", host="testserver")
+    other = wsgi_call(site, "/healthz")
+    ids = {headers["X-Request-ID"], page[1]["X-Request-ID"], other[1]["X-Request-ID"]}
+    assert len(ids) == 3 and all(GENERATED.fullmatch(i) for i in ids)
+
+
+@pytest.mark.django_db
+def test_behind_a_trusted_proxy_its_request_id_is_taken_and_echoed(make_monitor, settings):
+    settings.CRONRADAR_TRUST_X_FORWARDED_FOR = True
+    m = make_monitor()
+    site = _site()
+    assert wsgi_call(site, f"/ping/{m.uuid}", headers={"X-Request-ID": "req-42 a"}
+                     )[1]["X-Request-ID"] == "req-42 a"
+    assert wsgi_call(site, "/accounts/login/", host="testserver",
+                     headers={"X-Request-ID": "a" * 200})[1]["X-Request-ID"] == "a" * 200
+    for bad in ("a" * 201, "a\x1bb", "é", ""):
+        given = wsgi_call(site, f"/ping/{m.uuid}", headers={"X-Request-ID": bad})
+        assert GENERATED.fullmatch(given[1]["X-Request-ID"])
+
+
+def test_the_request_id_is_on_the_log_lines_of_its_request(settings, caplog):
+    settings.CRONRADAR_TRUST_X_FORWARDED_FOR = True
+    handler = logging.StreamHandler(out := io.StringIO())
+    handler.addFilter(logs.ContextFilter())
+    handler.setFormatter(logs.JsonFormatter())
+    logging.getLogger("tests.site.probes").addHandler(handler)
+    try:
+        wsgi_call(Probes(_logging_app), "/x", headers={"X-Request-ID": "r-7"})
+    finally:
+        logging.getLogger("tests.site.probes").removeHandler(handler)
+    assert json.loads(out.getvalue())["request_id"] == "r-7"
+    assert logs.current() == {}  # unbound after the request
+
+
+def _access_lines(formatter, path: str, **kwargs) -> list[str]:
+    handler = logging.StreamHandler(out := io.StringIO())
+    handler.addFilter(logs.ContextFilter())
+    handler.setFormatter(formatter)
+    access = logging.getLogger("cronradar.access")
+    access.addHandler(handler)
+    try:
+        status, headers, _ = wsgi_call(_site(), path, **kwargs)
+    finally:
+        access.removeHandler(handler)
+    return out.getvalue().splitlines(), headers["X-Request-ID"]
+
+
+@pytest.mark.django_db
+def test_no_access_line_unless_the_access_log_is_on(make_monitor, settings):
+    settings.CRONRADAR_ACCESS_LOG = False
+    assert _access_lines(logs.PlainFormatter(), f"/ping/{make_monitor().uuid}")[0] == []
+
+
+@pytest.mark.django_db
+def test_access_line_escapes_every_client_value_in_plain_format(make_monitor, settings):
+    """The attack of the issue: ``curl ".../ping/<uuid>/%0aINJECTED"``."""
+    settings.CRONRADAR_ACCESS_LOG, settings.CRONRADAR_TRUST_X_FORWARDED_FOR = True, True
+    m = make_monitor()
+    lines, rid = _access_lines(
+        logs.PlainFormatter(), f"/ping/{m.uuid}/\nINJECTED?x=\r\nINJECTED",
+        headers={"User-Agent": "curl\nINJECTED",
+                 "X-Forwarded-For": "10.0.0.1, 198.51.100.7"},
+        remote_addr="10.9.9.9")
+    assert len(lines) == 1
+    time, rest = lines[0].split(" ", 1)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", time)
+    head = (f"INFO cronradar.access [request_id={rid}] GET /ping/{m.uuid}/\\nINJECTED"
+            f"?x=\\r\\nINJECTED 400 ")
+    assert re.fullmatch(re.escape(head) + r"\d+\.\dms "
+                        + re.escape('198.51.100.7 "curl\\nINJECTED"'), rest), rest
+
+
+@pytest.mark.django_db
+def test_access_line_in_json_has_the_request_fields(make_monitor, settings):
+    settings.CRONRADAR_ACCESS_LOG, settings.CRONRADAR_TRUST_X_FORWARDED_FOR = True, False
+    m = make_monitor()
+    lines, rid = _access_lines(logs.JsonFormatter(), f"/ping/{m.uuid}/\nINJECTED",
+                               headers={"User-Agent": "curl\nINJECTED",
+                                        "X-Forwarded-For": "198.51.100.7"},
+                               remote_addr="10.9.9.9")
+    assert len(lines) == 1 and lines[0].startswith('{"time": ')
+    line = json.loads(lines[0])
+    assert isinstance(line.pop("duration_ms"), float)
+    assert line.pop("time").endswith("Z")
+    assert line.pop("message").startswith(f"GET /ping/{m.uuid}/\nINJECTED 400 ")
+    assert line == {
+        "level": "INFO", "logger": "cronradar.access", "request_id": rid,
+        "method": "GET", "path": f"/ping/{m.uuid}/\nINJECTED",
+        "status": 400, "client": "10.9.9.9", "user_agent": "curl\nINJECTED"}

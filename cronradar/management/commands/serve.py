@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from accounts import firstrun
 from alerts.senders import delivery_loop
+from core import logs
 from cronradar.probes import Probes
 from monitors import evaluator, liveness, tasks
 from monitors.views import PingRoute
@@ -120,8 +121,9 @@ def evaluator_loop(stop: threading.Event, interval: float) -> None:
             if liveness.enabled():
                 liveness.beat(liveness.WEB, now)
             evaluator.tick(now)
-        except Exception:  # keep ticking: one bad tick must not stop monitoring
-            evaluator.log.exception("evaluator tick failed")
+            logs.recovered(evaluator.log)
+        except Exception as exc:  # keep ticking: one bad tick must not stop monitoring
+            logs.report(evaluator.log, "evaluator tick failed", exc)
         finally:
             close_old_connections()
         stop.wait(max(0.0, interval - (time.monotonic() - started)))
@@ -133,8 +135,8 @@ def prune_loop(stop: threading.Event, interval: float) -> None:
     while not stop.wait(interval):
         try:
             tasks.prune()
-        except Exception:  # keep going: retention is housekeeping
-            log.exception("retention step failed")
+        except Exception as exc:  # keep going: retention is housekeeping
+            logs.report(log, "retention step failed", exc)
         finally:
             close_old_connections()
 

@@ -1,0 +1,223 @@
+"""Log lines an operator can use: ids where known, escaped client text, one line
+per database outage and minute.
+
+- Context ids: ``request_id``, ``monitor``, ``incident``, ``delivery``, held in a
+  context variable for the code that runs under :class:`bound` (a request, one
+  monitor's evaluation, one delivery attempt). :class:`ContextFilter` (on the
+  handler, so propagated records get it too) puts the known ones on every record.
+- :class:`JsonFormatter` (``CRONRADAR_LOG_FORMAT=json``): one JSON object a line,
+  ``time`` (ISO 8601 UTC), ``level``, ``logger``, ``message``, the known ids, any
+  ``extra`` fields, and ``exc_info`` (the traceback as text) when there is one.
+- :class:`PlainFormatter` (the default): ``<time> <level> <logger> [<ids>] <message>``
+  with every control character of the message (``\\n``, ``\\r``, ``\\x1b``, …)
+  escaped, so no value a client controls can start a line of its own; a traceback
+  keeps its newlines (it follows the line, it is not client text).
+- :class:`DatabaseDown` / :func:`report` / :func:`recovered`: what the background
+  loops and Celery tasks call when a step fails, so that a database outage logs
+  one line per process per minute (and one when it is over), not a traceback per
+  tick; any other exception is logged with its traceback.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import types
+from collections.abc import Mapping
+from contextvars import ContextVar
+from datetime import UTC, datetime, timedelta
+
+from django.db import InterfaceError, OperationalError
+from django.utils import timezone
+from pythonjsonlogger.core import RESERVED_ATTRS
+from pythonjsonlogger.json import JsonFormatter as _BaseJsonFormatter
+
+IDS = ("request_id", "monitor", "incident", "delivery")
+_NONE = types.MappingProxyType({})
+_ids: ContextVar[Mapping] = ContextVar("cronradar_log_ids", default=_NONE)  # never mutated
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+
+
+class bound:  # noqa: N801  (used as a function: ``with logs.bound(monitor=7):``)
+    """Context manager: the log lines written inside carry these ids (``request_id``,
+    ``monitor``, ``incident``, ``delivery``; None values are left out) on top of
+    the ids already bound. Raises TypeError for any other name (a typo would
+    silently log nothing)."""
+
+    __slots__ = ("ids", "token")
+
+    def __init__(self, **ids):
+        for name in ids:
+            if name not in IDS:
+                raise TypeError(f"unknown log id {name!r}: use one of {', '.join(IDS)}")
+        self.ids = ids
+
+    def __enter__(self):
+        self.token = _ids.set({**_ids.get(),
+                               **{k: v for k, v in self.ids.items() if v is not None}})
+        return self
+
+    def __exit__(self, *exc):
+        _ids.reset(self.token)
+
+
+def current() -> dict:
+    """The ids bound here now, as ``{name: value}`` (a copy)."""
+    return dict(_ids.get())
+
+
+class ContextFilter(logging.Filter):
+    """Puts the bound ids on each record as attributes (``record.monitor``…),
+    leaving alone any a caller passed in ``extra``. Never drops a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for name, value in _ids.get().items():
+            record.__dict__.setdefault(name, value)
+        return True
+
+
+def iso_time(record: logging.LogRecord) -> str:
+    """The record's time as ISO 8601 UTC with milliseconds: ``2026-12-01T18:31:11.123Z``."""
+    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"
+                                                                 ).replace("+00:00", "Z")
+
+
+def _escaped_char(c: str) -> str:
+    return c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+
+
+def escape(text: str) -> str:
+    """``text`` with every non-printable character (control characters, line and
+    paragraph separators) written as its Python escape (``\\n``, ``\\x1b``,
+    ``\\u2028``): one line whatever a client sent. Costs one C-level scan when
+    there is nothing to escape."""
+    if text.isprintable():
+        return text
+    return "".join(map(_escaped_char, text))
+
+
+class PlainFormatter(logging.Formatter):
+    """``<ISO time> <LEVEL> <logger> [<id>=<value> …] <message>``, the message
+    escaped (:func:`escape`); the traceback, if any, on the lines after it."""
+
+    def formatTime(self, record, datefmt=None):  # noqa: N802  (logging's name)
+        return iso_time(record)
+
+    def usesTime(self) -> bool:  # noqa: N802
+        return True
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802
+        ids = " ".join(f"{name}={escape(str(record.__dict__[name]))}"
+                       for name in IDS if record.__dict__.get(name) is not None)
+        return (f"{record.asctime} {record.levelname} {record.name} "
+                f"{'[' + ids + '] ' if ids else ''}{escape(record.message)}")
+
+
+class JsonFormatter(_BaseJsonFormatter):
+    """One JSON object a line (see the module docstring); values are escaped by
+    the json module, ASCII only, so a newline a client sent stays ``\\n`` inside a
+    string and no line separator of any kind gets through."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("reserved_attrs", [*RESERVED_ATTRS, *IDS])
+        super().__init__(*args, **kwargs)
+        # one encoder for every line (json.dumps with options builds one per call)
+        self._encode = self.json_encoder(ensure_ascii=True).encode
+
+    def jsonify_log_record(self, log_data: dict) -> str:
+        return self._encode(log_data)
+
+    def add_fields(self, log_record: dict, record: logging.LogRecord, message_dict: dict) -> None:
+        log_record["time"] = iso_time(record)
+        log_record["level"] = record.levelname
+        log_record["logger"] = record.name
+        log_record["message"] = record.message
+        for name in IDS:
+            if (value := record.__dict__.get(name)) is not None:
+                log_record[name] = value
+        for name, value in record.__dict__.items():  # extra={...} fields, in order
+            if name not in self._skip_fields and not name.startswith("_"):
+                log_record[name] = value
+        log_record.update(message_dict)  # exc_info, stack_info
+
+
+class DatabaseDown:
+    """One process's record of a database outage, for its log lines.
+
+    :meth:`failed` for each failed step: the first failure of an outage logs one
+    ERROR line (``database unreachable``), then at most one a ``every`` (default a
+    minute) with how many failures since it began; :meth:`ok` after a step that
+    worked logs one INFO line when an outage was on (``database reachable
+    again``). Thread-safe: every loop of a process shares :data:`database`.
+    ``now``: an aware datetime (default: the clock)."""
+
+    def __init__(self, every: timedelta = timedelta(minutes=1)):
+        self.every = every
+        self.since: datetime | None = None  # first failure of the outage going on
+        self.failures = 0
+        self.said_at: datetime | None = None
+        self._lock = threading.Lock()
+
+    def failed(self, logger: logging.Logger, exc: BaseException, now: datetime | None = None
+               ) -> None:
+        now = now or timezone.now()
+        with self._lock:
+            if self.since is None:
+                self.since, self.failures = now, 0
+            self.failures += 1
+            if self.said_at is not None and now - self.said_at < self.every:
+                return
+            self.said_at, since, failures = now, self.since, self.failures
+        text = str(exc).strip()
+        reason = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+        logger.error("database unreachable since %s: %d failed step(s) in this process (%s)",
+                     since.isoformat(timespec="seconds"), failures, reason)
+
+    def ok(self, logger: logging.Logger, now: datetime | None = None) -> None:
+        if self.since is None:  # the common case: no lock, no clock
+            return
+        now = now or timezone.now()
+        with self._lock:
+            if self.since is None:
+                return
+            since, failures, self.since, self.failures, self.said_at = (
+                self.since, self.failures, None, 0, None)
+        logger.info("database reachable again after %d s (%d failed step(s) in this process)",
+                    int((now - since).total_seconds()), failures)
+
+
+database = DatabaseDown()
+
+
+def report(logger: logging.Logger, message: str, exc: BaseException,
+           now: datetime | None = None) -> None:
+    """What a loop's ``except`` calls: a database outage (Django's
+    ``OperationalError`` / ``InterfaceError``) goes to :data:`database` (one line
+    a minute); anything else is logged as ``message`` at ERROR with its traceback."""
+    if isinstance(exc, DATABASE_ERRORS):
+        database.failed(logger, exc, now)
+    else:
+        logger.error(message, exc_info=exc)
+
+
+def recovered(logger: logging.Logger, now: datetime | None = None) -> None:
+    """What a loop calls after a step that worked: one line if an outage was on."""
+    database.ok(logger, now)
+
+
+def quiet_outage(logger: logging.Logger):
+    """Decorator for a Celery task body: a database outage inside it is
+    :func:`report`-ed and the task returns None (Celery would log a traceback per
+    tick); any other exception is raised as before. Put it under ``@shared_task``."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            try:
+                result = fn(*args, **kwargs)
+            except DATABASE_ERRORS as exc:
+                database.failed(logger, exc)
+                return None
+            database.ok(logger)
+            return result
+        return run
+    return wrap

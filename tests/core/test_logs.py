@@ -1,0 +1,190 @@
+"""core.logs: ids on every record, JSON and plain lines with client text escaped,
+one line a minute while the database is down."""
+import io
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import OperationalError
+
+from core import logs
+
+T0 = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
+CREATED = T0.timestamp() + 0.25  # 2026-12-01T18:00:00.250Z
+
+
+def _lines(formatter: logging.Formatter, emit) -> list[str]:
+    """What ``emit(logger)`` writes through a handler set up as LOGGING sets it up."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(logs.ContextFilter())
+    handler.setFormatter(formatter)
+    logger = logging.getLogger("tests.core.logs")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    real = logging.LogRecord.__init__
+
+    def at_created(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        self.created = CREATED
+
+    try:
+        logging.LogRecord.__init__ = at_created
+        emit(logger)
+    finally:
+        logging.LogRecord.__init__ = real
+        logger.removeHandler(handler)
+    return out.getvalue().splitlines()
+
+
+def test_json_line_has_time_level_logger_message_and_the_bound_ids():
+    def emit(log):
+        with logs.bound(request_id="r-1", monitor=7), logs.bound(incident=3, delivery=None):
+            log.warning("ping of %s refused", "m7")
+        log.info("outside")
+
+    lines = _lines(logs.JsonFormatter(), emit)
+    assert [json.loads(line) for line in lines] == [
+        {"time": "2026-12-01T18:00:00.250Z", "level": "WARNING", "logger": "tests.core.logs",
+         "message": "ping of m7 refused", "request_id": "r-1", "monitor": 7, "incident": 3},
+        {"time": "2026-12-01T18:00:00.250Z", "level": "INFO", "logger": "tests.core.logs",
+         "message": "outside"},
+    ]
+
+
+def test_json_escapes_client_text_and_keeps_extra_fields_and_the_traceback():
+    def emit(log):
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            log.exception("path %s", "/ping/x/\nINJECTED \u2028 \x1b[31m",
+                          extra={"status": 400})
+
+    lines = _lines(logs.JsonFormatter(), emit)
+    assert len(lines) == 1
+    assert lines[0].isascii()
+    record = json.loads(lines[0])
+    assert record["message"] == "path /ping/x/\nINJECTED \u2028 \x1b[31m"
+    assert record["status"] == 400
+    assert record["exc_info"].startswith("Traceback (most recent call last):")
+    assert record["exc_info"].endswith("ValueError: boom")
+    assert list(record) == ["time", "level", "logger", "message", "status", "exc_info"]
+
+
+def test_plain_line_escapes_the_message_and_shows_the_ids():
+    def emit(log):
+        with logs.bound(request_id="abc", delivery=12, incident=4):
+            log.info("GET %s %s", "/ping/x/\nINJECTED", "agent\r\x1b[2J\u2028\t")
+
+    assert _lines(logs.PlainFormatter(), emit) == [
+        "2026-12-01T18:00:00.250Z INFO tests.core.logs [request_id=abc incident=4 delivery=12] "
+        "GET /ping/x/\\nINJECTED agent\\r\\x1b[2J\\u2028\\t"]
+
+
+def test_plain_traceback_keeps_its_lines_after_the_escaped_message():
+    def emit(log):
+        try:
+            raise KeyError("k")
+        except KeyError:
+            log.exception("failed for %s", "a\nb")
+
+    lines = _lines(logs.PlainFormatter(), emit)
+    assert lines[0] == "2026-12-01T18:00:00.250Z ERROR tests.core.logs failed for a\\nb"
+    assert lines[1] == "Traceback (most recent call last):"
+    assert lines[-1] == "KeyError: 'k'"
+
+
+def test_escape_leaves_printable_text_alone():
+    assert logs.escape("héllo wörld / ✓") == "héllo wörld / ✓"
+    assert logs.escape("a\x00b\x7fc\x85") == "a\\x00b\\x7fc\\x85"
+
+
+def test_bound_refuses_an_unknown_id_and_resets_on_exit():
+    with pytest.raises(TypeError, match="unknown log id 'monitor_id'"):
+        logs.bound(monitor_id=1)
+    with logs.bound(monitor=1):
+        assert logs.current() == {"monitor": 1}
+    assert logs.current() == {}
+
+
+class _Recorder(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@pytest.fixture
+def recorded():
+    logger = logging.getLogger("tests.core.logs.outage")
+    handler = _Recorder()
+    logger.addHandler(handler)
+    logger.propagate = False
+    yield logger, handler.records
+    logger.removeHandler(handler)
+
+
+def test_a_database_outage_logs_one_line_a_minute_and_one_when_it_is_over(recorded):
+    logger, records = recorded
+    down = logs.DatabaseDown()
+    exc = OperationalError('connection refused\n\tIs the server running on host "db"?')
+    for i in range(120):  # two loops failing 4 times a second for 30 s
+        down.failed(logger, exc, T0 + timedelta(seconds=i / 4))
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("ERROR", "database unreachable since 2026-12-01T18:00:00+00:00: 1 failed step(s) "
+                  "in this process (OperationalError: connection refused)")]
+    down.failed(logger, exc, T0 + timedelta(seconds=59))
+    assert len(records) == 1
+    down.failed(logger, exc, T0 + timedelta(seconds=61))
+    assert records[1].getMessage() == (
+        "database unreachable since 2026-12-01T18:00:00+00:00: 122 failed step(s) "
+        "in this process (OperationalError: connection refused)")
+    assert not records[0].exc_info  # no traceback
+    down.ok(logger, T0 + timedelta(seconds=75))
+    down.ok(logger, T0 + timedelta(seconds=76))
+    assert [(r.levelname, r.getMessage()) for r in records[2:]] == [
+        ("INFO", "database reachable again after 75 s (122 failed step(s) in this process)")]
+    down.failed(logger, exc, T0 + timedelta(seconds=90))  # a new outage: said at once
+    assert records[3].getMessage().startswith("database unreachable since "
+                                              "2026-12-01T18:01:30+00:00: 1 failed step(s)")
+
+
+def test_report_logs_other_errors_with_their_traceback(recorded, monkeypatch):
+    logger, records = recorded
+    monkeypatch.setattr(logs, "database", logs.DatabaseDown())
+    logs.report(logger, "evaluator tick failed", ZeroDivisionError("x"), T0)
+    logs.report(logger, "evaluator tick failed", OperationalError("down"), T0)
+    logs.report(logger, "evaluator tick failed", OperationalError("down"), T0)
+    logs.recovered(logger, T0 + timedelta(seconds=5))
+    assert [(r.getMessage(), bool(r.exc_info)) for r in records] == [
+        ("evaluator tick failed", True),
+        ("database unreachable since 2026-12-01T18:00:00+00:00: 1 failed step(s) in this "
+         "process (OperationalError: down)", False),
+        ("database reachable again after 5 s (2 failed step(s) in this process)", False)]
+
+
+def test_quiet_outage_swallows_only_database_errors(recorded, monkeypatch):
+    logger, records = recorded
+    monkeypatch.setattr(logs, "database", logs.DatabaseDown())
+    outcomes = iter([OperationalError("down"), 5, ZeroDivisionError("bug")])
+
+    @logs.quiet_outage(logger)
+    def task():
+        """The task."""
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    assert (task.__name__, task.__doc__) == ("task", "The task.")
+    assert task() is None
+    assert task() == 5
+    with pytest.raises(ZeroDivisionError):
+        task()
+    assert [(r.levelname, r.getMessage().split(" since ")[0].split(" after ")[0])
+            for r in records] == [("ERROR", "database unreachable"),
+                                  ("INFO", "database reachable again")]
