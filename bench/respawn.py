@@ -135,7 +135,6 @@ class Supervised:
 
 def settle(server: Supervised, port: int) -> list[int]:
     """Two workers, both answering, past granian's crash-loop window."""
-    pids = server.workers()
     first_200(port, time.monotonic())
     time.sleep(CRASH_LOOP_WINDOW + 0.5)
     return server.workers()

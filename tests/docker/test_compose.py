@@ -140,7 +140,8 @@ def test_compose_passes_the_metrics_token_through():
 
 
 @pytest.mark.live
-@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs Redis (REDIS_URL), see scripts/test")
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"),
+                    reason="needs Redis (REDIS_URL), see scripts/test")
 def test_the_worker_health_check_pings_a_real_worker_by_its_node_name(tmp_path):
     """The worker's check, run by a shell as compose runs it (HOSTNAME set, as in
     a container), against a real worker named as compose names it: exit 0; a

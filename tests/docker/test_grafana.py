@@ -62,7 +62,7 @@ def test_every_panel_uses_the_chosen_prometheus_and_has_a_place():
         assert all(t["datasource"] == panel["datasource"] for t in panel["targets"])
         assert [t["refId"] for t in panel["targets"]] == list("ABC"[:len(panel["targets"])])
         pos = panel["gridPos"]
-        assert 0 <= pos["x"] and pos["x"] + pos["w"] <= 24
+        assert pos["x"] >= 0 and pos["x"] + pos["w"] <= 24
         cell = (pos["x"], pos["y"])
         assert cell not in cells  # no two panels on one another
         cells.add(cell)

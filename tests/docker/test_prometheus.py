@@ -4,7 +4,6 @@ CronRadar's (and, once the metrics are built, is in /metrics after real work).""
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml

@@ -91,7 +91,8 @@ def test_the_scheduler_touches_the_file_on_its_ticks_at_most_every_second(schedu
 
 
 @pytest.mark.live
-@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs Redis (REDIS_URL), see scripts/test")
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"),
+                    reason="needs Redis (REDIS_URL), see scripts/test")
 def test_real_beat_keeps_its_check_passing_until_it_stops(tmp_path):
     """celery beat with the liveness scheduler, as compose runs it: healthy while
     it runs, stale once it is stopped (SIGSTOP: stuck, not dead)."""
