@@ -287,7 +287,9 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
         drop()
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["tables_before"] == got["tables_after"]  # no table made or dropped
+    # none dropped; the one made is monitors 0019's chores (the watchdog's claim row)
+    assert sorted(set(got["tables_after"]) - set(got["tables_before"])) == ["monitors_chore"]
+    assert set(got["tables_before"]) <= set(got["tables_after"])
     assert got["changed"] == ["alerts_channel", "alerts_delivery", "alerts_incidentevent",
                               "auth_permission", "django_content_type", "monitors_monitor",
                               "monitors_profile"]
@@ -301,14 +303,15 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
                                     "monitors_profile": ["email_verified_at"]}
     assert got["columns_kept"] and got["monitor_new"] == [["", "", 0]]
     assert got["verified"] == [True] and got["permissions_kept"]
-    assert got["new_types"] == [["accounts", "invitation"], ["accounts", "setuptoken"]]
+    assert got["new_types"] == [["accounts", "invitation"], ["accounts", "setuptoken"],
+                                ["monitors", "chore"]]
     assert got["rows"]["monitors_apikey"] == got["rows"]["alerts_deliveryattempt"] == 1
     assert got["rows"]["alerts_delivery"] == 2
     # the same content type rows, relabelled: permissions and the admin log follow
     assert [(label, model) for label, model, _ in got["types"]] == [
         ("accounts", m) for m in ("apikey", "membership", "organisation", "profile", "project")]
     assert [i for *_, i in got["types"]] == [i for *_, i in got["types_before"]]
-    assert got["type_count"][0] + 2 == got["type_count"][1]
+    assert got["type_count"][0] + 3 == got["type_count"][1]  # the three new_types
     assert got["permissions"] == 7 * 4 and got["log_entry_type"] == ["accounts"]
     assert got["key"] == "acme"  # an old key still finds its project
     assert got["member"] == [["ann", "acme", "owner"]] and got["profile"] == "Europe/Berlin"
@@ -361,11 +364,12 @@ def test_each_app_migrates_to_zero_and_back_on_an_empty_database(tmp_path):
         drop()
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split("\n")
-    # accounts' moved models keep the monitors_* tables: its zero drops only its own
-    # (accounts 0003's invitations and setup tokens); the monitors and alerts
+    # accounts' moved models keep the monitors_* tables: its zero drops its own
+    # (accounts 0003's invitations and setup tokens) and monitors 0019's chores
+    # (after monitors 0018, which needs accounts); the monitors and alerts
     # migrations interleave (monitors/0004 copies a relation into alerts/0007), so
     # either one's zero takes both, and accounts (0001 needs monitors' tables); each
     # comes back whole
-    assert lines[:4] == ["accounts ['accounts'] True 0",
+    assert lines[:4] == ["accounts ['accounts', 'monitors'] True 0",
                          "alerts ['accounts', 'alerts', 'monitors'] True 0",
                          "monitors ['accounts', 'alerts', 'monitors'] True 0", "monitor o"]
