@@ -82,6 +82,17 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class NoTraceback(logging.Filter):
+    """Drops a record's traceback, keeping its line: for loggers whose records any
+    client can cause (``django.security.DisallowedHost``: a request with a Host
+    ALLOWED_HOSTS does not list), so that a flood of them is a line each, not a
+    traceback each."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = record.exc_text = None
+        return True
+
+
 def iso_time(record: logging.LogRecord) -> str:
     """The record's time as ISO 8601 UTC with milliseconds: ``2026-12-01T18:31:11.123Z``."""
     return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"

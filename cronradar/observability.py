@@ -13,7 +13,7 @@
 
 Neither is required. Either set while the ``observability`` extra is not installed
 stops the start with ImproperlyConfigured naming
-``pip install 'cronradar[observability]'``.
+the observability extra (``.venv/bin/pip install -e '.[observability]'`` in a clone).
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ import os
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-EXTRA = "pip install 'cronradar[observability]'"
+EXTRA = ("install the observability extra: in a clone, .venv/bin/pip install -e "
+         "'.[observability]' (the image has it)")
 _done: set[str] = set()
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 
@@ -30,6 +31,7 @@ from core import logs
 Handler = Callable[[dict, Callable], Iterable[bytes]]
 access = logging.getLogger("cronradar.access")
 REQUEST_ID_MAX = 200  # characters of a proxy's X-Request-ID that are taken
+_GIVEN_ID = re.compile(r"[A-Za-z0-9._:-]{1,%d}" % REQUEST_ID_MAX, re.ASCII)
 
 
 def healthz(environ: dict, start_response) -> list[bytes]:
@@ -71,13 +73,21 @@ new_request_id = _Ids()
 
 def request_id(environ: dict, trusted: bool) -> str:
     """The request's id: the proxy's ``X-Request-ID`` when ``trusted``
-    (``CRONRADAR_TRUST_X_FORWARDED_FOR``) and it is 1-200 printable ASCII
-    characters, else a new one (:data:`new_request_id`: 24 hex digits)."""
-    if trusted:
-        given = environ.get("HTTP_X_REQUEST_ID", "")
-        if 0 < len(given) <= REQUEST_ID_MAX and given.isascii() and given.isprintable():
-            return given
+    (``CRONRADAR_TRUST_X_FORWARDED_FOR``) and it is 1-200 letters, digits and
+    ``-_.:`` (a UUID, nginx's ``$request_id``; nothing that could pose as another
+    field of a plain line), else a new one (:data:`new_request_id`: 24 hex digits)."""
+    if trusted and _GIVEN_ID.fullmatch(environ.get("HTTP_X_REQUEST_ID", "")):
+        return environ["HTTP_X_REQUEST_ID"]
     return new_request_id()
+
+
+def _quoted(text: str) -> str:
+    """``text`` for a double-quoted field of the access line: backslashes and
+    quotes escaped, so a path or user agent cannot close its quotes and pose as
+    the fields after it (the formatter escapes control characters)."""
+    if "\\" in text or '"' in text:
+        return text.replace("\\", "\\\\").replace('"', '\\"')
+    return text
 
 
 class Probes:
@@ -125,7 +135,8 @@ class Probes:
         client = self.client_address(environ) or ""
         agent = environ.get("HTTP_USER_AGENT", "")
         method = environ.get("REQUEST_METHOD", "")
-        access.info('%s %s %s %.1fms %s "%s"', method, path, code or "-", ms, client, agent,
+        access.info('%s "%s" %s %.1fms %s "%s"', method, _quoted(path), code or "-", ms, client,
+                    _quoted(agent),
                     extra={"method": method, "path": path, "status": code,
                            "duration_ms": round(ms, 1), "client": client,
                            "user_agent": agent})

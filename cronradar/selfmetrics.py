@@ -199,17 +199,18 @@ def _token_matches(given: str) -> bool:
 def refusal(environ: dict) -> tuple[str, list, str] | None:
     """None when the request may read ``/metrics``; else (status line, extra
     headers, message): ``401`` (with ``WWW-Authenticate``) for a bearer token that
-    is not ``CRONRADAR_METRICS_TOKEN`` from an address not allowed, ``403`` for
-    no token from an address not allowed."""
+    is not ``CRONRADAR_METRICS_TOKEN``, from any address (a scraper whose token is
+    wrong should hear so, not be let in by its address), ``403`` for no token
+    from an address not allowed."""
     scheme, _, given = environ.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
     bearer = scheme.lower() == "bearer" and given.strip() != ""
-    if bearer and _token_matches(given.strip()):
-        return None
-    if _address_allowed(environ):
-        return None
     if bearer:
+        if _token_matches(given.strip()):
+            return None
         return ("401 Unauthorized", [("WWW-Authenticate", 'Bearer realm="metrics"')],
                 "wrong metrics token: send Authorization: Bearer <CRONRADAR_METRICS_TOKEN>")
+    if _address_allowed(environ):
+        return None
     return ("403 Forbidden", [],
             "forbidden: /metrics is readable with Authorization: Bearer "
             "<CRONRADAR_METRICS_TOKEN> or from an address in CRONRADAR_METRICS_ALLOWED "

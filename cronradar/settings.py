@@ -392,6 +392,11 @@ CRONRADAR_METRICS_PORT = env_int("CRONRADAR_METRICS_PORT", default=0)
 # healthy, and <url>/fail with the reason when it is not. Empty: off.
 CRONRADAR_WATCHDOG_URL = env.str("CRONRADAR_WATCHDOG_URL", default="").strip()
 CRONRADAR_WATCHDOG_INTERVAL = env_float("CRONRADAR_WATCHDOG_INTERVAL", default=60.0)
+if CRONRADAR_WATCHDOG_URL and not (urlsplit(CRONRADAR_WATCHDOG_URL).scheme in ("http", "https")
+                                   and urlsplit(CRONRADAR_WATCHDOG_URL).hostname):
+    raise ImproperlyConfigured(f"CRONRADAR_WATCHDOG_URL={CRONRADAR_WATCHDOG_URL!r}: use an "
+                               "http:// or https:// ping URL, like https://hc-ping.com/<uuid> "
+                               "(empty: off)")
 for _name, _low in (("CRONRADAR_READY_EVALUATOR_LAG", 1), ("CRONRADAR_READY_DELIVERY_LAG", 1),
                     ("CRONRADAR_METRICS_PORT", 0), ("CRONRADAR_WATCHDOG_INTERVAL", 1)):
     if globals()[_name] < _low:
@@ -418,12 +423,19 @@ OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"ids": {"()": "core.logs.ContextFilter"}},
+    "filters": {"ids": {"()": "core.logs.ContextFilter"},
+                "no_traceback": {"()": "core.logs.NoTraceback"}},
     "formatters": {"plain": {"()": "core.logs.PlainFormatter"},
                    "json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["ids"],
                              "formatter": CRONRADAR_LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"},
+                # a line each request, with the full URL: a webhook's or the
+                # watchdog's path is a secret (a Slack hook URL, a check's UUID)
+                "httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"},
+                # any client can send a Host ALLOWED_HOSTS does not list: a line, not
+                # a traceback, each
+                "django.security.DisallowedHost": {"filters": ["no_traceback"]}},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

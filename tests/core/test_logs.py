@@ -188,3 +188,22 @@ def test_quiet_outage_swallows_only_database_errors(recorded, monkeypatch):
     assert [(r.levelname, r.getMessage().split(" since ")[0].split(" after ")[0])
             for r in records] == [("ERROR", "database unreachable"),
                                   ("INFO", "database reachable again")]
+
+
+def test_a_bad_host_is_a_line_without_a_traceback(client, caplog):
+    """Any client can send a Host ALLOWED_HOSTS does not list (QA: 15 lines each)."""
+    from django.test import override_settings
+
+    with override_settings(ALLOWED_HOSTS=["cron.example.com"]), \
+            caplog.at_level(logging.WARNING, logger="django.security.DisallowedHost"):
+        assert client.get("/", HTTP_HOST="evil.example").status_code == 400
+    [record] = [r for r in caplog.records if r.name == "django.security.DisallowedHost"]
+    assert record.exc_info is None and record.exc_text is None
+    assert record.getMessage().startswith("Invalid HTTP_HOST header: 'evil.example'.")
+
+
+def test_outgoing_request_lines_are_not_logged():
+    """httpx logs each request's full URL at INFO: a webhook's or the watchdog's path
+    is a secret (a Slack hook URL, a check's UUID)."""
+    assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
+    assert logging.getLogger("httpcore").getEffectiveLevel() == logging.WARNING

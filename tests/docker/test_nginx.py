@@ -92,3 +92,24 @@ def test_nginx_refuses_metrics_and_passes_the_rest(behind_nginx):
     assert httpx.get(base + "/ping/abc", timeout=5).text == "app"
     assert httpx.get(base + "/metrics/", timeout=5).text == "app"  # only /metrics itself
     assert "/metrics" not in seen and seen == ["/ping/abc", "/metrics/"]
+
+
+def test_nginx_sets_its_own_request_id_over_the_clients(tmp_path):
+    """CronRadar takes X-Request-ID from a trusted proxy (compose turns the trust on):
+    nginx must set its own, or any client picks the id of its log lines."""
+    if NGINX_BIN is None:
+        pytest.skip("nginx is not installed (apt-get install nginx-light)")
+    ids = []
+
+    def app(environ, start_response):
+        ids.append(environ.get("HTTP_X_REQUEST_ID"))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"app"]
+
+    with serving(app) as backend_port:
+        for base, _ in _nginx(tmp_path, backend_port, []):
+            httpx.get(base + "/ping/abc", headers={"X-Request-ID": "forged"}, timeout=5)
+            httpx.get(base + "/ping/abc", timeout=5)
+    given = ids[-2:]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i or "") for i in given), given
+    assert given[0] != given[1]

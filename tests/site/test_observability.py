@@ -141,4 +141,5 @@ def test_without_the_extra_the_start_stops_naming_it(variable, module):
     assert re.fullmatch(
         f"django.core.exceptions.ImproperlyConfigured: {variable} is set but the "
         rf"observability extra is not installed \({re.escape(module)}[.\w]*\): "
-        + re.escape("pip install 'cronradar[observability]'"), last), last
+        + re.escape("install the observability extra: in a clone, .venv/bin/pip install -e "
+                    "'.[observability]' (the image has it)"), last), last

@@ -71,11 +71,16 @@ def test_behind_a_trusted_proxy_its_request_id_is_taken_and_echoed(make_monitor,
     settings.CRONRADAR_TRUST_X_FORWARDED_FOR = True
     m = make_monitor()
     site = _site()
-    assert wsgi_call(site, f"/ping/{m.uuid}", headers={"X-Request-ID": "req-42 a"}
-                     )[1]["X-Request-ID"] == "req-42 a"
+    nginx = "0f9e8d7c6b5a49382716a5b4c3d2e1f0"  # nginx's $request_id: 32 hex digits
+    assert wsgi_call(site, f"/ping/{m.uuid}", headers={"X-Request-ID": nginx}
+                     )[1]["X-Request-ID"] == nginx
+    assert wsgi_call(site, f"/ping/{m.uuid}", headers={"X-Request-ID": "req-4.2:a_b"}
+                     )[1]["X-Request-ID"] == "req-4.2:a_b"
     assert wsgi_call(site, "/accounts/login/", host="testserver",
                      headers={"X-Request-ID": "a" * 200})[1]["X-Request-ID"] == "a" * 200
-    for bad in ("a" * 201, "a\x1bb", "é", ""):
+    # too long, control characters, non-ASCII, empty, and what could pose as another
+    # field of a plain line (QA: "a]b [request_id=forged")
+    for bad in ("a" * 201, "a\x1bb", "é", "", "req-42 a", "a]b [request_id=forged", 'a"b'):
         given = wsgi_call(site, f"/ping/{m.uuid}", headers={"X-Request-ID": bad})
         assert GENERATED.fullmatch(given[1]["X-Request-ID"])
 
@@ -126,10 +131,22 @@ def test_access_line_escapes_every_client_value_in_plain_format(make_monitor, se
     assert len(lines) == 1
     time, rest = lines[0].split(" ", 1)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", time)
-    head = (f"INFO cronradar.access [request_id={rid}] GET /ping/{m.uuid}/\\nINJECTED"
-            f"?x=\\r\\nINJECTED 400 ")
+    head = (f'INFO cronradar.access [request_id={rid}] GET "/ping/{m.uuid}/\\nINJECTED'
+            f'?x=\\r\\nINJECTED" 400 ')
     assert re.fullmatch(re.escape(head) + r"\d+\.\dms "
                         + re.escape('198.51.100.7 "curl\\nINJECTED"'), rest), rest
+
+
+@pytest.mark.django_db
+def test_access_line_quotes_cannot_be_closed_by_the_client(make_monitor, settings):
+    """QA: ``curl -A 'x" 200 0.1ms 1.2.3.4 "forged'`` posed as the fields after it."""
+    settings.CRONRADAR_ACCESS_LOG = True
+    m = make_monitor()
+    lines, _ = _access_lines(logs.PlainFormatter(), f'/ping/{m.uuid}/a" 200 "b',
+                             headers={"User-Agent": 'x" 200 0.1ms 1.2.3.4 "forged\\'})
+    assert lines[0].endswith(f'GET "/ping/{m.uuid}/a\\" 200 \\"b" 400 '
+                             + lines[0].rsplit(" 400 ", 1)[1].split(" ")[0]
+                             + ' 127.0.0.1 "x\\" 200 0.1ms 1.2.3.4 \\"forged\\\\"'), lines[0]
 
 
 @pytest.mark.django_db
@@ -144,7 +161,7 @@ def test_access_line_in_json_has_the_request_fields(make_monitor, settings):
     line = json.loads(lines[0])
     assert isinstance(line.pop("duration_ms"), float)
     assert line.pop("time").endswith("Z")
-    assert line.pop("message").startswith(f"GET /ping/{m.uuid}/\nINJECTED 400 ")
+    assert line.pop("message").startswith(f'GET "/ping/{m.uuid}/\nINJECTED" 400 ')
     assert line == {
         "level": "INFO", "logger": "cronradar.access", "request_id": rid,
         "method": "GET", "path": f"/ping/{m.uuid}/\nINJECTED",

@@ -253,6 +253,10 @@ def test_a_wrong_token_is_401(app, db, token):
     assert body == b"wrong metrics token: send Authorization: Bearer <CRONRADAR_METRICS_TOKEN>\n"
     assert wsgi_call(app, "/metrics", remote_addr=OUTSIDE,
                      headers={"Authorization": f"Basic {token}"})[0] == "403 Forbidden"
+    # from an allowed address too: a scraper with a wrong token hears so
+    assert wsgi_call(app, "/metrics", remote_addr="127.0.0.1",
+                     headers={"Authorization": "Bearer s3cret-tokeN"})[0] == "401 Unauthorized"
+    assert wsgi_call(app, "/metrics", remote_addr="127.0.0.1")[0] == "200 OK"
 
 
 def test_no_token_setting_means_no_token_works(app, db, settings):

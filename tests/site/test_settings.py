@@ -100,3 +100,14 @@ def test_a_bad_ping_host_stops_the_start_with_one_line(value, message, tmp_path)
     assert done.returncode != 0
     assert done.stderr.strip().splitlines()[-1] == (
         f"configuration error: CRONRADAR_PING_HOST={value!r}{message}")
+
+
+@pytest.mark.parametrize("value", ["notaurl", "hc-ping.com/abc", "ftp://example.com/x", "https://"])
+def test_a_bad_watchdog_url_stops_the_start_with_one_line(value, tmp_path):
+    done = check(CRONRADAR_DATA_DIR=str(tmp_path), CRONRADAR_WATCHDOG_URL=value)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"configuration error: CRONRADAR_WATCHDOG_URL={value!r}: use an http:// or https:// "
+        "ping URL, like https://hc-ping.com/<uuid> (empty: off)")
+    assert check(CRONRADAR_DATA_DIR=str(tmp_path),
+                 CRONRADAR_WATCHDOG_URL="https://hc-ping.com/x?rid=1").returncode == 0
