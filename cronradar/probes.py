@@ -31,7 +31,7 @@ from core import logs
 Handler = Callable[[dict, Callable], Iterable[bytes]]
 access = logging.getLogger("cronradar.access")
 REQUEST_ID_MAX = 200  # characters of a proxy's X-Request-ID that are taken
-_GIVEN_ID = re.compile(r"[A-Za-z0-9._:-]{1,%d}" % REQUEST_ID_MAX, re.ASCII)
+_GIVEN_ID = re.compile(rf"[A-Za-z0-9._:-]{{1,{REQUEST_ID_MAX}}}", re.ASCII)
 
 
 def healthz(environ: dict, start_response) -> list[bytes]:
