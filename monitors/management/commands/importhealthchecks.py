@@ -4,8 +4,6 @@ check of a Healthchecks project, with the check's UUID (so its ping URLs keep
 working), and print what was created, updated, left unchanged, reported and not
 mapped (the work is :mod:`monitors.imports.healthchecks`). Only those report
 lines are printed: httpx's own request log (INFO) is silenced while it runs."""
-import logging
-from contextlib import contextmanager
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
@@ -51,8 +49,7 @@ class Command(BaseCommand):
         source = url or from_json
         try:
             if url:
-                with quiet("httpx"):
-                    checks = healthchecks.fetch_checks(url, api_key)
+                checks = healthchecks.fetch_checks(url, api_key)
             else:
                 checks = healthchecks.read_checks(spec.read_file(from_json), from_json)
             parsed, outcome = healthchecks.import_checks(
@@ -62,19 +59,6 @@ class Command(BaseCommand):
             raise CommandError(f"{source}: {e}") from None
         for line in apply.report_lines(outcome.as_dict(parsed)):
             self.stdout.write(line)
-
-
-@contextmanager
-def quiet(name: str):
-    """Logger ``name`` says only warnings and errors inside the block (its level is
-    restored after it)."""
-    logger = logging.getLogger(name)
-    level = logger.level
-    logger.setLevel(max(level, logging.WARNING))
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _project(name: str | None, organisation: str | None) -> Project:
