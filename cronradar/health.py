@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
@@ -274,8 +275,9 @@ def _first_line(exc: Exception) -> str:
 
 
 def _s(duration: timedelta) -> str:
-    """Seconds, to a tenth, without a trailing ``.0``: ``45``, ``30.5``."""
-    return f"{round(duration.total_seconds(), 1):g}"
+    """Whole seconds, rounded up: ``45``, ``102`` (for 101.4 s), so that a figure
+    past a whole limit never reads as the limit (``31 s ago (limit 30 s)``)."""
+    return str(math.ceil(duration.total_seconds()))
 
 
 # --- GET /readyz ------------------------------------------------------------------------

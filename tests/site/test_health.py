@@ -243,7 +243,7 @@ def test_the_evaluator_limit_is_the_setting_and_exactly_it_is_still_ok(settings)
     assert check(NOW, ["evaluator"]) == {"evaluator": Part("ok")}
     evaluator_ticked(s(30.5))  # an older span: the latest counts
     assert check(NOW + s(0.5), ["evaluator"]) == {
-        "evaluator": Part("stalled", "last tick 30.5 s ago (limit 30 s)")}
+        "evaluator": Part("stalled", "last tick 31 s ago (limit 30 s)")}
     settings.CRONRADAR_READY_EVALUATOR_LAG = 31
     assert check(NOW + s(0.5), ["evaluator"]) == {"evaluator": Part("ok")}
 
@@ -260,6 +260,17 @@ def test_an_evaluator_ticking_but_far_behind_is_stalled(make_monitor):
     Monitor.objects.filter(pk=m.pk).update(next_evaluation_at=NOW - s(31))
     assert check(NOW, ["evaluator"]) == {
         "evaluator": Part("stalled", "a monitor has been due for 31 s (limit 30 s)")}
+
+
+def test_figures_are_whole_seconds_rounded_up(make_monitor, due_delivery):
+    """docs/operations.md: whole seconds; a figure past the limit never reads as it."""
+    m = make_monitor()
+    Monitor.objects.filter(pk=m.pk).update(next_evaluation_at=NOW - s(101.4))
+    due_delivery(NOW - s(300.2))
+    assert check(NOW, ["evaluator", "deliveries"]) == {
+        "evaluator": Part("stalled", "a monitor has been due for 102 s (limit 30 s)"),
+        "deliveries": Part("backlog", "the oldest delivery that can be sent has waited "
+                                      "301 s (limit 300 s)")}
 
 
 def test_with_liveness_off_the_evaluator_is_off_unless_monitors_show_it_behind(settings,
