@@ -4,6 +4,8 @@ import contextlib
 import json
 import os
 import socket
+import threading
+import time
 
 import pytest
 from django.db import connection, connections
@@ -14,12 +16,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts import backlog
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
-from cronradar import health
+from cronradar import guard, health
 from cronradar.health import Part, ReadinessCollector, check
 from cronradar.probes import Probes
 from monitors.models import LivenessSpan, Monitor
 from tests.conftest import T0, s
-from tests.helpers import wsgi_call
+from tests.helpers import StuckRead, wsgi_call
 
 pytestmark = pytest.mark.django_db
 NOW = T0
@@ -225,6 +227,104 @@ def test_migration_files_that_do_not_load_leave_migrations_unknown(monkeypatch):
                                           "'monitors.migrations.0099_x'")}
     finally:
         health.leaves.cache_clear()
+
+# --- a database that does not answer ----------------------------------------------------
+
+LATE = "not checked: the database did not answer within 1 s"
+SILENT = {"database": "unreachable", "migrations": "unknown", "redis": "unknown",
+          "evaluator": "unknown", "deliveries": "unknown",
+          "detail": {"database": "no answer within 1 s", "migrations": DB_DOWN,
+                     "redis": LATE, "evaluator": DB_DOWN, "deliveries": DB_DOWN}}
+
+
+@pytest.fixture
+def silent_database(settings, monkeypatch):
+    """The first read of the database never answers (until the test ends); the
+    probes wait the default second for it."""
+    settings.CRONRADAR_READY_TIMEOUT = 1
+    stuck = StuckRead(returns=set())
+    monkeypatch.setattr(health, "_recorded", stuck)
+    yield stuck
+    stuck.free()
+
+
+def timed(path="/readyz"):
+    began = time.monotonic()
+    answer = readyz(path)
+    return answer[::2], time.monotonic() - began
+
+
+def test_a_database_that_does_not_answer_fails_within_a_second(silent_database):
+    answer, took = timed()
+    assert answer == ("503 Service Unavailable", SILENT)
+    assert 1 <= took < 1.3
+    assert silent_database.threads == ["cronradar-probe-reads"]  # never the request's thread
+
+
+def test_while_a_read_is_stuck_probes_answer_at_once_and_start_none(silent_database):
+    timed()
+    for path, body in (("/readyz", SILENT),
+                       ("/readyz?parts=database,migrations", {
+                           "database": "unreachable", "migrations": "unknown",
+                           "detail": {"database": "no answer within 1 s",
+                                      "migrations": DB_DOWN}})):
+        answer, took = timed(path)
+        assert answer == ("503 Service Unavailable", body)
+        assert took < 0.2
+    assert timed("/readyz?parts=redis")[0] == ("200 OK", {"redis": "off"})  # no database read
+    assert len(silent_database.threads) == 1
+
+
+def test_a_concurrent_probe_answers_when_the_first_gives_up_without_a_second_read(
+        silent_database):
+    answers = []
+    first = threading.Thread(target=lambda: answers.append(timed()))
+    began = time.monotonic()
+    first.start()
+    while not silent_database.threads:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert timed()[0] == ("503 Service Unavailable", SILENT)
+    assert 1 <= time.monotonic() - began < 1.3
+    first.join()
+    assert answers[0][0] == ("503 Service Unavailable", SILENT)
+    assert len(silent_database.threads) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reads_run_on_the_probes_thread_and_see_the_database(settings, monkeypatch):
+    """The real path: /readyz's reads on cronradar.guard's thread (its own
+    connection: the rows are committed here)."""
+    settings.CRONRADAR_READY_TIMEOUT = 1
+    threads = []
+    real = health._recorded
+
+    def spy(wanted):
+        threads.append(threading.current_thread().name)
+        return real(wanted)
+
+    monkeypatch.setattr(health, "_recorded", spy)
+    try:
+        assert readyz()[::2] == ("200 OK", ALL_OK)
+        LivenessSpan.objects.all().delete()
+        assert readyz()[::2] == ("503 Service Unavailable", {
+            **ALL_OK, "evaluator": "stalled", "detail": {"evaluator": "no tick recorded"}})
+    finally:
+        guard.within(connections.close_all, 5)  # its connection: the test database may go
+    assert threads == ["cronradar-probe-reads"] * 2
+
+
+def test_the_collector_reads_within_the_timeout(silent_database):
+    registry = CollectorRegistry()
+    registry.register(ReadinessCollector())
+    began = time.monotonic()
+    text = generate_latest(registry).decode()
+    assert 1 <= time.monotonic() - began < 1.3
+    assert [line for line in text.splitlines() if not line.startswith("#")] == [
+        'cronradar_ready{part="database"} 0.0', 'cronradar_ready{part="migrations"} 0.0',
+        'cronradar_ready{part="redis"} 0.0', 'cronradar_ready{part="evaluator"} 0.0',
+        'cronradar_ready{part="deliveries"} 0.0']
+
 
 # --- the evaluator ------------------------------------------------------------------------
 
