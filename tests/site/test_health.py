@@ -480,3 +480,72 @@ def test_the_collector_exports_each_part_1_when_ready_0_when_failing():
         'cronradar_ready{part="redis"} 1.0\n'
         'cronradar_ready{part="evaluator"} 0.0\n'
         'cronradar_ready{part="deliveries"} 1.0\n')
+
+
+@pytest.mark.live
+def test_granian_probes_answer_within_a_second_while_the_database_hangs(tmp_path):
+    """The QA case: granian as documented (2 workers x 2 threads), the database
+    taken by another process before the server starts (an exclusive SQLite lock:
+    every connection waits its 30 s busy timeout, as on a PostgreSQL that accepts
+    and never answers). Six
+    concurrent readiness probes each answer within about a second, later ones at
+    once, and /healthz keeps answering."""
+    import concurrent.futures
+    import sqlite3
+    import subprocess
+    import sys
+
+    import httpx
+
+    from tests.live import ROOT, free_port
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CRONRADAR_", "DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS"))}
+    env.update(CRONRADAR_DATA_DIR=str(tmp_path), CRONRADAR_LIVENESS_INTERVAL="0")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
+                   check=True, timeout=120)
+    lock = sqlite3.connect(tmp_path / "cronradar.sqlite3", isolation_level=None, timeout=10)
+    lock.execute("PRAGMA locking_mode=EXCLUSIVE")
+    lock.execute("BEGIN EXCLUSIVE")
+    lock.execute("DELETE FROM django_session")
+    port = free_port()
+    web = subprocess.Popen(
+        [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
+         "--port", str(port), "--workers", "2", "--blocking-threads", "2",
+         "cronradar.wsgi:application"], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline and web.poll() is None
+            time.sleep(0.2)
+
+        def probe(path):
+            began = time.monotonic()
+            r = httpx.get(base + path, timeout=10)
+            return r.status_code, r.json(), time.monotonic() - began
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(probe, ["/readyz?parts=database,migrations"] * 6))
+        assert {(status, json.dumps(body)) for status, body, _ in answers} == {
+            (503, json.dumps({"database": "unreachable", "migrations": "unknown",
+                              "detail": {"database": "no answer within 1 s",
+                                         "migrations": DB_DOWN}}))}
+        assert max(took for *_, took in answers) < 2.5  # a second each, two threads each
+        began = time.monotonic()
+        assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200
+        status, body, took = probe("/readyz")
+        assert (status, body["database"], body["detail"]["database"]) == (
+            503, "unreachable", "no answer within 1 s")
+        assert took < 0.5  # the stuck read is still stuck: at once
+        assert time.monotonic() - began < 1
+    finally:
+        lock.close()
+        web.terminate()
+        web.wait(30)
