@@ -24,13 +24,17 @@ finds: an unexpected error becomes that part's ``unknown`` with its reason.
 
 :func:`readyz` answers ``GET /readyz`` with them (:mod:`cronradar.probes` routes it
 there, ahead of Django); :class:`ReadinessCollector` exports them as
-``cronradar_ready{part}``.
+``cronradar_ready{part}``. Both read through :func:`check_within`: on the probes'
+background thread (:mod:`cronradar.guard`), waited for at most
+``CRONRADAR_READY_TIMEOUT`` seconds, so that a database that does not answer
+never holds a request thread.
 """
 from __future__ import annotations
 
 import functools
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
@@ -46,6 +50,7 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
 from alerts import backlog
+from cronradar import guard
 from monitors import evaluator, liveness
 
 log = logging.getLogger(__name__)
@@ -111,6 +116,31 @@ def check(now: datetime, parts: Iterable[str] | None = None) -> dict[str, Part]:
     if REDIS in wanted:
         out[REDIS] = _redis()
     return {name: out[name] for name in PARTS if name in wanted}
+
+
+def check_within(now: datetime, parts: Iterable[str] | None = None) -> dict[str, Part]:
+    """:func:`check`, its reads waited for at most ``CRONRADAR_READY_TIMEOUT``
+    seconds (:func:`cronradar.guard.within`): what the probes answer. When the
+    database reads do not answer in time, or an earlier one is still stuck, at
+    once :func:`silent`. ``redis`` alone (no database read) is checked inline:
+    its own timeouts bound it. ValueError for an unknown part name."""
+    wanted = PARTS if parts is None else _known(parts)
+    if not {DATABASE, MIGRATIONS, EVALUATOR, DELIVERIES} & set(wanted):
+        return check(now, wanted)
+    answered, results = guard.within(lambda: check(now, wanted))
+    return results if answered else silent(wanted)
+
+
+def silent(parts: Iterable[str]) -> dict[str, Part]:
+    """The answer when the database reads did not answer within
+    ``CRONRADAR_READY_TIMEOUT``: ``database`` is ``unreachable`` (``no answer
+    within 1 s``), every other part of ``parts`` ``unknown``."""
+    waited = f"{settings.CRONRADAR_READY_TIMEOUT:g}"
+    late = {DATABASE: Part(Status.UNREACHABLE, f"no answer within {waited} s"),
+            REDIS: Part(Status.UNKNOWN, f"not checked: the database did not answer "
+                                        f"within {waited} s")}
+    return {name: late.get(name, Part(Status.UNKNOWN, UNREACHED))
+            for name in PARTS if name in set(parts)}
 
 
 def _known(parts: Iterable[str]) -> tuple[str, ...]:
@@ -274,8 +304,9 @@ def _first_line(exc: Exception) -> str:
 
 
 def _s(duration: timedelta) -> str:
-    """Seconds, to a tenth, without a trailing ``.0``: ``45``, ``30.5``."""
-    return f"{round(duration.total_seconds(), 1):g}"
+    """Whole seconds, rounded up: ``45``, ``102`` (for 101.4 s), so that a figure
+    past a whole limit never reads as the limit (``31 s ago (limit 30 s)``)."""
+    return str(math.ceil(duration.total_seconds()))
 
 
 # --- GET /readyz ------------------------------------------------------------------------
@@ -294,7 +325,7 @@ def readyz(environ: dict, start_response) -> list[bytes]:
         parts = _asked(environ.get("QUERY_STRING", ""))
     except ValueError as exc:
         return _answer(start_response, "400 Bad Request", {"parts": [str(exc)]}, method == "HEAD")
-    results = check(timezone.now(), parts)
+    results = check_within(timezone.now(), parts)
     body: dict = {name: str(part.status) for name, part in results.items()}
     failing = {name: part.detail for name, part in results.items() if part.failing}
     if failing:
@@ -327,7 +358,7 @@ def _answer(start_response, status: str, body: dict, head: bool,
 
 class ReadinessCollector:
     """A ``prometheus_client`` collector: ``cronradar_ready{part}``, 1 when the part
-    is ``ok`` or ``off``, 0 when it fails, read by :func:`check` at each scrape
+    is ``ok`` or ``off``, 0 when it fails, read by :func:`check_within` at each scrape
     (register it with ``registry.register(ReadinessCollector())``)."""
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
@@ -337,7 +368,7 @@ class ReadinessCollector:
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """One sample per part of :data:`PARTS`."""
         family = self._family()
-        for name, part in check(timezone.now()).items():
+        for name, part in check_within(timezone.now()).items():
             family.add_metric([name], 0 if part.failing else 1)
         yield family
 

@@ -40,7 +40,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 import core.metrics  # noqa: F401  (the process metrics exist, at 0, from the first scrape)
 from alerts import backlog
-from cronradar import health
+from cronradar import guard, health
 from monitors import evaluator, liveness
 from monitors.views import client_address
 
@@ -63,20 +63,35 @@ def _read_database() -> dict:
             "failing": backlog.channels_failing()}
 
 
-def _outage(exc: Exception) -> None:
-    connection.close()  # a broken connection: the next scrape opens a new one
+def _read_retried() -> dict:
+    """:func:`_read_database`, once more on a new connection when it fails (a
+    connection cut while idle). Raises DatabaseError; the connection it leaves
+    is closed then (the next scrape opens a new one)."""
+    try:
+        try:
+            return _read_database()
+        except DatabaseError:
+            connection.close()
+            return _read_database()
+    except DatabaseError:
+        connection.close()
+        raise
+
+
+def _outage(why: Exception | str) -> None:
     now = time.monotonic()
     if not _last_outage_log or now - _last_outage_log[0] >= OUTAGE_LOG_EVERY:
         _last_outage_log[:] = [now]
-        log.warning("/metrics: database unavailable, its series left out: %s", exc)
+        log.warning("/metrics: database unavailable, its series left out: %s", why)
 
 
 class DatabaseCollector:
     """The series read from the database at each scrape:
 
     - ``cronradar_metrics_database_up`` (gauge): 1 when the readings below could
-      be made, 0 when the database could not be read (they are left out then;
-      the scrape still answers 200);
+      be made, 0 when the database could not be read or did not answer within
+      ``CRONRADAR_READY_TIMEOUT`` seconds (:mod:`cronradar.guard`; they are left
+      out then; the scrape still answers 200);
     - ``cronradar_evaluator_lag_seconds`` (gauge): now minus the earliest
       ``next_evaluation_at`` that is due, 0 when none is;
     - ``cronradar_evaluator_last_tick_timestamp_seconds`` (gauge, Unix time): the
@@ -91,13 +106,14 @@ class DatabaseCollector:
 
     def collect(self):
         try:
-            try:
-                read = _read_database()
-            except DatabaseError:
-                connection.close()  # a connection cut while idle: once more on a new one
-                read = _read_database()
+            answered, read = guard.within(_read_retried)
         except DatabaseError as exc:
             _outage(exc)
+            answered = False
+        else:
+            if not answered:
+                _outage(f"no answer within {settings.CRONRADAR_READY_TIMEOUT:g} s")
+        if not answered:
             yield GaugeMetricFamily("cronradar_metrics_database_up",
                                     "1 when /metrics could read the database", value=0)
             return

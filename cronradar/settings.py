@@ -149,6 +149,9 @@ if "DATABASE_URL" in env:
     # for cursors that bind on the server: only core.sql's (the ping path);
     # Django's own cursors bind on the client and never prepare.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
+    # Nothing waits forever for a server that does not answer the connection
+    # (libpq's connect_timeout, seconds; ?connect_timeout= in the URL overrides it).
+    DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
 else:
     DATABASES = {
         "default": {
@@ -377,6 +380,10 @@ if not 1 <= CRONRADAR_ADVICE_MIN_RUNS <= CRONRADAR_ADVICE_RUNS:
 # CRONRADAR_READY_DELIVERY_LAG seconds. The watchdog uses the same two limits.
 CRONRADAR_READY_EVALUATOR_LAG = env_float("CRONRADAR_READY_EVALUATOR_LAG", default=30.0)
 CRONRADAR_READY_DELIVERY_LAG = env_float("CRONRADAR_READY_DELIVERY_LAG", default=300.0)
+# /readyz and /metrics wait at most this many seconds for their database reads
+# (run on a background thread, cronradar.guard); later: the database is
+# "unreachable". 0: the reads run inline, unbounded (the tests do).
+CRONRADAR_READY_TIMEOUT = env_float("CRONRADAR_READY_TIMEOUT", default=1.0)
 # GET /metrics (cronradar.selfmetrics): readable with Authorization: Bearer
 # <CRONRADAR_METRICS_TOKEN> (empty: no token works), or from the addresses and
 # networks in CRONRADAR_METRICS_ALLOWED (comma-separated; loopback by default).
@@ -398,6 +405,7 @@ if CRONRADAR_WATCHDOG_URL and not (urlsplit(CRONRADAR_WATCHDOG_URL).scheme in ("
                                "http:// or https:// ping URL, like https://hc-ping.com/<uuid> "
                                "(empty: off)")
 for _name, _low in (("CRONRADAR_READY_EVALUATOR_LAG", 1), ("CRONRADAR_READY_DELIVERY_LAG", 1),
+                    ("CRONRADAR_READY_TIMEOUT", 0),
                     ("CRONRADAR_METRICS_PORT", 0), ("CRONRADAR_WATCHDOG_INTERVAL", 1)):
     if globals()[_name] < _low:
         raise ImproperlyConfigured(f"{_name}={globals()[_name]}: use {_low} or more")

@@ -55,6 +55,14 @@ def _local_receivers(settings):
 
 
 @pytest.fixture(autouse=True)
+def _probe_reads_inline(settings):
+    """The probes' database reads run on the test's thread (cronradar.guard): the
+    test's transaction, and its rows, are that thread's. Tests of the bounded
+    wait set CRONRADAR_READY_TIMEOUT themselves."""
+    settings.CRONRADAR_READY_TIMEOUT = 0
+
+
+@pytest.fixture(autouse=True)
 def _fresh_cache(settings):
     """Rate-limit counters start at zero in every test (ids repeat across tests): a
     cache namespace of its own (Redis is never flushed: Celery's broker is there)."""

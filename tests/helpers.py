@@ -7,6 +7,8 @@ import base64
 import hashlib
 import hmac
 import json
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from math import floor
@@ -150,3 +152,29 @@ def wsgi_call(app, path: str, method: str = "GET", headers: dict | None = None,
     if hasattr(chunks, "close"):
         chunks.close()
     return seen["status"], seen["headers"], out
+
+
+class StuckRead:
+    """A probe read that blocks until ``release`` is set (a database that accepts
+    and never answers), counting the threads it was started on; call it with any
+    arguments. ``free()`` releases it and waits until cronradar.guard's thread
+    has finished it."""
+
+    def __init__(self, returns=None):
+        self.release = threading.Event()
+        self.threads: list[str] = []
+        self.returns = returns
+
+    def __call__(self, *args, **kwargs):
+        self.threads.append(threading.current_thread().name)
+        self.release.wait(30)
+        return self.returns
+
+    def free(self):
+        from cronradar import guard
+
+        self.release.set()
+        deadline = time.monotonic() + 5
+        while guard.within(lambda: None, 1) != (True, None):
+            assert time.monotonic() < deadline, "the probes' read thread is still stuck"
+            time.sleep(0.01)

@@ -4,6 +4,8 @@ import contextlib
 import json
 import os
 import socket
+import threading
+import time
 
 import pytest
 from django.db import connection, connections
@@ -14,12 +16,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts import backlog
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
-from cronradar import health
+from cronradar import guard, health
 from cronradar.health import Part, ReadinessCollector, check
 from cronradar.probes import Probes
 from monitors.models import LivenessSpan, Monitor
 from tests.conftest import T0, s
-from tests.helpers import wsgi_call
+from tests.helpers import StuckRead, wsgi_call
 
 pytestmark = pytest.mark.django_db
 NOW = T0
@@ -226,6 +228,104 @@ def test_migration_files_that_do_not_load_leave_migrations_unknown(monkeypatch):
     finally:
         health.leaves.cache_clear()
 
+# --- a database that does not answer ----------------------------------------------------
+
+LATE = "not checked: the database did not answer within 1 s"
+SILENT = {"database": "unreachable", "migrations": "unknown", "redis": "unknown",
+          "evaluator": "unknown", "deliveries": "unknown",
+          "detail": {"database": "no answer within 1 s", "migrations": DB_DOWN,
+                     "redis": LATE, "evaluator": DB_DOWN, "deliveries": DB_DOWN}}
+
+
+@pytest.fixture
+def silent_database(settings, monkeypatch):
+    """The first read of the database never answers (until the test ends); the
+    probes wait the default second for it."""
+    settings.CRONRADAR_READY_TIMEOUT = 1
+    stuck = StuckRead(returns=set())
+    monkeypatch.setattr(health, "_recorded", stuck)
+    yield stuck
+    stuck.free()
+
+
+def timed(path="/readyz"):
+    began = time.monotonic()
+    answer = readyz(path)
+    return answer[::2], time.monotonic() - began
+
+
+def test_a_database_that_does_not_answer_fails_within_a_second(silent_database):
+    answer, took = timed()
+    assert answer == ("503 Service Unavailable", SILENT)
+    assert 1 <= took < 1.3
+    assert silent_database.threads == ["cronradar-probe-reads"]  # never the request's thread
+
+
+def test_while_a_read_is_stuck_probes_answer_at_once_and_start_none(silent_database):
+    timed()
+    for path, body in (("/readyz", SILENT),
+                       ("/readyz?parts=database,migrations", {
+                           "database": "unreachable", "migrations": "unknown",
+                           "detail": {"database": "no answer within 1 s",
+                                      "migrations": DB_DOWN}})):
+        answer, took = timed(path)
+        assert answer == ("503 Service Unavailable", body)
+        assert took < 0.2
+    assert timed("/readyz?parts=redis")[0] == ("200 OK", {"redis": "off"})  # no database read
+    assert len(silent_database.threads) == 1
+
+
+def test_a_concurrent_probe_answers_when_the_first_gives_up_without_a_second_read(
+        silent_database):
+    answers = []
+    first = threading.Thread(target=lambda: answers.append(timed()))
+    began = time.monotonic()
+    first.start()
+    while not silent_database.threads:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert timed()[0] == ("503 Service Unavailable", SILENT)
+    assert 1 <= time.monotonic() - began < 1.3
+    first.join()
+    assert answers[0][0] == ("503 Service Unavailable", SILENT)
+    assert len(silent_database.threads) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reads_run_on_the_probes_thread_and_see_the_database(settings, monkeypatch):
+    """The real path: /readyz's reads on cronradar.guard's thread (its own
+    connection: the rows are committed here)."""
+    settings.CRONRADAR_READY_TIMEOUT = 1
+    threads = []
+    real = health._recorded
+
+    def spy(wanted):
+        threads.append(threading.current_thread().name)
+        return real(wanted)
+
+    monkeypatch.setattr(health, "_recorded", spy)
+    try:
+        assert readyz()[::2] == ("200 OK", ALL_OK)
+        LivenessSpan.objects.all().delete()
+        assert readyz()[::2] == ("503 Service Unavailable", {
+            **ALL_OK, "evaluator": "stalled", "detail": {"evaluator": "no tick recorded"}})
+    finally:
+        guard.within(connections.close_all, 5)  # its connection: the test database may go
+    assert threads == ["cronradar-probe-reads"] * 2
+
+
+def test_the_collector_reads_within_the_timeout(silent_database):
+    registry = CollectorRegistry()
+    registry.register(ReadinessCollector())
+    began = time.monotonic()
+    text = generate_latest(registry).decode()
+    assert 1 <= time.monotonic() - began < 1.3
+    assert [line for line in text.splitlines() if not line.startswith("#")] == [
+        'cronradar_ready{part="database"} 0.0', 'cronradar_ready{part="migrations"} 0.0',
+        'cronradar_ready{part="redis"} 0.0', 'cronradar_ready{part="evaluator"} 0.0',
+        'cronradar_ready{part="deliveries"} 0.0']
+
+
 # --- the evaluator ------------------------------------------------------------------------
 
 def test_an_evaluator_stopped_longer_than_the_limit_is_stalled():
@@ -243,7 +343,7 @@ def test_the_evaluator_limit_is_the_setting_and_exactly_it_is_still_ok(settings)
     assert check(NOW, ["evaluator"]) == {"evaluator": Part("ok")}
     evaluator_ticked(s(30.5))  # an older span: the latest counts
     assert check(NOW + s(0.5), ["evaluator"]) == {
-        "evaluator": Part("stalled", "last tick 30.5 s ago (limit 30 s)")}
+        "evaluator": Part("stalled", "last tick 31 s ago (limit 30 s)")}
     settings.CRONRADAR_READY_EVALUATOR_LAG = 31
     assert check(NOW + s(0.5), ["evaluator"]) == {"evaluator": Part("ok")}
 
@@ -260,6 +360,17 @@ def test_an_evaluator_ticking_but_far_behind_is_stalled(make_monitor):
     Monitor.objects.filter(pk=m.pk).update(next_evaluation_at=NOW - s(31))
     assert check(NOW, ["evaluator"]) == {
         "evaluator": Part("stalled", "a monitor has been due for 31 s (limit 30 s)")}
+
+
+def test_figures_are_whole_seconds_rounded_up(make_monitor, due_delivery):
+    """docs/operations.md: whole seconds; a figure past the limit never reads as it."""
+    m = make_monitor()
+    Monitor.objects.filter(pk=m.pk).update(next_evaluation_at=NOW - s(101.4))
+    due_delivery(NOW - s(300.2))
+    assert check(NOW, ["evaluator", "deliveries"]) == {
+        "evaluator": Part("stalled", "a monitor has been due for 102 s (limit 30 s)"),
+        "deliveries": Part("backlog", "the oldest delivery that can be sent has waited "
+                                      "301 s (limit 300 s)")}
 
 
 def test_with_liveness_off_the_evaluator_is_off_unless_monitors_show_it_behind(settings,
@@ -369,3 +480,72 @@ def test_the_collector_exports_each_part_1_when_ready_0_when_failing():
         'cronradar_ready{part="redis"} 1.0\n'
         'cronradar_ready{part="evaluator"} 0.0\n'
         'cronradar_ready{part="deliveries"} 1.0\n')
+
+
+@pytest.mark.live
+def test_granian_probes_answer_within_a_second_while_the_database_hangs(tmp_path):
+    """The QA case: granian as documented (2 workers x 2 threads), the database
+    taken by another process before the server starts (an exclusive SQLite lock:
+    every connection waits its 30 s busy timeout, as on a PostgreSQL that accepts
+    and never answers). Six
+    concurrent readiness probes each answer within about a second, later ones at
+    once, and /healthz keeps answering."""
+    import concurrent.futures
+    import sqlite3
+    import subprocess
+    import sys
+
+    import httpx
+
+    from tests.live import ROOT, free_port
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CRONRADAR_", "DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS"))}
+    env.update(CRONRADAR_DATA_DIR=str(tmp_path), CRONRADAR_LIVENESS_INTERVAL="0")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
+                   check=True, timeout=120)
+    lock = sqlite3.connect(tmp_path / "cronradar.sqlite3", isolation_level=None, timeout=10)
+    lock.execute("PRAGMA locking_mode=EXCLUSIVE")
+    lock.execute("BEGIN EXCLUSIVE")
+    lock.execute("DELETE FROM django_session")
+    port = free_port()
+    web = subprocess.Popen(
+        [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
+         "--port", str(port), "--workers", "2", "--blocking-threads", "2",
+         "cronradar.wsgi:application"], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline and web.poll() is None
+            time.sleep(0.2)
+
+        def probe(path):
+            began = time.monotonic()
+            r = httpx.get(base + path, timeout=10)
+            return r.status_code, r.json(), time.monotonic() - began
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(probe, ["/readyz?parts=database,migrations"] * 6))
+        assert {(status, json.dumps(body)) for status, body, _ in answers} == {
+            (503, json.dumps({"database": "unreachable", "migrations": "unknown",
+                              "detail": {"database": "no answer within 1 s",
+                                         "migrations": DB_DOWN}}))}
+        assert max(took for *_, took in answers) < 2.5  # a second each, two threads each
+        began = time.monotonic()
+        assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200
+        status, body, took = probe("/readyz")
+        assert (status, body["database"], body["detail"]["database"]) == (
+            503, "unreachable", "no answer within 1 s")
+        assert took < 0.5  # the stuck read is still stuck: at once
+        assert time.monotonic() - began < 1
+    finally:
+        lock.close()
+        web.terminate()
+        web.wait(30)

@@ -4,6 +4,7 @@ them.
 
 prometheus_client's default registry is global to the test process: the process
 metrics are read as deltas around what a test does."""
+import time
 from datetime import timedelta
 
 import httpx
@@ -22,7 +23,7 @@ from monitors.models import Monitor
 from monitors.pings import PingInput, ingest
 from monitors.views import PingRoute
 from tests.conftest import HOOK, T0, S, send_due
-from tests.helpers import wsgi_call
+from tests.helpers import StuckRead, wsgi_call
 
 pytestmark = pytest.mark.django_db
 
@@ -202,6 +203,34 @@ def test_a_database_outage_leaves_its_series_out(app, db, monkeypatch, caplog):
     assert ("cronradar_pings_total", frozenset({("kind", "success")})) in got  # still served
     logged = [r.getMessage() for r in caplog.records if r.name == "cronradar.selfmetrics"]
     assert logged == ["/metrics: database unavailable, its series left out: connection refused"]
+
+
+def test_a_database_that_does_not_answer_is_left_out_within_a_second(app, db, monkeypatch,
+                                                                     settings, caplog):
+    """The database accepts and never answers: the scrape answers within the
+    timeout (the readiness reads, behind the stuck one, at once), and the next
+    scrape at once, starting no second read."""
+    settings.CRONRADAR_READY_TIMEOUT = 1
+    stuck = StuckRead()
+    monkeypatch.setattr(selfmetrics, "_read_database", stuck)
+    monkeypatch.setattr(selfmetrics, "_last_outage_log", [])
+    try:
+        for limit in (1.3, 0.2):
+            began = time.monotonic()
+            got = scrape(app)
+            assert time.monotonic() - began < limit
+            assert value(got, "cronradar_metrics_database_up") == 0.0
+            assert not any(name in ("cronradar_evaluator_lag_seconds", "cronradar_deliveries",
+                                    "cronradar_delivery_lag_seconds",
+                                    "cronradar_channels_failing") for name, _ in got)
+            assert value(got, "cronradar_ready", part="database") == 0.0
+            assert ("cronradar_ready", frozenset({("part", "database")})) in got
+    finally:
+        stuck.free()
+    assert stuck.threads == ["cronradar-probe-reads"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "cronradar.selfmetrics"]
+    assert logged == ["/metrics: database unavailable, its series left out: "
+                      "no answer within 1 s"]
 
 
 def test_readiness_is_scraped_part_by_part(app, db, settings):

@@ -111,3 +111,30 @@ def test_a_bad_watchdog_url_stops_the_start_with_one_line(value, tmp_path):
         "ping URL, like https://hc-ping.com/<uuid> (empty: off)")
     assert check(CRONRADAR_DATA_DIR=str(tmp_path),
                  CRONRADAR_WATCHDOG_URL="https://hc-ping.com/x?rid=1").returncode == 0
+
+
+def read_settings(expression: str, **env) -> str:
+    """``expression`` (of ``s``, the settings) printed by a child process with ``env``."""
+    code = ("import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
+            f"'cronradar.settings'); django.setup(); from django.conf import settings as s; "
+            f"print({expression})")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CRONRADAR_", "DATABASE"))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env={**clean, **env})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_postgresql_connections_give_up_after_5_s_unless_the_url_says(tmp_path):
+    timeout = "s.DATABASES['default']['OPTIONS']['connect_timeout']"
+    url = "postgres://u:p@127.0.0.1:5432/cronradar"
+    assert read_settings(timeout, CRONRADAR_DATA_DIR=str(tmp_path), DATABASE_URL=url) == "5"
+    assert read_settings(timeout, CRONRADAR_DATA_DIR=str(tmp_path),
+                         DATABASE_URL=url + "?connect_timeout=2") == "2"
+
+
+def test_the_ready_timeout_is_1_s_and_0_or_more(tmp_path):
+    assert read_settings("s.CRONRADAR_READY_TIMEOUT", CRONRADAR_DATA_DIR=str(tmp_path)) == "1.0"
+    done = check(CRONRADAR_DATA_DIR=str(tmp_path), CRONRADAR_READY_TIMEOUT="-1")
+    assert done.stderr.strip().splitlines()[-1] == (
+        "configuration error: CRONRADAR_READY_TIMEOUT=-1.0: use 0 or more")

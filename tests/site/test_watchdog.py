@@ -135,6 +135,15 @@ def test_an_evaluator_behind_posts_fail_with_the_reason(url, receiver, make_moni
     assert Chore.objects.get().last_result == "evaluator_lag"
 
 
+def test_the_fail_body_gives_whole_seconds(url, receiver, make_monitor):
+    make_monitor()
+    lagging(101.4)
+    tick(Watchdog(), T0)
+    assert sent(receiver) == [("/ping/wd/fail",
+                               "evaluator_lag: a monitor has been due for 102 s (limit 30 s)",
+                               "text/plain; charset=utf-8")]
+
+
 def test_a_lag_at_the_limit_is_still_ok(url, receiver, make_monitor):
     make_monitor()
     lagging(30)
