@@ -188,3 +188,27 @@ def test_evaluator_loop_logs_a_database_outage_once_not_a_traceback_per_tick(
                     ("monitors.evaluator", "INFO", "database reachable again", False)]
     assert "121 failed step(s)" not in caplog.text  # the ZeroDivisionError is no outage
     assert "(120 failed step(s) in this process)" in caplog.text
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(("trust", "answers"), [
+    ("false", {"127.0.0.1": 403, "8.8.8.8": 403}),
+    ("true", {"8.8.8.8": 403, "127.0.0.1": 200, "10.0.0.1, 127.0.0.1": 200,
+              "127.0.0.1, 8.8.8.8": 403, "garbage": 403}),
+])
+def test_serve_hands_proxy_headers_to_the_app_which_decides_metrics_access(
+        tmp_path, trust, answers):
+    """waitress drops X-Forwarded-For/Forwarded unless told a trusted proxy: the
+    app then saw a proxied request as loopback's own. Under serve they reach it."""
+    service = Service(tmp_path, extra_env={"CRONRADAR_TRUST_X_FORWARDED_FOR": trust})
+    try:
+        assert httpx.get(f"{service.url}/metrics", timeout=10).status_code == 200
+        got = {xff: httpx.get(f"{service.url}/metrics", timeout=10,
+                              headers={"X-Forwarded-For": xff}).status_code
+               for xff in answers}
+        assert got == answers
+        if trust == "false":
+            assert httpx.get(f"{service.url}/metrics", timeout=10, headers={
+                "Forwarded": "for=127.0.0.1"}).status_code == 403
+    finally:
+        service.stop()
