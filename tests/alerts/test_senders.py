@@ -12,9 +12,9 @@ from django.core.wsgi import get_wsgi_application
 
 from alerts import senders
 from alerts.models import Delivery
-from tests.alerts.conftest import new_delivery, new_incident, webhook
 from cronradar.probes import Probes
 from monitors.views import PingRoute
+from tests.alerts.conftest import new_delivery, new_incident, webhook
 from tests.conftest import s
 from tests.helpers import wsgi_call
 
