@@ -230,11 +230,74 @@ def dispatch() -> None:
         transaction.on_commit(_nudge)
 
 
+class BrokerDown:
+    """One process's record of a broker (Redis) outage, for the nudger's log lines,
+    as :class:`core.logs.DatabaseDown` is for the database: the first failed
+    nudge logs one WARNING line (``broker unreachable``), then at most one every
+    ``every`` (default a minute) with how many failed since; the first nudge
+    that goes through after an outage logs one INFO line. Never a traceback."""
+
+    def __init__(self, every: float = 60.0):
+        self.every = every  # seconds
+        self.since: float | None = None  # time.time() of the outage's first failure
+        self.failures = 0
+        self.said_at = float("-inf")  # time.monotonic() of the last line
+
+    def failed(self, exc: BaseException, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self.since is None:
+            self.since, self.failures = time.time(), 0
+        self.failures += 1
+        if now - self.said_at >= self.every:
+            self.said_at = now
+            text = str(exc).strip()
+            logger.warning("broker unreachable since %s: %d deliver nudge(s) lost in this "
+                           "process, beat's next deliver tick sends them (%s: %s)",
+                           time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.since)),
+                           self.failures, type(exc).__name__,
+                           text.splitlines()[0] if text else "")
+
+    def ok(self) -> None:
+        if self.since is not None:
+            logger.info("broker reachable again after %d s (%d deliver nudge(s) lost in "
+                        "this process)", int(time.time() - self.since), self.failures)
+            self.since, self.failures, self.said_at = None, 0, float("-inf")
+
+
+broker = BrokerDown()  # only the nudger thread touches it
+_nudges = threading.Event()  # set: a deliver task is wanted
+_nudger: threading.Thread | None = None
+
+
 def _nudge() -> None:
+    """After a commit that created deliveries: wake this process's delivery loop
+    (embedded default), or ask the nudger thread to send one ``deliver`` task.
+    Never waits for the broker: a broker that hangs or refuses costs a ping or
+    a tick nothing (the deliveries are rows; beat's next tick claims them)."""
+    global _nudger
     if settings.CELERY_TASK_ALWAYS_EAGER:
         _wake.set()
         return
-    try:  # by name: the task's module (alerts.tasks) imports this one
-        current_app.send_task(DELIVER_TASK)
-    except Exception:  # the broker is down: beat's next tick, or the loop, sends them
-        logger.warning("could not start a deliver task", exc_info=True)
+    _nudges.set()
+    if _nudger is None or not _nudger.is_alive():  # also after a fork
+        with _lock:
+            if _nudger is None or not _nudger.is_alive():
+                _nudger = threading.Thread(target=_nudge_loop, name="cronradar-nudger",
+                                           daemon=True)
+                _nudger.start()
+
+
+def _nudge_loop() -> None:
+    """The nudger: one ``deliver`` task however many nudges came while the last
+    one was being sent. No publish retries (``retry=False``) and the broker
+    timeouts of ``CELERY_BROKER_TRANSPORT_OPTIONS`` bound each attempt; a failure
+    goes to :data:`broker` (one line a minute)."""
+    while True:
+        _nudges.wait()
+        _nudges.clear()
+        try:  # by name: the task's module (alerts.tasks) imports this one
+            current_app.send_task(DELIVER_TASK, retry=False)
+        except Exception as exc:  # the broker is down: beat's next tick sends them
+            broker.failed(exc)
+        else:
+            broker.ok()

@@ -227,6 +227,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# A broker that hangs (accepts, never answers) or refuses must cost a publish
+# seconds, not forever: without socket_timeout a publish waits on a dead
+# connection for good. Beat and the worker keep retrying their connection (Celery's
+# defaults); the deliver nudge after a commit is sent off the request thread
+# without publish retries (alerts.senders), so pings never wait for Redis.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2  # seconds for one connection attempt
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
 # Two queues: "celery" (evaluator ticks, retention) and "deliveries" (the delivery
 # engine's task). A worker started without -Q takes both; at scale, run one worker
 # per queue (`-Q celery` and `-Q deliveries`) so a burst of notifications never

@@ -101,7 +101,7 @@ class Service:
     """`python manage.py serve` in a subprocess on the embedded default (SQLite)."""
 
     def __init__(self, data_dir: Path, tick: float = 0.2, extra_env: dict | None = None,
-                 port: int | None = None):
+                 port: int | None = None, args: tuple[str, ...] = ()):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items()
@@ -110,7 +110,7 @@ class Service:
                         CRONRADAR_BASE_URL=self.url, **(extra_env or {}))
         self.log = open(data_dir / "serve.log", "w+")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(self.port)],
+            [sys.executable, "manage.py", "serve", "--port", str(self.port), *args],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         end = time.time() + 60
         while time.time() < end:

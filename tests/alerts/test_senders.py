@@ -1,14 +1,22 @@
 """alerts.senders: the sender pool keeps a healthy channel's alerts moving while
-other channels' receivers hang."""
+other channels' receivers hang; a broker that hangs or refuses never holds a ping."""
+import logging
+import socket
 import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
+from celery import Celery
+from django.core.wsgi import get_wsgi_application
 
 from alerts import senders
 from alerts.models import Delivery
+from cronradar.probes import Probes
+from monitors.views import PingRoute
 from tests.alerts.conftest import new_delivery, new_incident, webhook
 from tests.conftest import s
+from tests.helpers import wsgi_call
 
 
 @pytest.mark.django_db(transaction=True)
@@ -72,3 +80,73 @@ def test_a_delivery_attempts_log_lines_carry_its_delivery_and_incident(monkeypat
     assert seen == [{"delivery": 11, "incident": 5}]
     assert [(r.getMessage(), r.delivery, r.incident) for r in caplog.records] == [
         ("delivery 11 crashed", 11, 5)]
+
+
+@pytest.fixture
+def silent_broker():
+    """A Redis URL whose port accepts connections (the kernel's backlog) and never
+    answers: a hung Redis."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    server.close()
+
+
+@pytest.fixture
+def refusing_broker():
+    """A Redis URL whose port refuses connections: Redis stopped."""
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    return f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("broker", ["silent_broker", "refusing_broker"])
+def test_state_changing_pings_answer_at_once_while_the_broker_hangs_or_refuses(
+        broker, request, make_monitor, project, settings, monkeypatch, caplog):
+    app = Celery("cronradar-test")  # the project's Celery settings, this broker
+    app.config_from_object("django.conf:settings", namespace="CELERY")
+    app.conf.broker_url = request.getfixturevalue(broker)
+    monkeypatch.setattr(senders, "current_app", app)
+    monkeypatch.setattr(senders, "broker", senders.BrokerDown())
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    m = make_monitor(channels=[webhook(project)])
+    site = Probes(PingRoute(get_wsgi_application()))  # (re)configures logging
+    monkeypatch.setattr(senders.logger, "handlers", [caplog.handler])
+    caplog.set_level(logging.INFO, logger="alerts.senders")
+    took = []
+    for n, kind in enumerate(["fail", "", "fail"]):  # opened, resolved, opened
+        started = time.monotonic()
+        status = wsgi_call(site, f"/ping/{m.uuid}/{kind}".rstrip("/"))[0]
+        took.append(time.monotonic() - started)
+        assert status == "200 OK"
+        assert Delivery.objects.filter(incident__monitor=m).count() == n + 1
+        end = time.monotonic() + 15  # the nudge this ping asked for has failed
+        while senders.broker.failures < n + 1 and time.monotonic() < end:
+            time.sleep(0.05)
+    assert max(took) < 1.0, took
+    assert senders.broker.failures == 3
+    lines = caplog.records
+    assert [(r.levelname, r.exc_info) for r in lines] == [("WARNING", None)]
+    assert lines[0].getMessage().startswith("broker unreachable since ")
+    assert "1 deliver nudge(s) lost in this process" in lines[0].getMessage()
+
+
+def test_broker_down_logs_once_a_minute_and_once_when_over(caplog):
+    down = senders.BrokerDown()
+    caplog.set_level(logging.INFO, logger="alerts.senders")
+    for at in (100.0, 130.0, 159.9, 160.0, 170.0):
+        down.failed(ConnectionError("Error 111 connecting\nmore"), now=at)
+    down.ok()
+    down.ok()  # no outage: nothing
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 3
+    assert messages[0].endswith(": 1 deliver nudge(s) lost in this process, beat's next "
+                                "deliver tick sends them (ConnectionError: Error 111 "
+                                "connecting)")
+    assert "5 deliver nudge(s)" not in messages[1] and "4 deliver nudge(s)" in messages[1]
+    assert messages[2].startswith("broker reachable again after 0 s (5 deliver nudge(s)")
+    assert (down.since, down.failures) == (None, 0)

@@ -8,6 +8,7 @@ import resource
 import socket
 import subprocess
 import sys
+import time
 from io import StringIO
 
 import httpx
@@ -188,3 +189,69 @@ def test_evaluator_loop_logs_a_database_outage_once_not_a_traceback_per_tick(
                     ("monitors.evaluator", "INFO", "database reachable again", False)]
     assert "121 failed step(s)" not in caplog.text  # the ZeroDivisionError is no outage
     assert "(120 failed step(s) in this process)" in caplog.text
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(("trust", "answers"), [
+    ("false", {"127.0.0.1": 403, "8.8.8.8": 403}),
+    ("true", {"8.8.8.8": 403, "127.0.0.1": 200, "10.0.0.1, 127.0.0.1": 200,
+              "127.0.0.1, 8.8.8.8": 403, "garbage": 403}),
+])
+def test_serve_hands_proxy_headers_to_the_app_which_decides_metrics_access(
+        tmp_path, trust, answers):
+    """waitress drops X-Forwarded-For/Forwarded unless told a trusted proxy: the
+    app then saw a proxied request as loopback's own. Under serve they reach it."""
+    service = Service(tmp_path, extra_env={"CRONRADAR_TRUST_X_FORWARDED_FOR": trust})
+    try:
+        assert httpx.get(f"{service.url}/metrics", timeout=10).status_code == 200
+        got = {xff: httpx.get(f"{service.url}/metrics", timeout=10,
+                              headers={"X-Forwarded-For": xff}).status_code
+               for xff in answers}
+        assert got == answers
+        if trust == "false":
+            assert httpx.get(f"{service.url}/metrics", timeout=10, headers={
+                "Forwarded": "for=127.0.0.1"}).status_code == 403
+    finally:
+        service.stop()
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("redis", ["hangs", "refuses"])
+def test_serve_answers_state_changing_pings_at_once_while_redis_hangs_or_refuses(
+        tmp_path, redis):
+    """The deliver nudge of a ping that opens or resolves an incident goes to
+    Redis off the request thread: the ping answers at once, the deliveries are
+    rows (beat sends them), and the process logs one line, no traceback."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if redis == "hangs":
+        listener.listen(64)  # the kernel accepts; nobody ever answers
+    else:
+        listener.close()  # nothing listens: refused
+    service = Service(tmp_path, args=("--no-evaluator",), extra_env={
+        "REDIS_URL": f"redis://127.0.0.1:{port}/0", "CRONRADAR_API_RATE": ""})
+    try:
+        hook = service.api.post("/channels/", json={
+            "kind": "webhook", "name": "h", "config": {"url": "http://127.0.0.1:9/h"}}).json()
+        m = service.api.post("/monitors/", json={"name": "job", "period": 60,
+                                                 "grace": 5}).json()
+        took = []
+        for kind in ("/fail", "", "/fail"):  # opens, resolves, opens: a nudge each
+            started = time.monotonic()
+            answer = httpx.get(m["ping_url"] + kind, timeout=30)
+            took.append(time.monotonic() - started)
+            assert (answer.status_code, answer.text) == (200, "OK\n")
+        assert max(took) < 1.0, took
+        rows = service.api.get(f"/deliveries/?channel={hook['id']}").json()
+        assert sorted(r["status"] for r in rows) == ["pending"] * 3
+        end = time.monotonic() + 15
+        while "broker unreachable" not in service.output() and time.monotonic() < end:
+            time.sleep(0.1)
+        time.sleep(6)  # a second failed nudge (a hung Redis answers nothing in 5 s)
+        out = service.output()
+        assert out.count("broker unreachable since") == 1, out
+        assert "Traceback" not in out, out
+    finally:
+        service.stop()
+        listener.close()

@@ -11,7 +11,10 @@ address gets at most half of the connections the server accepts (more are
 closed at once), and a connection that sends nothing for
 IDLE_TIMEOUT seconds is closed, so a flood of half-sent requests from one host
 cannot block everyone else's pings (in production nginx buffers requests in
-front of the web server, see docker/compose.yaml). Unless the CRONRADAR_BASE_URL
+front of the web server, see docker/compose.yaml). Proxy headers
+(``X-Forwarded-For``, ``Forwarded``) reach the application untouched: it decides
+whether to trust them (``CRONRADAR_TRUST_X_FORWARDED_FOR``), as under granian.
+Unless the CRONRADAR_BASE_URL
 environment variable is set, ping URLs point at the address served (see
 :func:`base_url`).
 In production use granian + ``celery worker`` + ``celery beat`` instead (docs/production.md).
@@ -181,6 +184,12 @@ class Command(BaseCommand):
                                    connection_limit=limit, backlog=2048,
                                    channel_timeout=IDLE_TIMEOUT, cleanup_interval=1,
                                    ident="CronRadar",
+                                   # hand X-Forwarded-For/Forwarded to the app, which
+                                   # decides (CRONRADAR_TRUST_X_FORWARDED_FOR), as under
+                                   # granian: waitress would delete them, no trusted_proxy
+                                   # being set, and a proxied request would look local.
+                                   # Without trusted_proxy waitress leaves REMOTE_ADDR be.
+                                   clear_untrusted_proxy_headers=False,
                                    # poll(), not select(): select() breaks (and waitress
                                    # with it) once a file descriptor passes 1023.
                                    asyncore_use_poll=True)
