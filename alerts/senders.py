@@ -230,38 +230,13 @@ def dispatch() -> None:
         transaction.on_commit(_nudge)
 
 
-class BrokerDown:
-    """One process's record of a broker (Redis) outage, for the nudger's log lines,
-    as :class:`core.logs.DatabaseDown` is for the database: the first failed
-    nudge logs one WARNING line (``broker unreachable``), then at most one every
-    ``every`` (default a minute) with how many failed since; the first nudge
-    that goes through after an outage logs one INFO line. Never a traceback."""
+class BrokerDown(logs.Outage):
+    """:class:`core.logs.Outage` of the broker (Redis), for the nudger's lines: a
+    lost nudge costs nothing but time, so WARNING, never a traceback."""
 
-    def __init__(self, every: float = 60.0):
-        self.every = every  # seconds
-        self.since: float | None = None  # time.time() of the outage's first failure
-        self.failures = 0
-        self.said_at = float("-inf")  # time.monotonic() of the last line
-
-    def failed(self, exc: BaseException, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        if self.since is None:
-            self.since, self.failures = time.time(), 0
-        self.failures += 1
-        if now - self.said_at >= self.every:
-            self.said_at = now
-            text = str(exc).strip()
-            logger.warning("broker unreachable since %s: %d deliver nudge(s) lost in this "
-                           "process, beat's next deliver tick sends them (%s: %s)",
-                           time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.since)),
-                           self.failures, type(exc).__name__,
-                           text.splitlines()[0] if text else "")
-
-    def ok(self) -> None:
-        if self.since is not None:
-            logger.info("broker reachable again after %d s (%d deliver nudge(s) lost in "
-                        "this process)", int(time.time() - self.since), self.failures)
-            self.since, self.failures, self.said_at = None, 0, float("-inf")
+    def __init__(self):
+        super().__init__("broker", "deliver nudge(s) lost",
+                         ", beat's next deliver tick sends them", level=logging.WARNING)
 
 
 broker = BrokerDown()  # only the nudger thread touches it
@@ -298,6 +273,6 @@ def _nudge_loop() -> None:
         try:  # by name: the task's module (alerts.tasks) imports this one
             current_app.send_task(DELIVER_TASK, retry=False)
         except Exception as exc:  # the broker is down: beat's next tick sends them
-            broker.failed(exc)
+            broker.failed(logger, exc)
         else:
-            broker.ok()
+            broker.ok(logger)

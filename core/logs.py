@@ -159,21 +159,27 @@ class JsonFormatter(_BaseJsonFormatter):
         log_record.update(message_dict)  # exc_info, stack_info
 
 
-class DatabaseDown:
-    """One process's record of a database outage, for its log lines.
+class Outage:
+    """One process's record of an outage of something it needs (the database, the
+    broker, the shared cache), for its log lines.
 
     :meth:`failed` for each failed step: the first failure of an outage logs one
-    ERROR line (``database unreachable``), then at most one a ``every`` (default a
-    minute) with how many failures since it began; :meth:`ok` after a step that
-    worked logs one INFO line when an outage was on (``database reachable
-    again``). Thread-safe: every loop of a process shares :data:`database`.
-    ``now``: an aware datetime (default: the clock)."""
+    line at ``level`` (``<what> unreachable since …: <n> <counted> in this
+    process<note> (<error>)``), then at most one a ``every`` (default a minute)
+    with how many failures since it began; :meth:`ok` after a step that worked
+    logs one INFO line when an outage was on (``<what> reachable again after <s>
+    s``). Never a traceback. Thread-safe. ``now``: an aware datetime (default: the
+    clock). :meth:`recent` says whether the last failure is that recent (callers
+    that would wait on a timeout per step skip the step meanwhile)."""
 
-    def __init__(self, every: timedelta = timedelta(minutes=1)):
-        self.every = every
+    def __init__(self, what: str, counted: str = "failed step(s)", note: str = "",
+                 level: int = logging.ERROR, every: timedelta = timedelta(minutes=1)):
+        self.what, self.counted, self.note, self.level, self.every = (
+            what, counted, note, level, every)
         self.since: datetime | None = None  # first failure of the outage going on
         self.failures = 0
         self.said_at: datetime | None = None
+        self.last_at: datetime | None = None
         self._lock = threading.Lock()
 
     def failed(self, logger: logging.Logger, exc: BaseException, now: datetime | None = None
@@ -183,13 +189,15 @@ class DatabaseDown:
             if self.since is None:
                 self.since, self.failures = now, 0
             self.failures += 1
+            self.last_at = now
             if self.said_at is not None and now - self.said_at < self.every:
                 return
             self.said_at, since, failures = now, self.since, self.failures
         text = str(exc).strip()
         reason = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-        logger.error("database unreachable since %s: %d failed step(s) in this process (%s)",
-                     since.isoformat(timespec="seconds"), failures, reason)
+        logger.log(self.level, "%s unreachable since %s: %d %s in this process%s (%s)",
+                   self.what, since.isoformat(timespec="seconds"), failures, self.counted,
+                   self.note, reason)
 
     def ok(self, logger: logging.Logger, now: datetime | None = None) -> None:
         if self.since is None:  # the common case: no lock, no clock
@@ -200,8 +208,21 @@ class DatabaseDown:
                 return
             since, failures, self.since, self.failures, self.said_at = (
                 self.since, self.failures, None, 0, None)
-        logger.info("database reachable again after %d s (%d failed step(s) in this process)",
-                    int((now - since).total_seconds()), failures)
+        logger.info("%s reachable again after %d s (%d %s in this process)", self.what,
+                    int((now - since).total_seconds()), failures, self.counted)
+
+    def recent(self, seconds: float, now: datetime | None = None) -> bool:
+        """Whether an outage is on and its last failure is under ``seconds`` old."""
+        last = self.last_at
+        return (self.since is not None and last is not None
+                and (now or timezone.now()) - last < timedelta(seconds=seconds))
+
+
+class DatabaseDown(Outage):
+    """:class:`Outage` of the database (what :func:`report` and the loops use)."""
+
+    def __init__(self, every: timedelta = timedelta(minutes=1)):
+        super().__init__("database", every=every)
 
 
 database = DatabaseDown()

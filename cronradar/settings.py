@@ -245,8 +245,12 @@ CELERY_TASK_ROUTES = {"alerts.tasks.deliver": {"queue": "deliveries"}}
 # --- Cache and rate limits ---------------------------------------------------
 # The cache holds the rate-limit counters: Redis when REDIS_URL is set (shared by
 # every process), else this process's memory (the embedded default is one process).
+# Short socket timeouts: a Redis that hangs must cost a ping a fraction of a second
+# (the ping rate limit then lets pings through: monitors.views.cache_down).
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                      "LOCATION": REDIS_URL, "KEY_PREFIX": "cronradar"}} if REDIS_URL else {
+                      "LOCATION": REDIS_URL, "KEY_PREFIX": "cronradar",
+                      "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}
+          } if REDIS_URL else {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Requests per API key (or signed-in person), and pings per ping URL (off by
 # default); over the limit: 429 with Retry-After. E.g. "600/min"; "" turns one off.

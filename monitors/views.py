@@ -43,9 +43,10 @@ from django.db.models import F
 from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
+from redis.exceptions import RedisError
 
 from accounts.models import Project
-from core import metrics
+from core import logs, metrics
 from core.edge import NUL_MESSAGE, RETRY_AFTER, has_nul
 from monitors import pings
 from monitors.models import Monitor
@@ -171,22 +172,38 @@ PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h":
            "hour": 3600, "d": 86400, "day": 86400}
 
 
+# The rate limit's shared cache (Redis) unreachable: pings go through unlimited
+# (a lost ping is worse than an unlimited one), one log line a minute, and the cache
+# is left alone for CACHE_RETRY seconds after each failure.
+cache_down = logs.Outage("cache", "ping(s) let through without their rate limit",
+                         level=logging.WARNING)
+CACHE_RETRY = 5.0
+
+
 def _over_rate(monitor_id: int) -> int:
     """Count a ping against ``CRONRADAR_PING_RATE`` (N per fixed window, counted in
     the shared cache); 0 when it may go on, else seconds until the window ends
-    (the ping is dropped and counted in the monitor's ``dropped_pings``)."""
+    (the ping is dropped and counted in the monitor's ``dropped_pings``). With the
+    cache unreachable every ping may go on (:data:`cache_down`)."""
     if not settings.CRONRADAR_PING_RATE:
         return 0
     count, _, period = settings.CRONRADAR_PING_RATE.partition("/")
     window = PERIODS[period]
+    if cache_down.recent(CACHE_RETRY):  # Redis failed just now: don't wait on it per ping
+        return 0
     now = time.time()
     key = f"ping-rate:{monitor_id}:{int(now // window)}"
-    cache.add(key, 0, timeout=window + 1)
     try:
-        seen = cache.incr(key)
-    except ValueError:  # expired between add and incr: a new window
-        cache.add(key, 1, timeout=window + 1)
-        seen = 1
+        cache.add(key, 0, timeout=window + 1)
+        try:
+            seen = cache.incr(key)
+        except ValueError:  # expired between add and incr: a new window
+            cache.add(key, 1, timeout=window + 1)
+            seen = 1
+    except RedisError as exc:  # the shared cache is down: let the ping through, unlimited
+        cache_down.failed(log, exc)
+        return 0
+    cache_down.ok(log)
     if seen <= int(count):
         return 0
     Monitor.objects.filter(pk=monitor_id).update(dropped_pings=F("dropped_pings") + 1)

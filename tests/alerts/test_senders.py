@@ -4,7 +4,7 @@ import logging
 import socket
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from celery import Celery
@@ -15,7 +15,7 @@ from alerts.models import Delivery
 from cronradar.probes import Probes
 from monitors.views import PingRoute
 from tests.alerts.conftest import new_delivery, new_incident, webhook
-from tests.conftest import s
+from tests.conftest import T0, s
 from tests.helpers import wsgi_call
 
 
@@ -139,14 +139,16 @@ def test_broker_down_logs_once_a_minute_and_once_when_over(caplog):
     down = senders.BrokerDown()
     caplog.set_level(logging.INFO, logger="alerts.senders")
     for at in (100.0, 130.0, 159.9, 160.0, 170.0):
-        down.failed(ConnectionError("Error 111 connecting\nmore"), now=at)
-    down.ok()
-    down.ok()  # no outage: nothing
-    messages = [r.getMessage() for r in caplog.records]
+        down.failed(senders.logger, ConnectionError("Error 111 connecting\nmore"),
+                    now=T0 + timedelta(seconds=at))
+    down.ok(senders.logger, now=T0 + timedelta(seconds=170))
+    down.ok(senders.logger)  # no outage: nothing
+    messages = [(r.levelno, r.getMessage()) for r in caplog.records]
     assert len(messages) == 3
-    assert messages[0].endswith(": 1 deliver nudge(s) lost in this process, beat's next "
-                                "deliver tick sends them (ConnectionError: Error 111 "
-                                "connecting)")
-    assert "5 deliver nudge(s)" not in messages[1] and "4 deliver nudge(s)" in messages[1]
-    assert messages[2].startswith("broker reachable again after 0 s (5 deliver nudge(s)")
+    assert messages[0] == (logging.WARNING, (
+        "broker unreachable since 2026-01-05T12:01:40+00:00: 1 deliver nudge(s) lost in this "
+        "process, beat's next deliver tick sends them (ConnectionError: Error 111 connecting)"))
+    assert "5 deliver nudge(s)" not in messages[1][1] and "4 deliver nudge(s)" in messages[1][1]
+    assert messages[2] == (logging.INFO, "broker reachable again after 70 s (5 deliver "
+                                         "nudge(s) lost in this process)")
     assert (down.since, down.failures) == (None, 0)

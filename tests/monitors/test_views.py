@@ -180,6 +180,45 @@ def test_ping_rate_limit_drops_and_counts(client, api, make_monitor, settings):
     assert client.get(f"/ping/{other.uuid}").status_code == 200  # per ping URL
 
 
+def test_a_hung_rate_limit_cache_lets_pings_through_at_once(client, make_monitor, settings,
+                                                           monkeypatch, caplog):
+    """Redis (the rate limit's shared cache) accepts connections and never answers:
+    the first ping waits out the short socket timeout, the next ones don't touch the
+    cache; every one is stored; one warning line, no traceback."""
+    import logging
+    import socket
+    import time
+
+    from core import logs
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    monkeypatch.setattr(views, "cache_down", logs.Outage(
+        "cache", "ping(s) let through without their rate limit", level=logging.WARNING))
+    settings.CACHES = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": f"redis://127.0.0.1:{server.getsockname()[1]}/0",
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
+    settings.CRONRADAR_PING_RATE = "2/min"
+    m = make_monitor(period=3600 * S, grace=60 * S)
+    try:
+        took = []
+        for _ in range(4):
+            started = time.monotonic()
+            assert client.get(f"/ping/{m.uuid}").status_code == 200
+            took.append(time.monotonic() - started)
+    finally:
+        server.close()
+    assert took[0] < 1.5 and max(took[1:]) < 0.3, took
+    assert Ping.objects.filter(monitor=m).count() == 4
+    lines = [r for r in caplog.records if r.name == "monitors.views"]
+    assert [(r.levelno, r.exc_info) for r in lines] == [(logging.WARNING, None)]
+    assert lines[0].getMessage().startswith("cache unreachable since ")
+    assert "1 ping(s) let through without their rate limit in this process" in (
+        lines[0].getMessage())
+
+
 # --- ?slot= ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("raw,slot", [
