@@ -7,6 +7,7 @@ The key is sent as ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>``.
 scopes every lookup); people sign in with a session instead (DRF's
 SessionAuthentication, CSRF-checked) and act through their memberships.
 """
+import logging
 from datetime import timedelta
 
 from django.conf import settings
@@ -15,9 +16,11 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 from django.utils import timezone
+from redis.exceptions import RedisError
 from rest_framework import authentication, exceptions, parsers, throttling
 
 from accounts.models import ApiKey
+from core import logs
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # last_used_at is written at most this often
 
@@ -50,6 +53,12 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         return 'Bearer realm="api"'
 
 
+log = logging.getLogger(__name__)
+# The API rate limit's cache (Redis) unreachable: requests go on, unlimited.
+cache_down = logs.Outage("cache", "API request(s) let through without their rate limit",
+                         level=logging.WARNING)
+
+
 class CallerRateThrottle(throttling.SimpleRateThrottle):
     """DRF throttle: ``CRONRADAR_API_RATE`` requests per API key, or per signed-in
     person, counted in the cache (Redis in production); over it, 429 with
@@ -59,6 +68,21 @@ class CallerRateThrottle(throttling.SimpleRateThrottle):
 
     def get_rate(self):
         return settings.CRONRADAR_API_RATE or None
+
+    def allow_request(self, request, view) -> bool:
+        """DRF's check, but a request is allowed while the cache (Redis) is
+        unreachable: the API keeps answering, unlimited, and the outage is logged
+        once a minute (:data:`cache_down`); after a failure the cache is left
+        alone for 5 s, so no request waits out its timeout meanwhile."""
+        if cache_down.recent(5.0):
+            return True
+        try:
+            allowed = super().allow_request(request, view)
+        except RedisError as exc:
+            cache_down.failed(log, exc)
+            return True
+        cache_down.ok(log)
+        return allowed
 
     def get_cache_key(self, request, view):
         if isinstance(request.auth, ApiKey):
