@@ -9,6 +9,7 @@ import hmac
 import json
 import threading
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from math import floor
@@ -178,3 +179,22 @@ class StuckRead:
         while guard.within(lambda: None, 1) != (True, None):
             assert time.monotonic() < deadline, "the probes' read thread is still stuck"
             time.sleep(0.01)
+
+
+@contextmanager
+def hung_redis_cache(settings):
+    """The default cache on a Redis that accepts connections and never answers (a
+    hung Redis), with the production socket timeouts, for the block."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    settings.CACHES = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": f"redis://127.0.0.1:{server.getsockname()[1]}/0",
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
+    try:
+        yield
+    finally:
+        server.close()

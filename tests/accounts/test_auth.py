@@ -37,25 +37,16 @@ def test_a_hung_rate_limit_cache_lets_api_requests_through(api, settings, monkey
     """Redis (the throttle's cache) accepts connections and never answers: requests
     are answered, unlimited, with one warning line and no traceback."""
     import logging
-    import socket
 
     from accounts import auth
     from core import logs
+    from tests.helpers import hung_redis_cache
 
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
     monkeypatch.setattr(auth, "cache_down", logs.Outage(
         "cache", "API request(s) let through without their rate limit", level=logging.WARNING))
-    settings.CACHES = {"default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": f"redis://127.0.0.1:{server.getsockname()[1]}/0",
-        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
     settings.CRONRADAR_API_RATE = "1/min"
-    try:
+    with hung_redis_cache(settings):
         assert [api.get("/api/v1/monitors/").status_code for _ in range(3)] == [200, 200, 200]
-    finally:
-        server.close()
     lines = [r for r in caplog.records if r.name == "accounts.auth"]
     assert [(r.levelno, r.exc_info) for r in lines] == [(logging.WARNING, None)]
     assert "1 API request(s) let through without their rate limit" in lines[0].getMessage()

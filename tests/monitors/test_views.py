@@ -186,30 +186,21 @@ def test_a_hung_rate_limit_cache_lets_pings_through_at_once(client, make_monitor
     the first ping waits out the short socket timeout, the next ones don't touch the
     cache; every one is stored; one warning line, no traceback."""
     import logging
-    import socket
     import time
 
     from core import logs
+    from tests.helpers import hung_redis_cache
 
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
     monkeypatch.setattr(views, "cache_down", logs.Outage(
         "cache", "ping(s) let through without their rate limit", level=logging.WARNING))
-    settings.CACHES = {"default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": f"redis://127.0.0.1:{server.getsockname()[1]}/0",
-        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
     settings.CRONRADAR_PING_RATE = "2/min"
     m = make_monitor(period=3600 * S, grace=60 * S)
-    try:
-        took = []
+    took = []
+    with hung_redis_cache(settings):
         for _ in range(4):
             started = time.monotonic()
             assert client.get(f"/ping/{m.uuid}").status_code == 200
             took.append(time.monotonic() - started)
-    finally:
-        server.close()
     assert took[0] < 1.5 and max(took[1:]) < 0.3, took
     assert Ping.objects.filter(monitor=m).count() == 4
     lines = [r for r in caplog.records if r.name == "monitors.views"]
