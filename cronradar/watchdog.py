@@ -1,11 +1,11 @@
 """The outbound dead-man's switch: CronRadar pings another service about itself.
 
 While the evaluator keeps up, one process pings ``CRONRADAR_WATCHDOG_URL`` every
-``CRONRADAR_WATCHDOG_INTERVAL`` seconds; when it has fallen behind (the oldest
-due monitor more than ``CRONRADAR_READY_EVALUATOR_LAG`` seconds late) or
-deliveries back up (the oldest claimable one older than
-``CRONRADAR_READY_DELIVERY_LAG``) it posts to ``<url>/fail`` with the reason as a
-plain-text body. If the evaluator stops, the pings stop and the other service
+``CRONRADAR_WATCHDOG_INTERVAL`` seconds; when readiness' evaluator part fails (a
+monitor due for more than ``CRONRADAR_READY_EVALUATOR_LAG`` seconds) or its
+deliveries part does (the oldest claimable delivery older than
+``CRONRADAR_READY_DELIVERY_LAG``: :func:`cronradar.health.check`) it posts to
+``<url>/fail`` with the reason as a plain-text body. If the evaluator stops, the pings stop and the other service
 (another CronRadar, Healthchecks, Cronitor) pages. docs/operations.md#the-watchdog.
 
 It runs on the evaluator's ``monitors.signals.tick`` (connected in
@@ -170,10 +170,6 @@ def _redact(url: str) -> str:
     check's secret (a Healthchecks UUID, a Cronitor key)."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}/…"
-
-
-def _secs(td: timedelta) -> int:
-    return int(td.total_seconds())
 
 
 PROCESS = Watchdog()
