@@ -107,7 +107,9 @@ def refusing_broker():
 @pytest.mark.parametrize("broker", ["silent_broker", "refusing_broker"])
 def test_state_changing_pings_answer_at_once_while_the_broker_hangs_or_refuses(
         broker, request, make_monitor, project, settings, monkeypatch, caplog):
-    app = Celery("cronradar-test")  # the project's Celery settings, this broker
+    # the project's Celery settings, this broker; not made the current app, which every
+    # shared task (deliver.delay() in later tests) would then send to
+    app = Celery("cronradar-test", set_as_current=False)
     app.config_from_object("django.conf:settings", namespace="CELERY")
     app.conf.broker_url = request.getfixturevalue(broker)
     monkeypatch.setattr(senders, "current_app", app)
