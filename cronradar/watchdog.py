@@ -5,8 +5,9 @@ While the evaluator keeps up, one process pings ``CRONRADAR_WATCHDOG_URL`` every
 monitor due for more than ``CRONRADAR_READY_EVALUATOR_LAG`` seconds) or its
 deliveries part does (the oldest claimable delivery older than
 ``CRONRADAR_READY_DELIVERY_LAG``: :func:`cronradar.health.check`) it posts to
-``<url>/fail`` with the reason as a plain-text body. If the evaluator stops, the pings stop and the other service
-(another CronRadar, Healthchecks, Cronitor) pages. docs/operations.md#the-watchdog.
+``<url>/fail`` with the reason as a plain-text body. If the evaluator stops, the
+pings stop and the other service (another CronRadar, Healthchecks, Cronitor)
+pages. docs/operations.md#the-watchdog.
 
 It runs on the evaluator's ``monitors.signals.tick`` (connected in
 ``CronRadarConfig.ready``), so every process that runs the evaluator may do it:
