@@ -22,11 +22,43 @@ def _ping_key() -> str:
     return key
 
 
+class Plan(models.Model):
+    """A named set of limits an operator gives organisations (``manage.py plan``,
+    ``manage.py setplan``, the admin; docs/multi-tenant.md). Every limit is a whole
+    number, or None for "no limit"; an organisation without a plan has none (a
+    self-hosted install). The ping rates are per minute; retention in days."""
+
+    LIMITS = ("max_monitors", "max_channels", "max_members", "max_api_keys", "pings_kept",
+              "pings_per_minute", "org_pings_per_minute", "run_retention_days",
+              "incident_retention_days")
+
+    name = models.CharField(max_length=50, unique=True)
+    max_monitors = models.PositiveIntegerField(null=True, blank=True)
+    max_channels = models.PositiveIntegerField(null=True, blank=True)
+    max_members = models.PositiveIntegerField(null=True, blank=True)
+    max_api_keys = models.PositiveIntegerField(null=True, blank=True)
+    pings_kept = models.PositiveIntegerField(
+        null=True, blank=True, help_text="pings (with their bodies) kept per monitor")
+    pings_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="pings accepted per monitor per minute")
+    org_pings_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="pings accepted per organisation per minute")
+    run_retention_days = models.PositiveIntegerField(null=True, blank=True)
+    incident_retention_days = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Organisation(models.Model):
-    """A tenant: owns projects; people belong to it through :class:`Membership`."""
+    """A tenant: owns projects; people belong to it through :class:`Membership`.
+    ``plan`` None means no plan limits (docs/multi-tenant.md)."""
 
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    plan = models.ForeignKey(Plan, on_delete=models.PROTECT, null=True, blank=True,
+                             related_name="organisations")
 
     class Meta:
         db_table = "monitors_organisation"  # kept from when the model was monitors'
@@ -202,3 +234,55 @@ class ApiKey(models.Model):
         row = cls.objects.create(project=project, name=name, key_hash=cls.keyed_hash(key),
                                  prefix=key[:cls.PREFIX], read_only=read_only)
         return row, key
+
+
+class AuditEntry(models.Model):
+    """One change by a person, a key or the service itself (:mod:`accounts.audit`
+    writes them). ``organisation`` is None for an installation-level entry (an
+    organisation's deletion outlives it: ``organisation_name`` keeps its name).
+    ``actor`` is the text shown (a username, ``key cr_AbCd``, ``signed link``);
+    ``actor_user`` the person, when there is one. ``changes`` is
+    ``{field: [old, new]}`` for an update, secrets masked; ``target_*`` name the
+    object changed (``target_type`` a coded kind: monitor, channel, ...)."""
+
+    class Action(models.TextChoices):
+        CREATE = "create"
+        UPDATE = "update"
+        DELETE = "delete"
+        PAUSE = "pause"
+        RESUME = "resume"
+        ACKNOWLEDGE = "acknowledge"
+        RESOLVE = "resolve"
+        KEY_CREATE = "key_create"
+        KEY_REVOKE = "key_revoke"
+        MEMBER_ADD = "member_add"
+        MEMBER_REMOVE = "member_remove"
+        ROLE_CHANGE = "role_change"
+        PLAN_CHANGE = "plan_change"
+        SIGNIN = "signin"
+        SIGNIN_FAILED = "signin_failed"
+        EXPORT = "export"
+        ORGANISATION_DELETE = "organisation_delete"
+        ACCOUNT_DELETE = "account_delete"
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.SET_NULL, null=True,
+                                     blank=True, related_name="audit_entries")
+    organisation_name = models.CharField(max_length=100, blank=True, default="")
+    at = models.DateTimeField(default=now, db_index=True)
+    actor = models.CharField(max_length=150, blank=True, default="")
+    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
+                                   null=True, blank=True, related_name="+")
+    address = models.GenericIPAddressField(null=True, blank=True)
+    action = models.CharField(max_length=24, choices=Action.choices)
+    target_type = models.CharField(max_length=32, blank=True, default="")
+    target_id = models.CharField(max_length=64, blank=True, default="")
+    target_repr = models.CharField(max_length=200, blank=True, default="")
+    changes = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["organisation", "-id"], name="audit_org_recent"),
+                   models.Index(fields=["organisation", "target_type", "target_id"],
+                                name="audit_org_target")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.target_repr}"

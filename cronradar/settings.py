@@ -436,6 +436,22 @@ CRONRADAR_ACCESS_LOG = env_bool("CRONRADAR_ACCESS_LOG", default=False)
 SENTRY_DSN = env.str("SENTRY_DSN", default="").strip()
 OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="").strip()
 
+# --- Many tenants (docs/multi-tenant.md) -------------------------------------
+# The plan (accounts.models.Plan, by name) of organisations made from now on;
+# empty: none, so no plan limits (a self-hosted install). The plan must exist
+# when an organisation is made (manage.py plan NAME ... creates it).
+CRONRADAR_DEFAULT_PLAN = env.str("CRONRADAR_DEFAULT_PLAN", default="").strip()
+# Audit entries (accounts.audit) go this many days after they were written, with
+# the retention job's other rows.
+CRONRADAR_AUDIT_RETENTION_DAYS = env_float("CRONRADAR_AUDIT_RETENTION_DAYS", default=90)
+if CRONRADAR_AUDIT_RETENTION_DAYS < 1:
+    raise ImproperlyConfigured(f"CRONRADAR_AUDIT_RETENTION_DAYS={CRONRADAR_AUDIT_RETENTION_DAYS}"
+                               ": use 1 or more")
+# HSTS when CRONRADAR_BASE_URL is https: its includeSubDomains and preload parts
+# are opt-in, since both bind more than this service's own host name.
+CRONRADAR_HSTS_INCLUDE_SUBDOMAINS = env_bool("CRONRADAR_HSTS_INCLUDE_SUBDOMAINS", default=False)
+CRONRADAR_HSTS_PRELOAD = env_bool("CRONRADAR_HSTS_PRELOAD", default=False)
+
 # Every process (web, serve, Celery worker and beat) logs to stderr through one
 # handler: the ids of core.logs on each record, CRONRADAR_LOG_FORMAT's formatter.
 # Celery keeps its hands off (cronradar.celery: its setup_logging signal).
