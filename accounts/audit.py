@@ -28,13 +28,14 @@ class Actor:
     address: str | None = None
 
 
-_actor: contextvars.ContextVar[Actor] = contextvars.ContextVar("cronradar_actor",
-                                                               default=Actor())
+NOBODY = Actor()
+_actor: contextvars.ContextVar[Actor | None] = contextvars.ContextVar("cronradar_actor",
+                                                                      default=None)
 
 
 def current() -> Actor:
-    """The :class:`Actor` of the request being served (an empty one outside)."""
-    return _actor.get()
+    """The :class:`Actor` of the request being served (:data:`NOBODY` outside)."""
+    return _actor.get() or NOBODY
 
 
 @contextmanager

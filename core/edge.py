@@ -14,7 +14,9 @@ Answers are JSON ``{"detail": ...}`` under ``/api/`` and plain text elsewhere.
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
+from functools import lru_cache
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -80,3 +82,29 @@ class EdgeMiddleware:
                                      f"retry in {RETRY_AFTER} seconds")
         resp["Retry-After"] = str(RETRY_AFTER)
         return resp
+
+
+def client_address(meta: dict) -> str | None:
+    """The client's IP address from a WSGI environ (``request.META``):
+    ``REMOTE_ADDR``, or behind a trusted proxy (``CRONRADAR_TRUST_X_FORWARDED_FOR``)
+    the last ``X-Forwarded-For`` entry, the address that proxy saw. Anything that
+    is not an IP address is ignored; None when neither is one. ``GET /metrics``
+    (:mod:`cronradar.selfmetrics`), the throttles and the audit log take the
+    same address."""
+    candidates = [meta.get("REMOTE_ADDR", "")]
+    if settings.CRONRADAR_TRUST_X_FORWARDED_FOR:
+        candidates.insert(0, meta.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1])
+    for value in candidates:
+        if (address := _ip(value)) is not None:
+            return address
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _ip(value: str) -> str | None:
+    """``value`` as an IP address in its normal form, None if it is not one
+    (cached: the same hosts ping again and again)."""
+    try:
+        return str(ipaddress.ip_address(value.strip()))
+    except ValueError:
+        return None

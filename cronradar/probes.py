@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from django.conf import settings
 
 from core import logs
+from core.edge import client_address
 
 Handler = Callable[[dict, Callable], Iterable[bytes]]
 access = logging.getLogger("cronradar.access")
@@ -100,8 +101,6 @@ class Probes:
         self.routes = _routes()
         self.trusted = settings.CRONRADAR_TRUST_X_FORWARDED_FOR
         self.access_log = settings.CRONRADAR_ACCESS_LOG
-        from monitors.views import client_address  # the ping path's; it imports models
-
         self.client_address = client_address
 
     def __call__(self, environ, start_response):

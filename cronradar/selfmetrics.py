@@ -15,7 +15,7 @@ One scrape (:func:`exposition`) is:
 
 Access (:func:`refusal`): ``Authorization: Bearer <CRONRADAR_METRICS_TOKEN>``, or a
 client address in ``CRONRADAR_METRICS_ALLOWED``. The address is the ping path's
-(:func:`monitors.views.client_address`); a request that came through a proxy not
+(:func:`core.edge.client_address`); a request that came through a proxy not
 declared trusted (an ``X-Forwarded-For``, ``Forwarded`` or ``X-Real-IP`` header
 while ``CRONRADAR_TRUST_X_FORWARDED_FOR`` is off) is allowed by token only: the
 proxy's own address (often loopback) says nothing about the client's.
@@ -40,9 +40,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 import core.metrics  # noqa: F401  (the process metrics exist, at 0, from the first scrape)
 from alerts import backlog
+from core.edge import client_address
 from cronradar import guard, health
 from monitors import evaluator, liveness
-from monitors.views import client_address
 
 log = logging.getLogger(__name__)
 

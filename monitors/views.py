@@ -26,13 +26,11 @@ or HEAD to a monitor whose ``methods`` is ``POST`` (nothing stored); 429 over
 ``CRONRADAR_PING_RATE`` (with ``Retry-After``; not stored, counted in the
 monitor's ``dropped_pings``). No session, CSRF or login.
 """
-import ipaddress
 import logging
 import math
 import re
 import time
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from uuid import UUID
 
 from django.conf import settings
@@ -47,7 +45,7 @@ from redis.exceptions import RedisError
 
 from accounts.models import Project
 from core import logs, metrics
-from core.edge import NUL_MESSAGE, RETRY_AFTER, has_nul
+from core.edge import NUL_MESSAGE, RETRY_AFTER, client_address, has_nul
 from monitors import pings
 from monitors.models import Monitor
 
@@ -115,31 +113,6 @@ def _shown(text: str) -> str:
     """At most 40 characters of user input for an error message, control
     characters escaped (never echoed raw)."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:40])
-
-
-def client_address(meta: dict) -> str | None:
-    """The client's IP address from a WSGI environ (``request.META``):
-    ``REMOTE_ADDR``, or behind a trusted proxy (``CRONRADAR_TRUST_X_FORWARDED_FOR``)
-    the last ``X-Forwarded-For`` entry, the address that proxy saw. Anything that
-    is not an IP address is ignored; None when neither is one. ``GET /metrics``
-    (:mod:`cronradar.selfmetrics`) takes the same address."""
-    candidates = [meta.get("REMOTE_ADDR", "")]
-    if settings.CRONRADAR_TRUST_X_FORWARDED_FOR:
-        candidates.insert(0, meta.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1])
-    for value in candidates:
-        if (address := _ip(value)) is not None:
-            return address
-    return None
-
-
-@lru_cache(maxsize=4096)
-def _ip(value: str) -> str | None:
-    """``value`` as an IP address in its normal form, None if it is not one
-    (cached: the same hosts ping again and again)."""
-    try:
-        return str(ipaddress.ip_address(value.strip()))
-    except ValueError:
-        return None
 
 
 def _read_body(request) -> tuple[bytes, int]:

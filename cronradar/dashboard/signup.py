@@ -6,7 +6,6 @@ arriving live. The rules are :mod:`accounts.firstrun`, :mod:`accounts.signup`
 and :mod:`accounts.invitations`; these views only read forms and answer."""
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth import views as auth
 from django.core.exceptions import ValidationError
@@ -20,6 +19,7 @@ from django.views.decorators.http import require_POST
 from accounts import firstrun, invitations, signup
 from accounts.tenancy import at_least
 from alerts.models import Channel
+from core.edge import client_address
 from cronradar.dashboard import monitors as monitor_pages
 from cronradar.dashboard import snippets
 from cronradar.dashboard.common import ROLE, page
@@ -35,15 +35,6 @@ FIRST_RUN_REFUSALS = {
     firstrun.Refusal.NAME: ("organisation", "Give an organisation name of 1 to 100 characters "
                                             "that no organisation has."),
 }
-
-
-def client_ip(request) -> str:
-    """The client's address for rate limits: ``REMOTE_ADDR``, or behind a trusted
-    proxy (``CRONRADAR_TRUST_X_FORWARDED_FOR``) the proxy's last hop."""
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    if settings.CRONRADAR_TRUST_X_FORWARDED_FOR and forwarded:
-        return forwarded.rsplit(",", 1)[-1].strip()
-    return request.META.get("REMOTE_ADDR", "")
 
 
 def _account_errors(email: str, password: str) -> dict:
@@ -109,7 +100,8 @@ def signup_page(request):
         email = request.POST.get("email", "").strip()
         errors = _account_errors(email, request.POST.get("password", ""))
         if not errors:
-            outcome = signup.sign_up(email, request.POST["password"], client_ip(request))
+            outcome = signup.sign_up(email, request.POST["password"],
+                                     client_address(request.META) or "")
             if outcome == signup.Outcome.SENT:
                 return render(request, "dashboard/signup_sent.html", {"email": email})
             if outcome == signup.Outcome.RATE_LIMITED:
