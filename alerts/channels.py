@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from accounts import plans
 from alerts import incidents, notices
 from alerts.delivery import transmit
 from alerts.integrations import KINDS
@@ -124,3 +125,10 @@ def on_outage_settled(sender, impact, **kwargs) -> None:
 def on_tick_done(sender, now, **kwargs) -> None:
     """monitors.signals.tick_done receiver: :func:`purge_deleted`."""
     purge_deleted()
+
+
+@plans.counts("channels")
+def count(organisation) -> int:
+    """What a plan's ``max_channels`` bounds: ``organisation``'s channels not deleted."""
+    return Channel.objects.filter(project__organisation=organisation,
+                                  deleted_at__isnull=True).count()

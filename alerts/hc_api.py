@@ -37,6 +37,7 @@ from rest_framework import exceptions, serializers
 
 from accounts.auth import ApiKeyAuthentication, CallerRateThrottle
 from accounts.models import ApiKey, Project
+from accounts.plans import PlanLimit
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, Incident
 from alerts.timeline import alerting_of
@@ -482,7 +483,8 @@ def save(request, monitor: Monitor | None, body: dict) -> Monitor:
     """Create (``monitor`` None) or update a monitor from a create or update body,
     through the monitors API's serializer (its validation, its upserts' rules);
     returns it. A slug another monitor of the project has becomes the slug of the
-    name plus a UUID prefix, as the importer does. HcError 400 for a bad body."""
+    name plus a UUID prefix, as the importer does. HcError 400 for a bad body,
+    403 when the plan allows no more monitors."""
     creating = monitor is None
     uuid = uuid4() if creating else monitor.uuid
     if not creating:
@@ -503,6 +505,8 @@ def save(request, monitor: Monitor | None, body: dict) -> Monitor:
         return serializer.save(**({"uuid": uuid} if creating else {}))
     except serializers.ValidationError as e:
         raise HcError(first_error(e.detail)) from None
+    except PlanLimit as e:  # as Healthchecks answers its checks limit: 403
+        raise HcError(str(e.detail), 403) from None
     except Monitor.DoesNotExist:  # deleted by a concurrent request
         raise HcError("not found", 404) from None
 

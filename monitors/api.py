@@ -10,7 +10,7 @@ import base64
 import codecs
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -25,9 +25,8 @@ from rest_framework.response import Response
 from accounts import tenancy
 from accounts.models import Membership, Project
 from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404
-from monitors import evaluator, schedule, slots
+from monitors import creation, evaluator, schedule, slots
 from monitors.models import UUID_TAKEN, Monitor, Ping, Run, chosen_uuids_allowed, uuid_taken
-from monitors.runs import rearm
 
 MAX_TAGS = 50
 STATUSES = ("new", "up", "running", "late", "down", "paused")
@@ -224,10 +223,8 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
 
     def create(self, validated):
         monitor = Monitor(**validated)
-        rearm(monitor, timezone.now())
         try:
-            with transaction.atomic():
-                monitor.save()
+            creation.create(monitor.project, monitor, timezone.now())
         except IntegrityError:
             # another request took the UUID (or the slug) since validate() looked
             if "uuid" in validated and uuid_taken(validated["uuid"]):

@@ -15,7 +15,9 @@ Healthchecks' hosted ``hc-ping.com``), the same at the root path: ``/<uuid>...``
 deployment that loads Django's bare handler).
 
 ``/ping/<ping key>/<slug>?create=1`` makes the monitor when the slug is new
-(:func:`monitors.pings.create_on_ping`) and answers 201 ``Created``.
+(:func:`monitors.pings.create_on_ping`) and answers 201 ``Created``, or 403
+with the plan's limit (``this organisation's plan (free) allows 20 monitors``)
+when the plan allows no more monitors (nothing stored).
 
 ``slot`` names the scheduled time the run is for (RFC 3339 or Unix seconds,
 :func:`parse_slot`; checked against the monitor by :func:`monitors.slots.named_slot`).
@@ -44,6 +46,7 @@ from django.views.decorators.csrf import csrf_exempt
 from redis.exceptions import RedisError
 
 from accounts.models import Project
+from accounts.plans import PlanLimit
 from core import logs, metrics
 from core.edge import NUL_MESSAGE, RETRY_AFTER, client_address, has_nul
 from monitors import pings
@@ -263,6 +266,8 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
                     return _text(400, f"{e}; nothing was stored")
                 except ValueError as e:
                     return _text(400, str(e))
+                except PlanLimit as e:
+                    return _text(403, f"{e.detail}; nothing was stored")
         if monitor_id is None:
             return _text(404, "not found: no monitor with this ping URL")
         if wait := _over_rate(monitor_id):
