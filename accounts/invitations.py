@@ -25,7 +25,6 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.template import loader
 from django.urls import reverse
-
 from django.utils import timezone
 
 from accounts import people, plans, signup

@@ -4,6 +4,7 @@ file), with a 403 naming the limit and the plan; no plan, no limit; new
 organisations start on CRONRADAR_DEFAULT_PLAN."""
 import copy
 import html
+import io
 import json
 import re
 
@@ -48,7 +49,8 @@ def test_limits_and_the_message(project, free):
         "max_monitors": 2, "max_channels": 1, "max_members": 2, "max_api_keys": 1,
         "pings_kept": None, "pings_per_minute": None, "org_pings_per_minute": None,
         "run_retention_days": None, "incident_retention_days": None}
-    assert plans.message("free", "api_keys", 1) == "this organisation's plan (free) allows 1 API key"
+    assert plans.message("free", "api_keys", 1) == (
+        "this organisation's plan (free) allows 1 API key")
     assert plans.message("pro", "channels", 5) == "this organisation's plan (pro) allows 5 channels"
     other = new_project("other").organisation
     assert set(plans.limits(other).values()) == {None}
@@ -138,8 +140,7 @@ def test_the_operators_commands_bypass_the_plan(project, free, make_monitor, tmp
     two_monitors(make_monitor)
     crontab = tmp_path / "crontab"
     crontab.write_text("0 4 * * * /bin/report\n")
-    call_command("importcrontab", str(crontab), "--project", "acme",
-                 stdout=open(tmp_path / "out", "w"))
+    call_command("importcrontab", str(crontab), "--project", "acme", stdout=io.StringIO())
     assert Monitor.objects.count() == 3
 
 
@@ -228,7 +229,7 @@ def test_new_organisations_get_the_default_plan(db, settings, django_user_model)
     settings.CRONRADAR_DEFAULT_PLAN = "free"
     user = django_user_model.objects.create_user("a@x.test", "a@x.test", "pw")
     assert signup.give_organisation(user, "a@x.test").plan == free
-    call_command("createapikey", "--project", "ops", stdout=open("/dev/null", "w"))
+    call_command("createapikey", "--project", "ops", stdout=io.StringIO())
     assert Organisation.objects.get(name="ops").plan == free
     settings.CRONRADAR_DEFAULT_PLAN = ""
     assert Organisation.objects.create(name="self-hosted").plan is None

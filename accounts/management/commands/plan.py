@@ -53,7 +53,8 @@ class Command(BaseCommand):
                 setattr(plan, field, value)
             plan.save(update_fields=list(given))
         users = plan.organisations.count()
-        self.stdout.write(f"plan '{plan.name}' ({'created' if created else 'changed' if given
-                          else 'unchanged'}; {users} organisation{'' if users == 1 else 's'}):")
+        what = "created" if created else "changed" if given else "unchanged"
+        self.stdout.write(f"plan '{plan.name}' ({what}; {users} organisation"
+                          f"{'' if users == 1 else 's'}):")
         for line in limit_lines(plan):
             self.stdout.write(line)
