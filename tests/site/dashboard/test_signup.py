@@ -101,3 +101,37 @@ def test_the_test_ping_is_for_members_of_the_project(project, make_monitor):
     assert other.get(f"/welcome/{m.pk}/pings.json").status_code == 404
     assert not Ping.objects.exists()
     assert Monitor.objects.get().last_ping_at is None
+
+
+def test_an_invitation_the_lowered_plan_has_no_room_for_says_so(project, settings):
+    from accounts import invitations
+    from accounts.models import Plan
+    from tests.helpers import person
+
+    settings.CRONRADAR_BASE_URL = "https://cron.example.org"
+    person("olga", project.organisation, "owner")
+    found = invitations.invite(project.organisation, "nb@example.com", "member", "olga")
+    plan = Plan.objects.create(name="free", max_members=1)
+    Organisation.objects.filter(pk=project.organisation_id).update(plan=plan)
+    link = invitations.link(found).removeprefix("https://cron.example.org")
+    resp = Client().post(link, {"username": "newbie", "password": "a long pass phrase 9"})
+    assert resp.status_code == 403
+    assert ("this organisation&#x27;s plan (free) allows 1 member: ask the admin who invited "
+            "you.") in resp.content.decode()
+    assert not get_user_model().objects.filter(username="newbie").exists()
+
+
+def test_sign_up_with_a_missing_default_plan_says_so_and_makes_nobody(project, settings,
+                                                                      caplog):
+    from tests.helpers import person
+
+    person("olga", project.organisation, "owner")  # not the first run
+    settings.CRONRADAR_SIGNUP = "open"
+    settings.CRONRADAR_DEFAULT_PLAN = "gold"
+    resp = Client().post("/signup/", {"email": "new@example.com",
+                                      "password": "a long pass phrase 9"})
+    assert resp.status_code == 503
+    assert "the installation&#x27;s default plan is missing" in resp.content.decode()
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["olga"]
+    assert Organisation.objects.count() == 1
+    assert "CRONRADAR_DEFAULT_PLAN='gold' names no plan" in caplog.text
