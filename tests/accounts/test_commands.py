@@ -160,3 +160,15 @@ def test_setplan_by_name_or_id_records_the_change(db):
         run("setplan", "nope", "free")
     with pytest.raises(CommandError, match="^no organisation called '999' or with id 999$"):
         run("setplan", "999", "free")
+
+
+def test_a_missing_default_plan_stops_the_commands_that_make_organisations(db, settings,
+                                                                          monkeypatch):
+    settings.CRONRADAR_DEFAULT_PLAN = "gold"
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
+    reason = r"^CRONRADAR_DEFAULT_PLAN='gold' names no plan: create it \(manage.py plan gold"
+    with pytest.raises(CommandError, match=reason):
+        run("createapikey", "--project", "ops")
+    with pytest.raises(CommandError, match=reason):
+        run("createuser", "erin", "--organisation", "acme")
+    assert not Organisation.objects.exists()
