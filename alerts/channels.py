@@ -4,7 +4,8 @@ a resolve for a notified channel that stops following (:func:`channels_removed`)
 deleting a channel (:func:`delete_channel`) and removing it once its last
 notifications are done (:func:`purge_deleted`), a test notification
 (:func:`send_test`) and an outage summary to a project's channels
-(:func:`notify_outage`). Incidents themselves are written by :mod:`alerts.incidents`.
+(:func:`notify_outage`), and the count a plan's ``max_channels`` bounds
+(:func:`count`). Incidents themselves are written by :mod:`alerts.incidents`.
 """
 from __future__ import annotations
 
