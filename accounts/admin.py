@@ -1,6 +1,15 @@
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 
 from accounts.models import ApiKey, Membership, Organisation, Project
+from accounts.throttle import ThrottledForm
+
+
+class AdminLoginForm(ThrottledForm, AdminAuthenticationForm):
+    """The admin's sign-in, throttled as the dashboard's (:mod:`accounts.throttle`)."""
+
+
+admin.site.login_form = AdminLoginForm
 
 admin.site.register(Organisation)
 admin.site.register(Membership, list_display=["organisation", "user", "role"])
