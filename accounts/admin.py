@@ -1,7 +1,16 @@
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 
 from accounts import plans
 from accounts.models import ApiKey, Membership, Organisation, Plan, Project
+from accounts.throttle import ThrottledForm
+
+
+class AdminLoginForm(ThrottledForm, AdminAuthenticationForm):
+    """The admin's sign-in, throttled as the dashboard's (:mod:`accounts.throttle`)."""
+
+
+admin.site.login_form = AdminLoginForm
 
 
 @admin.register(Plan)

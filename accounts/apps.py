@@ -9,6 +9,7 @@ class AccountsConfig(AppConfig):
 
     def ready(self):
         # registers the checks, the post_migrate hook, the default plan and the counts
-        from accounts import checks, firstrun, invitations, plans  # noqa: F401
+        from accounts import checks, firstrun, invitations, plans, throttle  # noqa: F401
 
         firstrun.connect(self)
+        throttle.connect()

@@ -35,7 +35,7 @@ from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
 
-from accounts.auth import ApiKeyAuthentication, CallerRateThrottle
+from accounts.auth import ApiKeyAuthentication, CallerRateThrottle, KeyLookupsThrottled
 from accounts.models import ApiKey, Project
 from accounts.plans import PlanLimit
 from alerts.api import MonitorSerializer
@@ -333,13 +333,18 @@ def first_error(detail) -> str:
 
 def _key(request: HttpRequest, body: dict) -> ApiKey:
     """The caller's key: ``X-Api-Key``, else ``api_key`` in the JSON body; HcError
-    401 when missing, unknown or revoked."""
+    401 when missing, unknown or revoked; 429 while the address is throttled for
+    unknown keys (:mod:`accounts.throttle`)."""
     key = request.headers.get("X-Api-Key", "").strip() or str(body.get("api_key", "")).strip()
     if not key:
         raise HcError("missing api key", 401)
-    try:  # the API's own key check (it also notes the key's last use)
+    try:  # the API's own key check (it also notes the key's last use, and throttles)
         found = ApiKeyAuthentication().authenticate(SimpleNamespace(
-            META={"HTTP_X_API_KEY": key}))
+            META={**request.META, "HTTP_X_API_KEY": key}))
+    except KeyLookupsThrottled as e:
+        exc = HcError(str(e.detail), 429)
+        exc.retry_after = e.wait
+        raise exc from None
     except exceptions.AuthenticationFailed:
         found = None
     if found is None:

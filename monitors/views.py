@@ -48,7 +48,7 @@ from redis.exceptions import RedisError
 from accounts.models import Project
 from accounts.plans import PlanLimit
 from core import logs, metrics
-from core.edge import NUL_MESSAGE, RETRY_AFTER, client_address, has_nul
+from core.edge import NUL_MESSAGE, RETRY_AFTER, client_address, has_nul, is_chunked
 from monitors import pings
 from monitors.models import Monitor
 
@@ -131,7 +131,7 @@ def _read_body(request) -> tuple[bytes, int]:
         return b"", 0
     stream = request
     declared = request.META.get("CONTENT_LENGTH")
-    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not declared:
+    if is_chunked(request.META):
         stream = request.META["wsgi.input"]
     limit = settings.CRONRADAR_PING_BODY_LIMIT
     kept = stream.read(limit)

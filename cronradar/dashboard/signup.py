@@ -153,13 +153,21 @@ class Login(auth.LoginView):
     redirect_authenticated_user = True
     authentication_form = signup.LoginForm
 
+    def form_invalid(self, form):
+        """The form again; ``429`` with ``Retry-After`` while the sign-in cools off."""
+        response = super().form_invalid(form)
+        if form.throttled_for:
+            response.status_code = 429
+            response["Retry-After"] = str(form.throttled_for)
+        return response
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        refused = [e for e in context["form"].non_field_errors().as_data()
-                   if e.code == "unverified"]
+        refused = {e.code: e.messages[0] for e in context["form"].non_field_errors().as_data()}
         return {**context, "signup_open": signup.mode().is_open,
                 "nobody_yet": firstrun.nobody_yet(),
-                "unverified": refused[0].messages[0] if refused else ""}
+                "unverified": refused.get("unverified", ""),
+                "throttled": refused.get("throttled", "")}
 
 
 def invitation(request, token: str):

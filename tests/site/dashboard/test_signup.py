@@ -135,3 +135,72 @@ def test_sign_up_with_a_missing_default_plan_says_so_and_makes_nobody(project, s
     assert list(get_user_model().objects.values_list("username", flat=True)) == ["olga"]
     assert Organisation.objects.count() == 1
     assert "CRONRADAR_DEFAULT_PLAN='gold' names no plan" in caplog.text
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The sign-in throttle's clock (django.utils.timezone.now), set by the test."""
+    from datetime import UTC, datetime
+
+    at = {"now": datetime(2026, 12, 1, 12, 0, tzinfo=UTC)}
+    monkeypatch.setattr("django.utils.timezone.now", lambda: at["now"])
+    return at
+
+
+def test_thirty_wrong_passwords_then_the_right_one_wait_out_the_cool_off(clock):
+    from datetime import timedelta
+
+    from django.contrib.auth.signals import user_login_failed
+
+    get_user_model().objects.create_user("ana@corp.test", "ana@corp.test", PASSWORD)
+    failed = []
+
+    def note(sender, credentials, **kwargs):
+        failed.append(credentials["username"])
+    user_login_failed.connect(note)
+    browser = Client(REMOTE_ADDR="192.0.2.10")
+    try:
+        answers = [browser.post("/login/", {"username": "ana@corp.test", "password": "nope"})
+                   for _ in range(30)]
+    finally:
+        user_login_failed.disconnect(note)
+    assert [a.status_code for a in answers] == [200] * 5 + [429] * 25
+    assert len(failed) == 5  # each checked password; the refused ones were not checked
+    right = {"username": "ana@corp.test", "password": PASSWORD}
+    refused = browser.post("/login/", right)
+    assert (refused.status_code, refused["Retry-After"]) == (429, "1")
+    assert "Too many failed sign-ins: try again in 1 second." in text(refused)
+    assert "_auth_user_id" not in browser.session
+    clock["now"] += timedelta(seconds=1)
+    assert browser.post("/login/", {"username": "ana@corp.test", "password": "no"}
+                        ).status_code == 200  # checked: the 6th failure, a 2 s wait
+    refused = browser.post("/login/", right)
+    assert (refused.status_code, refused["Retry-After"]) == (429, "2")
+    assert "Too many failed sign-ins: try again in 2 seconds." in text(refused)
+    clock["now"] += timedelta(seconds=1.5)
+    assert browser.post("/login/", right)["Retry-After"] == "1"
+    clock["now"] += timedelta(seconds=0.5)
+    assert browser.post("/login/", right).status_code == 302  # signed in, the pair reset
+    assert Client(REMOTE_ADDR="192.0.2.10").post("/login/", {
+        "username": "ana@corp.test", "password": "nope"}).status_code == 200
+
+
+def test_the_owner_signs_in_from_elsewhere_while_a_guesser_waits(clock):
+    get_user_model().objects.create_user("ana@corp.test", "ana@corp.test", PASSWORD)
+    guesser = Client(REMOTE_ADDR="192.0.2.10")
+    for _ in range(5):
+        guesser.post("/login/", {"username": "ana@corp.test", "password": "nope"})
+    assert guesser.post("/login/", {"username": "ana@corp.test", "password": PASSWORD}
+                        ).status_code == 429
+    owner = Client(REMOTE_ADDR="198.51.100.7")
+    assert owner.post("/login/", {"username": "ana@corp.test",
+                                  "password": PASSWORD}).status_code == 302
+
+
+def test_the_admin_sign_in_is_throttled_too(clock):
+    get_user_model().objects.create_superuser("root", "root@corp.test", PASSWORD)
+    browser = Client(REMOTE_ADDR="192.0.2.10")
+    for _ in range(5):
+        browser.post("/admin/login/", {"username": "root", "password": "nope"})
+    refused = browser.post("/admin/login/", {"username": "root", "password": PASSWORD})
+    assert "too many failed sign-ins: try again in 1 second" in text(refused)
+    assert "_auth_user_id" not in browser.session
