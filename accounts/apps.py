@@ -8,6 +8,7 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts import checks, firstrun  # noqa: F401  (registers the check, the post_migrate hook)
+        from accounts import audit, checks, firstrun  # noqa: F401  (registers the check, the post_migrate hook)
 
         firstrun.connect(self)
+        audit.connect()

@@ -19,6 +19,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 from rest_framework import authentication, exceptions, parsers, throttling
 
+from accounts import audit
 from accounts.models import ApiKey
 from core import logs
 
@@ -47,6 +48,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
                                   | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
                                   pk=api_key.pk).update(last_used_at=now)
             api_key.last_used_at = now
+        audit.set_actor(audit.key_actor(api_key, request.META))
         return AnonymousUser(), api_key
 
     def authenticate_header(self, request):

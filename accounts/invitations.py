@@ -26,8 +26,8 @@ from django.db import transaction
 from django.template import loader
 from django.urls import reverse
 
-from accounts import people, signup
-from accounts.models import Invitation, Membership, Organisation, Profile
+from accounts import audit, people, signup
+from accounts.models import AuditEntry, Invitation, Membership, Organisation, Profile
 
 MAX_AGE = timedelta(days=7)
 SALT = "cronradar.accounts.invitation"
@@ -82,14 +82,22 @@ def is_for(invitation: Invitation, user) -> bool:
 def accept(invitation: Invitation, user, now: datetime) -> Membership | None:
     """Put ``user`` (whose address is the invitation's: :func:`is_for`) into the
     organisation with the invited role; someone already a member keeps their role.
-    None when the invitation was used meanwhile."""
+    None when the invitation was used meanwhile. A new member is a ``member_add``
+    entry, by the person who accepted (the invitation's ``invited_by`` in it)."""
     with transaction.atomic():
         if not Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).update(
                 accepted_at=now):
             return None
-        membership, _ = Membership.objects.get_or_create(
+        membership, made = Membership.objects.get_or_create(
             organisation=invitation.organisation, user=user,
             defaults={"role": invitation.role})
+        if made:
+            audit.record(AuditEntry.Action.MEMBER_ADD, invitation.organisation,
+                         target_type="user", target_id=user.pk,
+                         target_repr=user.get_username(), at=now,
+                         actor=audit.Actor(user.get_username(), user, audit.current().address),
+                         changes={"role": [None, membership.role],
+                                  "invited_by": [None, invitation.invited_by]})
     return membership
 
 

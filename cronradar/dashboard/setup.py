@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet
+from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet, revoke_key
 from accounts.models import ApiKey, Invitation, Membership, _badge_key
 from alerts import escalation
 from alerts.api import (
@@ -23,6 +23,7 @@ from alerts.api import (
     EscalationPolicySerializer,
     MaintenanceWindowSerializer,
     delete_policy,
+    delete_window,
 )
 from alerts.channels import delete_channel, send_test
 from alerts.integrations import KINDS
@@ -280,7 +281,7 @@ def window_delete(request, pk: int):
     require(request, ROLE.MEMBER)
     window = get_object_or_404(MaintenanceWindow, pk=pk, project=request.project)
     if request.method == "POST":
-        window.delete()
+        delete_window(window)
         return redirect("dashboard:windows")
     return _confirm(request, f"Delete maintenance window {window.name}?",
                     "Notifications it holds back are sent if their incidents are still open.",
@@ -317,8 +318,7 @@ def key_revoke(request, pk: int):
     require(request, ROLE.ADMIN)
     key = get_object_or_404(ApiKey, pk=pk, project=request.project)
     if request.method == "POST":
-        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
-            revoked_at=timezone.now())
+        revoke_key(key, timezone.now())
         return redirect("dashboard:keys")
     return _confirm(request, f"Revoke API key {key.prefix}…?",
                     "Scripts using it get 401 from then on.", reverse("dashboard:keys"))
