@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounts import audit
 from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet, revoke_key
 from accounts.models import ApiKey, Invitation, Membership, _badge_key
 from alerts import escalation
@@ -329,8 +330,10 @@ def key_revoke(request, pk: int):
 def badge_key_renew(request):
     """POST ``/keys/badge/``: a new badge key; every badge URL with the old one 404s."""
     require(request, ROLE.ADMIN)
-    request.project.badge_key = _badge_key()
+    old, request.project.badge_key = request.project.badge_key, _badge_key()
     request.project.save(update_fields=["badge_key"])
+    audit.record_update(request.project.organisation, request.project, {"badge_key": old},
+                        {"badge_key": request.project.badge_key}, secret={"badge_key"})
     return redirect("dashboard:keys")
 
 

@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 
 from accounts import audit
-from accounts.models import ApiKey, AuditEntry, Invitation, Membership
 from accounts.invitations import accept
+from accounts.models import ApiKey, AuditEntry, Invitation, Membership
 from alerts import links
 from alerts.models import Channel, Incident
 from monitors.pings import PingInput, ingest
@@ -369,3 +369,20 @@ def test_the_retention_job_prunes_the_audit_log(project, settings):
     kept = _log(1, project.organisation, now=now - timedelta(days=89))
     assert prune(now).audit == 2
     assert list(AuditEntry.objects.values_list("pk", flat=True)) == [kept[0].pk]
+
+
+def test_create_on_ping_acts_as_the_ping_key(project, monkeypatch):
+    from monitors import pings
+
+    seen = []
+    real = pings.create_on_ping
+
+    def spy(*args, **kw):
+        seen.append(audit.current())
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pings, "create_on_ping", spy)
+    resp = Client().get(f"/ping/{project.ping_key}/new-job?create=1", REMOTE_ADDR="192.0.2.44")
+    assert resp.status_code == 201
+    assert seen == [audit.Actor(f"ping key {project.ping_key[:6]}", None, "192.0.2.44")]
+    assert audit.current() == audit.NOBODY
