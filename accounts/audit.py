@@ -17,6 +17,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -166,7 +167,8 @@ def diff(before: dict, after: dict, secret: frozenset | set = frozenset()) -> di
 def plain(value):
     """``value`` as the API shows it, JSON-serialisable: ``timedelta`` -> whole
     seconds, ``datetime``/``date`` -> ISO 8601, a model instance -> its pk, a set
-    or tuple -> a sorted list; lists and dicts item by item."""
+    or tuple -> a sorted list, a ``Decimal`` -> a number; lists and dicts item
+    by item; anything else (a UUID) its text."""
     if isinstance(value, timedelta):
         return int(value.total_seconds())
     if isinstance(value, datetime | date):
@@ -179,7 +181,11 @@ def plain(value):
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
-    return value
+    if isinstance(value, Decimal):
+        return float(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)  # a UUID, an enum: as its text
 
 
 def fields_of(obj, names) -> dict:

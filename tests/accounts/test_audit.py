@@ -386,3 +386,16 @@ def test_create_on_ping_acts_as_the_ping_key(project, monkeypatch):
     assert resp.status_code == 201
     assert seen == [audit.Actor(f"ping key {project.ping_key[:6]}", None, "192.0.2.44")]
     assert audit.current() == audit.NOBODY
+
+
+def test_values_are_kept_as_the_api_shows_them():
+    import uuid
+    from decimal import Decimal
+
+    u = uuid.UUID(int=1)
+    assert audit.diff({"slow_factor": None, "grace": timedelta(seconds=60)}, {
+        "slow_factor": Decimal("2.50"), "grace": timedelta(minutes=2), "uuid": u,
+        "at": T0, "tags": ("b", "a"), "token": "x"}, secret={"token"}) == {
+        "slow_factor": [None, 2.5], "grace": [60, 120], "uuid": [None, str(u)],
+        "at": [None, "2026-01-05T12:00:00+00:00"], "tags": [None, ["a", "b"]],
+        "token": ["***", "***"]}
