@@ -399,3 +399,19 @@ def test_values_are_kept_as_the_api_shows_them():
         "slow_factor": [None, 2.5], "grace": [60, 120], "uuid": [None, str(u)],
         "at": [None, "2026-01-05T12:00:00+00:00"], "tags": [None, ["a", "b"]],
         "token": ["***", "***"]}
+
+
+def test_a_person_reads_each_organisation_they_administer(project):
+    other = new_project("other").organisation
+    ada = person("ada", project.organisation, "admin")
+    Membership.objects.create(organisation=other, user=ada, role="owner")
+    third = new_project("third").organisation
+    Membership.objects.create(organisation=third, user=ada, role="member")
+    mine, theirs, no = _log(1, project.organisation), _log(1, other), _log(1, third)
+    client = as_person(ada)
+    assert [e["id"] for e in client.get("/api/v1/audit-log/").json()] == [theirs[0].pk,
+                                                                        mine[0].pk]
+    assert [e["id"] for e in client.get(
+        f"/api/v1/audit-log/?organisation={other.pk}").json()] == [theirs[0].pk]
+    assert client.get(f"/api/v1/audit-log/?organisation={third.pk}").json() == []
+    assert no  # a member there: never shown
