@@ -21,12 +21,13 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from rest_framework import exceptions, serializers, status, viewsets
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, generics, serializers, status, viewsets
 from rest_framework.response import Response
 
-from accounts import invitations, people, plans, tenancy
-from accounts.models import ApiKey, Invitation, Membership, Organisation, Project
-from core.api import RejectUnknown
+from accounts import audit, invitations, people, plans, tenancy
+from accounts.models import ApiKey, AuditEntry, Invitation, Membership, Organisation, Project
+from core.api import PAGING, CursorList, RejectUnknown, object_id
 
 ADMIN, OWNER = Membership.Role.ADMIN, Membership.Role.OWNER
 
@@ -66,7 +67,9 @@ class OrganisationViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer):
         if tenancy.caller(self.request).org_role(serializer.instance.pk) != OWNER:
             raise exceptions.PermissionDenied("this needs the owner role in the organisation")
-        serializer.save()
+        before = {"name": serializer.instance.name}
+        org = serializer.save()
+        audit.record_update(org, org, before, {"name": org.name})
 
 
 class ProjectSerializer(RejectUnknown, serializers.ModelSerializer):
@@ -119,6 +122,17 @@ class ProjectSerializer(RejectUnknown, serializers.ModelSerializer):
                 {"name": [f"a project named '{name}' exists in this organisation"]})
         return attrs
 
+    def create(self, validated):
+        project = super().create(validated)
+        audit.record_create(project.organisation, project, {"name": project.name})
+        return project
+
+    def update(self, project, validated):
+        before = {"name": project.name}
+        project = super().update(project, validated)
+        audit.record_update(project.organisation, project, before, {"name": project.name})
+        return project
+
 
 class ProjectViewSet(viewsets.ModelViewSet):
     """``GET/POST /api/v1/projects/``, ``GET/PATCH …/<id>/``. Projects are created by
@@ -155,7 +169,18 @@ class ApiKeySerializer(RejectUnknown, serializers.ModelSerializer):
             plans.check(validated["project"].organisation, "api_keys")
             row, key = ApiKey.issue(validated["project"], validated.get("name", ""),
                                     read_only=validated.get("read_only", False))
+            audit.record(AuditEntry.Action.KEY_CREATE, row.project.organisation, target=row,
+                         target_type="api_key", changes=audit.diff({}, {
+                             "name": row.name, "prefix": row.prefix,
+                             "read_only": row.read_only, "project": row.project_id}))
         row.plaintext = key
+        return row
+
+    def update(self, row, validated):
+        before = {"name": row.name}
+        row = super().update(row, validated)
+        audit.record_update(row.project.organisation, row, before, {"name": row.name},
+                            target_type="api_key")
         return row
 
     def to_representation(self, row):
@@ -185,8 +210,18 @@ class ApiKeyViewSet(viewsets.ModelViewSet):
         serializer.save()
 
     def perform_destroy(self, row):
-        ApiKey.objects.filter(pk=row.pk, revoked_at__isnull=True).update(
-            revoked_at=timezone.now())
+        revoke_key(row, timezone.now())
+
+
+def revoke_key(row: ApiKey, now) -> bool:
+    """Revoke API key ``row`` at ``now`` (the API's DELETE, the dashboard's
+    button): refused from then on; a ``key_revoke`` entry. False (nothing
+    written) when it was revoked already."""
+    if not ApiKey.objects.filter(pk=row.pk, revoked_at__isnull=True).update(revoked_at=now):
+        return False
+    audit.record(AuditEntry.Action.KEY_REVOKE, row.project.organisation, target=row,
+                 target_type="api_key")
+    return True
 
 
 class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
@@ -258,8 +293,26 @@ class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
                                       username=given.get("username", ""))
         with transaction.atomic():
             plans.check(validated["organisation"], "members")
-            return Membership.objects.create(organisation=validated["organisation"],
-                                             user=validated["user"], role=role)
+            membership = Membership.objects.create(organisation=validated["organisation"],
+                                                   user=validated["user"], role=role)
+            record_member(AuditEntry.Action.MEMBER_ADD, membership, {"role": [None, role]})
+        return membership
+
+    def update(self, membership, validated):
+        before = membership.role
+        membership = super().update(membership, validated)
+        if membership.role != before:
+            record_member(AuditEntry.Action.ROLE_CHANGE, membership,
+                          {"role": [before, membership.role]})
+        return membership
+
+
+def record_member(action: str, membership: Membership, changes: dict | None = None) -> None:
+    """A members entry (``member_add``, ``role_change``, ``member_remove``): the
+    target is the person (``user``, their username)."""
+    audit.record(action, membership.organisation, target_type="user",
+                 target_id=membership.user_id, target_repr=membership.user.get_username(),
+                 changes=changes)
 
 
 def invitation_answer(invitation: Invitation) -> dict:
@@ -352,4 +405,89 @@ class MemberViewSet(viewsets.ModelViewSet):
         with transaction.atomic():
             if membership.role == OWNER:
                 _keep_an_owner(membership)
+            record_member(AuditEntry.Action.MEMBER_REMOVE, membership,
+                          {"role": [membership.role, None]})
             membership.delete()
+
+
+# --- the audit log ---------------------------------------------------------------------
+
+class AuditTargetSerializer(serializers.Serializer):
+    """The object an entry is about: ``type`` (monitor, channel, ...), ``id``, ``repr``."""
+
+    type = serializers.CharField(source="target_type")
+    id = serializers.CharField(source="target_id")
+    repr = serializers.CharField(source="target_repr")
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    """``id``, ``at``, ``organisation`` (id), ``actor`` (a username, ``key <prefix>``,
+    ``signed link``, ``ping key <6 characters>``; ``""`` for the service itself),
+    ``address`` (the client's IP, or null), ``action`` (a code), ``target``
+    ``{type, id, repr}``, ``changes`` ``{field: [old, new]}`` (secrets ``"***"``)."""
+
+    target = AuditTargetSerializer(source="*")
+    changes = serializers.JSONField()
+
+    class Meta:
+        model = AuditEntry
+        fields = ["id", "at", "organisation", "actor", "address", "action", "target", "changes"]
+        read_only_fields = fields
+
+
+def audit_organisations(request) -> list[int]:
+    """The organisations whose audit log the caller reads: a person's where they
+    are an admin or owner, a read-write key's own (it acts as an admin); 403
+    for anyone else (members, viewers, read-only keys)."""
+    who = tenancy.caller(request)
+    if who.key is not None:
+        if who.key.read_only:
+            raise exceptions.PermissionDenied("the audit log needs the admin role: this API "
+                                              "key is read-only")
+        return [who.key.project.organisation_id]
+    found = audit.readable(dict(Membership.objects.filter(user=who.user)
+                                .values_list("organisation_id", "role")))
+    if not found:
+        raise exceptions.PermissionDenied("the audit log needs the admin role in the "
+                                          "organisation")
+    return found
+
+
+@extend_schema(parameters=[
+    *PAGING,
+    OpenApiParameter("organisation", int, description="only this organisation's (for a "
+                     "person who administers several)"),
+    OpenApiParameter("object", str, description="only entries about this object: "
+                     "<type>:<id>, e.g. monitor:12"),
+    OpenApiParameter("target_type", str, description="only entries about objects of this "
+                     "type (monitor, channel, escalationpolicy, maintenancewindow, project, "
+                     "organisation, incident, api_key, user)"),
+    OpenApiParameter("target_id", str, description="only entries about the object with "
+                     "this id"),
+    OpenApiParameter("actor", str, description="only entries by this actor (a username, "
+                     "key <prefix>, signed link)"),
+    OpenApiParameter("action", str, enum=AuditEntry.Action.values,
+                     description="only entries of this action")])
+class AuditLogList(CursorList, generics.ListAPIView):
+    """``GET /api/v1/audit-log/``: who changed what, newest first
+    (docs/multi-tenant.md, "Audit log"), for admins and owners (and read-write
+    keys) of the organisation; filters ``?object=``/``?target_type=``/
+    ``?target_id=``, ``?actor=``, ``?action=``, ``?since=``/``?until=`` (on
+    ``at``), ``?organisation=``; cursor paging as every time series
+    (:class:`core.api.CursorList`)."""
+
+    serializer_class = AuditEntrySerializer
+    time_field = "at"
+
+    def get_queryset(self):
+        if tenancy.caller_or_none(self.request) is None:  # the schema's anonymous request
+            return AuditEntry.objects.none()
+        orgs = audit_organisations(self.request)
+        wanted = object_id(self.request, "organisation")
+        if wanted is not None:
+            orgs = [o for o in orgs if o == wanted]
+        try:
+            return audit.search(AuditEntry.objects.filter(organisation__in=orgs),
+                                self.request.query_params)
+        except audit.BadFilter as e:
+            raise serializers.ValidationError({e.field: [str(e)]}) from None

@@ -9,7 +9,8 @@ class AccountsConfig(AppConfig):
 
     def ready(self):
         # registers the checks, the post_migrate hook, the default plan and the counts
-        from accounts import checks, firstrun, invitations, plans, throttle  # noqa: F401
+        from accounts import audit, checks, firstrun, invitations, plans, throttle  # noqa: F401
 
         firstrun.connect(self)
         throttle.connect()
+        audit.connect()

@@ -19,7 +19,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 from rest_framework import authentication, exceptions, parsers, throttling
 
-from accounts import throttle
+from accounts import audit, throttle
 from accounts.models import ApiKey
 from core import logs
 from core.edge import client_address
@@ -68,6 +68,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
                                   | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
                                   pk=api_key.pk).update(last_used_at=now)
             api_key.last_used_at = now
+        audit.set_actor(audit.key_actor(api_key, request.META))
         return AnonymousUser(), api_key
 
     def authenticate_header(self, request):

@@ -27,8 +27,8 @@ from django.template import loader
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts import people, plans, signup
-from accounts.models import Invitation, Membership, Organisation, Profile
+from accounts import audit, people, plans, signup
+from accounts.models import AuditEntry, Invitation, Membership, Organisation, Profile
 
 MAX_AGE = timedelta(days=7)
 SALT = "cronradar.accounts.invitation"
@@ -104,7 +104,9 @@ def accept(invitation: Invitation, user, now: datetime) -> Membership | None:
     organisation with the invited role; someone already a member keeps their role.
     None when the invitation was used meanwhile. Raises
     :class:`accounts.plans.PlanLimit` (nothing changed) when the plan's members are
-    all taken without this invitation (the plan was lowered since it was sent)."""
+    all taken without this invitation (the plan was lowered since it was sent). A
+    new member is a ``member_add`` entry, by the person who accepted (the
+    invitation's ``invited_by`` in it)."""
     with transaction.atomic():
         if not Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).update(
                 accepted_at=now):
@@ -112,9 +114,16 @@ def accept(invitation: Invitation, user, now: datetime) -> Membership | None:
         if not Membership.objects.filter(organisation=invitation.organisation,
                                          user=user).exists():
             plans.check(invitation.organisation, "members")  # this one is no longer pending
-        membership, _ = Membership.objects.get_or_create(
+        membership, made = Membership.objects.get_or_create(
             organisation=invitation.organisation, user=user,
             defaults={"role": invitation.role})
+        if made:
+            audit.record(AuditEntry.Action.MEMBER_ADD, invitation.organisation,
+                         target_type="user", target_id=user.pk,
+                         target_repr=user.get_username(), at=now,
+                         actor=audit.Actor(user.get_username(), user, audit.current().address),
+                         changes={"role": [None, membership.role],
+                                  "invited_by": [None, invitation.invited_by]})
     return membership
 
 

@@ -18,8 +18,8 @@ from drf_spectacular.utils import (
 from rest_framework import exceptions, generics, serializers, viewsets
 from rest_framework.response import Response
 
-from accounts import plans, tenancy
-from accounts.models import Membership
+from accounts import audit, plans, tenancy
+from accounts.models import AuditEntry, Membership
 from alerts import escalation, incidents, maintenance
 from alerts.channels import delete_channel, send_test, set_alerting, set_channels
 from alerts.integrations import KINDS
@@ -174,12 +174,24 @@ class MonitorSerializer(monitors_api.MonitorSerializer):
     def update(self, monitor, validated):
         channels = validated.pop("channels", None)
         settings = _alerting_changes(validated)
+        before = self.alerting_values(monitor)
         with transaction.atomic():  # evaluator.edit's row lock lasts until this commits
             monitor = super().update(monitor, validated)
             if channels is not None:
                 set_channels(monitor, channels, timezone.now())
             set_alerting(monitor, settings)
+            if channels is not None or settings:  # evaluator.edit recorded the rest
+                audit.record_update(monitor.project.organisation, monitor, before,
+                                    self.alerting_values(Monitor.objects.get(pk=monitor.pk)))
         return monitor
+
+    def alerting_values(self, monitor) -> dict:
+        """The monitor's alerting settings as the API shows them, for the audit log."""
+        return {name: self.fields[name].to_representation(monitor) for name in ALERTING}
+
+
+ALERTING = ("channels", "escalation_policy", "urgency", "severity", "renotify",
+            "failure_threshold", "recovery_threshold")
 
 
 def _alerting_changes(validated: dict) -> dict:
@@ -261,7 +273,27 @@ class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
     def create(self, validated):
         with transaction.atomic():
             plans.check(validated["project"].organisation, "channels")
-            return Channel.objects.create(**validated)
+            channel = Channel.objects.create(**validated)
+            audit.record_create(channel.project.organisation, channel, *channel_audit(channel))
+        return channel
+
+    def update(self, channel, validated):
+        before, secret = channel_audit(channel)
+        channel = super().update(channel, validated)
+        after, secret_after = channel_audit(channel)
+        audit.record_update(channel.project.organisation, channel,
+                            before, {**dict.fromkeys(before), **after}, secret | secret_after)
+        return channel
+
+
+def channel_audit(channel: Channel) -> tuple[dict, set]:
+    """A channel's values for the audit log, and which of them are secret: ``name``,
+    ``kind`` and ``config.<field>``, every config field a reader sees as
+    ``"***"`` (URLs, tokens, routing keys) secret."""
+    config = channel.config if isinstance(channel.config, dict) else {}
+    values = {"name": channel.name, "kind": channel.kind,
+              **{f"config.{k}": v for k, v in config.items()}}
+    return values, {f"config.{k}" for k in config if k not in SHOWN_TO_READERS}
 
 
 class ChannelList(generics.ListCreateAPIView):
@@ -479,17 +511,30 @@ class EscalationPolicySerializer(RejectUnknown, serializers.ModelSerializer):
         with transaction.atomic():
             policy = EscalationPolicy.objects.create(**validated)
             _set_tiers(policy, tiers)
+            audit.record_create(policy.project.organisation, policy, policy_audit(policy))
         return policy
 
     def update(self, policy, validated):
         tiers = validated.pop("tiers", None)
         with transaction.atomic():
+            before = policy_audit(policy)
             for name, value in validated.items():
                 setattr(policy, name, value)
             policy.save()
             if tiers is not None:
                 _set_tiers(policy, tiers)
+            audit.record_update(policy.project.organisation, policy, before,
+                                policy_audit(policy))
         return policy
+
+
+def policy_audit(policy: EscalationPolicy) -> dict:
+    """A policy's values for the audit log: ``name``, ``repeat`` and ``tiers``
+    (``[{"delay": seconds, "channels": [ids]}]`` in order)."""
+    tiers = [{"delay": int(t.delay.total_seconds()),
+              "channels": sorted(t.channels.values_list("pk", flat=True))}
+             for t in policy.tiers.order_by("position")]
+    return {"name": policy.name, "repeat": policy.repeat, "tiers": tiers}
 
 
 def users_of(policy: EscalationPolicy) -> list[int]:
@@ -509,6 +554,7 @@ def delete_policy(policy: EscalationPolicy) -> None:
         Alerting.objects.filter(escalation_policy=policy,
                                 monitor__deleted_at__isnull=False).update(
             escalation_policy=None)
+        audit.record(AuditEntry.Action.DELETE, policy.project.organisation, target=policy)
         policy.delete()
 
 
@@ -753,7 +799,33 @@ class MaintenanceWindowSerializer(RejectUnknown, serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        return MaintenanceWindow.objects.create(**validated)
+        window = MaintenanceWindow.objects.create(**validated)
+        audit.record_create(window.project.organisation, window, window_audit(window))
+        return window
+
+    def update(self, window, validated):
+        before = window_audit(window)
+        window = super().update(window, validated)
+        audit.record_update(window.project.organisation, window, before, window_audit(window))
+        return window
+
+
+WINDOW_AUDITED = ("name", "monitor_id", "tag", "starts_at", "ends_at", "schedule", "timezone",
+                  "duration")
+
+
+def window_audit(window: MaintenanceWindow) -> dict:
+    """A maintenance window's values for the audit log (``monitor`` its id,
+    ``duration`` seconds, times ISO 8601)."""
+    values = audit.fields_of(window, WINDOW_AUDITED)
+    values["monitor"] = values.pop("monitor_id")
+    return values
+
+
+def delete_window(window: MaintenanceWindow) -> None:
+    """Delete a maintenance window (the API's DELETE and the dashboard's)."""
+    audit.record(AuditEntry.Action.DELETE, window.project.organisation, target=window)
+    window.delete()
 
 
 class MaintenanceWindowViewSet(viewsets.ModelViewSet):
@@ -765,6 +837,9 @@ class MaintenanceWindowViewSet(viewsets.ModelViewSet):
 
     def get_queryset(self):
         return tenancy.visible(self.request, MaintenanceWindow.objects).order_by("pk")
+
+    def perform_destroy(self, window):
+        delete_window(window)
 
 
 # --- acknowledging and resolving -------------------------------------------------------------

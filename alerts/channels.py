@@ -14,7 +14,8 @@ from datetime import datetime
 
 from django.db import transaction
 
-from accounts import plans
+from accounts import audit, plans
+from accounts.models import AuditEntry
 from alerts import incidents, notices
 from alerts.delivery import transmit
 from alerts.integrations import KINDS
@@ -43,6 +44,7 @@ def delete_channel(channel: Channel, at: datetime) -> None:
     removes it (:func:`purge_deleted`)."""
     with transaction.atomic():
         Channel.objects.filter(pk=channel.pk).update(deleted_at=at)
+        audit.record(AuditEntry.Action.DELETE, channel.project.organisation, target=channel)
         affected = (Incident.objects.filter(resolved_at__isnull=True,
                                             events__deliveries__channel=channel)
                     .values_list("monitor_id", flat=True))

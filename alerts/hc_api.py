@@ -35,6 +35,7 @@ from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
 
+from accounts import audit
 from accounts.auth import ApiKeyAuthentication, CallerRateThrottle, KeyLookupsThrottled
 from accounts.models import ApiKey, Project
 from accounts.plans import PlanLimit
@@ -410,6 +411,7 @@ def _answer(view, request: HttpRequest, reads, *args, **kwargs) -> HttpResponse:
     try:
         request.hc_json = _body(request)
         request.auth = _key(request, request.hc_json)
+        audit.set_actor(audit.key_actor(request.auth, request.META))  # _key has no address
         if request.auth.read_only and request.method not in reads:
             raise HcError("this API key is read-only", 401)
         request.user = AnonymousUser()  # a key, not a person (accounts.tenancy)

@@ -46,6 +46,8 @@ from functools import partial
 
 from django.db import IntegrityError, connection, transaction
 
+from accounts import audit
+from accounts.models import AuditEntry
 from alerts import batch, escalation, flapping, maintenance, reasons
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.reasons import Reason
@@ -291,6 +293,7 @@ def acknowledge(incident_id: int, by: str, note: str, at: datetime) -> Incident:
                                           kind=IncidentEvent.Kind.ACKNOWLEDGED,
                                           message=message[:500], detail={"by": by, "note": note})
         notify(ev, notified_channels(incident))
+        _audit(AuditEntry.Action.ACKNOWLEDGE, incident, by, note)
         return incident
 
 
@@ -303,7 +306,17 @@ def resolve_by_hand(incident_id: int, by: str, note: str, at: datetime) -> Incid
         if incident.resolved_at is None:
             message = f"resolved by {by}" + (f": {note}" if note else "")
             _resolve(incident, at, message, {"by": by, "note": note})
+            _audit(AuditEntry.Action.RESOLVE, incident, by, note)
         return incident
+
+
+def _audit(action: str, incident: Incident, by: str, note: str) -> None:
+    """The audit entry of a person's (a key's, a signed link's) acknowledge or
+    resolve; ``by`` and ``note`` as the timeline shows them."""
+    changes = {"by": [None, by]} | ({"note": [None, note]} if note else {})
+    audit.record(action, incident.monitor.project.organisation, target=incident,
+                 target_type="incident", target_repr=f"incident {incident.pk} of "
+                 f"{incident.monitor}", changes=changes)
 
 
 def _locked(incident_id: int) -> Incident:

@@ -3,6 +3,7 @@ from django.core import signing
 from django.shortcuts import render
 from django.utils import timezone
 
+from accounts import audit
 from alerts import incidents, links
 from alerts.models import Incident
 
@@ -28,7 +29,8 @@ def incident_link(request, token: str):
     if request.method == "POST" and not done:
         act = incidents.acknowledge if action == "ack" else incidents.resolve_by_hand
         try:
-            incident = act(incident.pk, "a signed link", "", timezone.now())
+            with audit.acting(audit.link_actor(request.META)):
+                incident = act(incident.pk, "a signed link", "", timezone.now())
         except incidents.IncidentClosed:
             incident.refresh_from_db()
         return _page(request, incident, action, _done(incident, action))

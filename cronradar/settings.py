@@ -116,6 +116,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.audit.ActorMiddleware",  # who acts, for the audit log; reset per request
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
 

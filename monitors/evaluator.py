@@ -35,6 +35,8 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
+from accounts import audit
+from accounts.models import AuditEntry
 from core import logs, metrics, sql
 from monitors import detections, liveness, signals, slots
 from monitors.detections import Detection, Kind
@@ -333,10 +335,14 @@ def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
       incident, "monitor paused"); the monitor raises nothing while paused.
       ``paused`` false (resume): re-armed at ``now``; slots during the pause are
       not held against it.
+
+    The change goes to the audit log: ``pause``/``resume`` when ``paused``
+    changes, else ``update``, with the fields changed (nothing when none did).
     """
     with transaction.atomic():
         monitor = Monitor.objects.select_for_update().get(pk=monitor_id, deleted_at__isnull=True)
         changed = {k for k, v in changes.items() if getattr(monitor, k) != v}
+        before = audit.fields_of(monitor, changed)
         judged = changed & (SCHEDULE_FIELDS | LIMIT_FIELDS)
         alive = liveness.load(now)
         if judged and not monitor.paused:
@@ -359,7 +365,19 @@ def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
         else:
             monitor.next_evaluation_at = slots.next_evaluation(monitor, pending_runs(monitor))
         monitor.save()
+        _audit_edit(monitor, before)
         return monitor
+
+
+def _audit_edit(monitor: Monitor, before: dict) -> None:
+    """The audit entry of :func:`edit` (``before``: the changed fields' old values)."""
+    after = audit.fields_of(monitor, before)
+    if "paused" in before:
+        action = AuditEntry.Action.PAUSE if monitor.paused else AuditEntry.Action.RESUME
+        audit.record(action, monitor.project.organisation, target=monitor,
+                     changes=audit.diff(before, after))
+    elif before:
+        audit.record_update(monitor.project.organisation, monitor, before, after)
 
 
 def _apply_limits(monitor: Monitor) -> None:
@@ -395,6 +413,7 @@ def delete(monitor_id: int, now: datetime) -> None:
         monitor.deleted_at = now
         monitor.next_evaluation_at = now
         monitor.save(update_fields=["deleted_at", "next_evaluation_at"])
+        audit.record(AuditEntry.Action.DELETE, monitor.project.organisation, target=monitor)
 
 
 def _purge(monitor: Monitor, now: datetime) -> None:

@@ -9,7 +9,10 @@ What is kept (settings; docs/configuration.md, "Retention"):
   the advisor and the slow-run baseline read them), and any run younger than
   ``CRONRADAR_RUN_RETENTION_DAYS`` (default 90; a run's time is its end, else its
   start, else its slot). Runs the evaluator still watches (open, or a deadline not
-  checked yet) are never deleted. A deleted run's pings keep their row with no run.
+  checked yet) are never deleted. A deleted run's pings keep their row with no run;
+- audit log entries: ``CRONRADAR_AUDIT_RETENTION_DAYS`` (default 90), the
+  installation-level ones too (:func:`accounts.audit.prune`: accounts cannot
+  import this floor, so it is called from here).
 
 An organisation's plan overrides the two settings for its monitors (``pings_kept``,
 ``run_retention_days``; docs/multi-tenant.md): the monitors of a step are grouped
@@ -39,6 +42,7 @@ from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from accounts import audit
 from monitors.models import Monitor, Ping, PruneCursor, Run
 
 log = logging.getLogger(__name__)
@@ -54,13 +58,14 @@ class Pruned:
     pings: int = 0
     runs: int = 0
     monitors: int = 0
+    audit: int = 0
 
 
 def prune(now: datetime, everything: bool = False) -> Pruned:
     """One step: claim the next range of new pings and of new runs, and prune the
     monitors that wrote them. ``everything``: every monitor instead (``prune --all``,
     until done). Returns what was deleted."""
-    done = Pruned()
+    done = Pruned(audit=audit.prune(now, settings.CRONRADAR_PRUNE_BATCH, MAX_BATCHES))
     if everything:
         ids = list(Monitor.objects.order_by("pk").values_list("pk", flat=True))
         _prune_pings(ids, done)

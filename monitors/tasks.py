@@ -22,7 +22,7 @@ def evaluate() -> int:
 @logs.quiet_outage(log)
 def prune() -> None:
     """One retention step (scheduled by Celery beat every CRONRADAR_PRUNE_INTERVAL):
-    pings and runs (:mod:`monitors.retention`), then the ``prune`` signal's
+    pings, runs and audit log entries (:mod:`monitors.retention`), then the ``prune`` signal's
     receivers (incidents: :mod:`alerts.retention`)."""
     now = timezone.now()
     retention.prune(now)

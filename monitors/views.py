@@ -45,6 +45,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from redis.exceptions import RedisError
 
+from accounts import audit
 from accounts.models import Project
 from accounts.plans import PlanLimit
 from core import logs, metrics
@@ -259,9 +260,10 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
             project_id = (Project.objects.filter(ping_key=parts[0])
                           .values_list("pk", flat=True).first())
             if project_id is not None:
-                try:
-                    monitor_id, created = pings.create_on_ping(
-                        project_id, parts[1], request.GET, timezone.now(), slot)
+                try:  # the audit log's actor of the monitor's creation
+                    with audit.acting(audit.ping_key_actor(parts[0], request.META)):
+                        monitor_id, created = pings.create_on_ping(
+                            project_id, parts[1], request.GET, timezone.now(), slot)
                 except pings.SlotError as e:
                     return _text(400, f"{e}; nothing was stored")
                 except ValueError as e:

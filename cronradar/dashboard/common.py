@@ -239,7 +239,7 @@ def now() -> datetime:
 
 SECTIONS = {"monitors": "monitors", "import": "monitors", "incidents": "incidents",
             "channels": "channels", "policies": "policies", "maintenance": "windows",
-            "keys": "keys", "members": "members", "docs": "docs"}
+            "keys": "keys", "members": "members", "audit-log": "audit", "docs": "docs"}
 
 
 def navigation(request) -> dict:
@@ -249,10 +249,11 @@ def navigation(request) -> dict:
     if user is None or not user.is_authenticated:
         return {}
     first = request.path.strip("/").split("/")[0]
+    admin_somewhere = Membership.objects.filter(user=user,
+                                                role__in=[ROLE.ADMIN, ROLE.OWNER]).exists()
     return {"nav_projects": tenancy.visible(request, Project.objects, "pk")
             .select_related("organisation").order_by("organisation__name", "name"),
-            "nav_new_project": Membership.objects.filter(
-                user=user, role__in=[ROLE.ADMIN, ROLE.OWNER]).exists(),
+            "nav_new_project": admin_somewhere, "nav_audit": admin_somewhere,
             "nav": SECTIONS.get(first, "monitors" if first == "" else ""),
             "nav_zone": person_zone(request).key,
             "zone_unset": not Profile.objects.filter(user=user).exclude(timezone="").exists()}

@@ -15,8 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts import plans
-from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet
+from accounts import audit, plans
+from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet, revoke_key
 from accounts.models import ApiKey, Invitation, Membership, _badge_key
 from alerts import escalation
 from alerts.api import (
@@ -24,6 +24,7 @@ from alerts.api import (
     EscalationPolicySerializer,
     MaintenanceWindowSerializer,
     delete_policy,
+    delete_window,
 )
 from alerts.channels import delete_channel, send_test
 from alerts.integrations import KINDS
@@ -305,7 +306,7 @@ def window_delete(request, pk: int):
     require(request, ROLE.MEMBER)
     window = get_object_or_404(MaintenanceWindow, pk=pk, project=request.project)
     if request.method == "POST":
-        window.delete()
+        delete_window(window)
         return redirect("dashboard:windows")
     return _confirm(request, f"Delete maintenance window {window.name}?",
                     "Notifications it holds back are sent if their incidents are still open.",
@@ -344,8 +345,7 @@ def key_revoke(request, pk: int):
     require(request, ROLE.ADMIN)
     key = get_object_or_404(ApiKey, pk=pk, project=request.project)
     if request.method == "POST":
-        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
-            revoked_at=timezone.now())
+        revoke_key(key, timezone.now())
         return redirect("dashboard:keys")
     return _confirm(request, f"Revoke API key {key.prefix}…?",
                     "Scripts using it get 401 from then on.", reverse("dashboard:keys"))
@@ -356,8 +356,10 @@ def key_revoke(request, pk: int):
 def badge_key_renew(request):
     """POST ``/keys/badge/``: a new badge key; every badge URL with the old one 404s."""
     require(request, ROLE.ADMIN)
-    request.project.badge_key = _badge_key()
+    old, request.project.badge_key = request.project.badge_key, _badge_key()
     request.project.save(update_fields=["badge_key"])
+    audit.record_update(request.project.organisation, request.project, {"badge_key": old},
+                        {"badge_key": request.project.badge_key}, secret={"badge_key"})
     return redirect("dashboard:keys")
 
 

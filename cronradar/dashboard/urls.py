@@ -6,6 +6,7 @@ from django.urls import path, re_path, reverse_lazy
 from accounts.people import ResetForm, SetForm
 from cronradar.dashboard import (
     account,
+    audit,
     badges,
     docs,
     imports,
@@ -55,6 +56,7 @@ urlpatterns = [
     path("keys/badge/", setup.badge_key_renew, name="badge_key"),
     path("members/", setup.members, name="members"),
     path("members/<int:pk>/remove/", setup.member_remove, name="member_remove"),
+    path("audit-log/", audit.audit_log, name="audit_log"),
     path("switch/", account.switch, name="switch"),
     path("projects/new/", account.project_new, name="project_new"),
     path("account/", account.profile, name="profile"),

@@ -1,0 +1,66 @@
+"""cronradar.dashboard.audit: the audit log page: admins only, the API's filters
+in a GET form, paged, no inline styles or scripts."""
+import pytest
+
+from accounts import audit
+from accounts.models import AuditEntry
+from tests.conftest import T0, S, new_project
+from tests.site.dashboard.conftest import signed_in, text
+
+pytestmark = pytest.mark.django_db
+
+
+def _entries(org, n):
+    return [audit.record("pause" if i % 2 else "update", org, target_type="monitor",
+                         target_id=str(i), target_repr=f"job-{i}", at=T0 + i * S,
+                         actor=audit.Actor("ana", None, "10.0.0.1"),
+                         changes={"grace": [i, i + 1], "config.url": ["***", "***"]})
+            for i in range(n)]
+
+
+def test_admins_read_the_log_filtered_and_paged(project, monkeypatch):
+    from cronradar.dashboard import audit as page
+
+    monkeypatch.setattr(page, "PER_PAGE", 2)
+    admin = signed_in(project)
+    made = _entries(project.organisation, 5)
+    _entries(new_project("other").organisation, 1)  # another tenant's: not shown
+    AuditEntry.objects.filter(action="signin").delete()  # signed_in's own
+    first = admin.get("/audit-log/")
+    body = text(first)
+    assert first.status_code == 200
+    assert 'href="/audit-log/"' in body and "Audit log of acme" in body  # in the nav
+    assert "job-4" in body and "job-3" in body and "job-2" not in body
+    assert "<code>grace</code>: 4 → 5" in body and "<code>config.url</code>: *** → ***" in body
+    assert f'href="?cursor={made[3].pk}"' in body
+    older = text(admin.get(f"/audit-log/?cursor={made[3].pk}"))
+    assert "job-2" in older and "job-1" in older and "job-3" not in older
+    paused = text(admin.get("/audit-log/?action=pause&object=monitor:3"))
+    assert "job-3" in paused and "job-1" not in paused
+    since = text(admin.get("/audit-log/?since=2026-01-05T12:00:03%2B00:00"))
+    assert "job-3" in since and "job-2" not in since
+    bad = admin.get("/audit-log/?object=monitor&since=soon")
+    assert bad.status_code == 400
+    assert "object: must be &lt;type&gt;:&lt;id&gt;, e.g. monitor:12" in text(bad)
+    mine = first.content.decode().split("<main", 1)[1].split("</main>", 1)[0]
+    assert 'style="' not in mine and "<script" not in mine
+
+
+@pytest.mark.parametrize("role", ["member", "viewer"])
+def test_members_and_viewers_are_refused(project, role):
+    client = signed_in(project, role)
+    resp = client.get("/audit-log/")
+    assert resp.status_code == 403
+    assert "the audit log needs the admin role in the organisation" in text(resp)
+    assert 'href="/audit-log/"' not in text(client.get("/"))
+
+
+def test_a_new_badge_key_is_recorded_masked(project):
+    admin = signed_in(project)
+    old = project.badge_key
+    admin.post("/keys/badge/")
+    project.refresh_from_db()
+    entry = AuditEntry.objects.exclude(action="signin").get()
+    assert (entry.actor, entry.action, entry.target_type, entry.target_id, entry.changes) == (
+        "admin", "update", "project", str(project.pk), {"badge_key": ["***", "***"]})
+    assert old not in str(entry.changes) and project.badge_key not in str(entry.changes)
