@@ -81,7 +81,7 @@ def no_project(request):
 
 def creatable_organisations(request) -> list[Organisation]:
     """The person's organisations where they may create a project (admin or owner)."""
-    return list(Organisation.objects.filter(
+    return list(Organisation.live.filter(
         memberships__user=request.user,
         memberships__role__in=[ROLE.ADMIN, ROLE.OWNER]).order_by("name"))
 
@@ -252,7 +252,7 @@ def navigation(request) -> dict:
     return {"nav_projects": tenancy.visible(request, Project.objects, "pk")
             .select_related("organisation").order_by("organisation__name", "name"),
             "nav_new_project": Membership.objects.filter(
-                user=user, role__in=[ROLE.ADMIN, ROLE.OWNER]).exists(),
+                user=user, role__in=[ROLE.ADMIN, ROLE.OWNER], **tenancy.LIVE).exists(),
             "nav": SECTIONS.get(first, "monitors" if first == "" else ""),
             "nav_zone": person_zone(request).key,
             "zone_unset": not Profile.objects.filter(user=user).exclude(timezone="").exists()}
