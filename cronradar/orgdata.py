@@ -27,19 +27,21 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Iterator
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 from rest_framework.utils.encoders import JSONEncoder
 
-from accounts import audit, signals as account_signals
+from accounts import audit
+from accounts import signals as account_signals
 from accounts.api import OrganisationSerializer, ProjectSerializer
 from accounts.models import AuditEntry, Organisation, Project
 from alerts import api as alerts_api
 from alerts.models import Channel, Delivery, EscalationPolicy, Incident, MaintenanceWindow
-from monitors import chores, detections, signals as monitor_signals
+from monitors import chores, detections
+from monitors import signals as monitor_signals
 from monitors.api import RunSerializer
 from monitors.detections import Detection, Kind
 from monitors.models import Monitor, Run

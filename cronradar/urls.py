@@ -6,7 +6,8 @@ from alerts.api import MonitorViewSet
 from alerts.views import incident_link
 from cronradar.api import Docs, Schema, exec_script
 from cronradar.metrics import Metrics
-from cronradar.orgapi import Delete as OrganisationDelete, Export as OrganisationExport
+from cronradar.orgapi import Delete as OrganisationDelete
+from cronradar.orgapi import Export as OrganisationExport
 
 handler404 = "cronradar.api.not_found"
 
