@@ -371,7 +371,8 @@ def members(request):
         "rows": rows, "errors": errors, "roles": Membership.Role.values, "org": org,
         "invitations": waiting,
         "values": request.POST if errors else {},
-        "can_admin": can(request, ROLE.ADMIN)}, status=400 if errors else 200)
+        "can_admin": can(request, ROLE.ADMIN), "is_owner": can(request, ROLE.OWNER)},
+        status=400 if errors else 200)
 
 
 @page
