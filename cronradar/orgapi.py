@@ -9,7 +9,6 @@ organisation and answer.
   ``organisation`` when the caller is in several): 202, hidden at once, purged
   once the resolves of its open incidents are sent.
 """
-from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -61,13 +60,8 @@ class Export(APIView):
                                          "several)")],
         responses={(200, "application/json"): OpenApiTypes.OBJECT})
     def get(self, request):
-        org = _organisation(request, object_id(request, "organisation"))
-        now = timezone.now()
-        orgdata.record_export(org)
-        response = StreamingHttpResponse(orgdata.export(org, request, now),
-                                         content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="{orgdata.filename(org, now)}"'
-        return response
+        return orgdata.download(_organisation(request, object_id(request, "organisation")),
+                                request)
 
 
 class DeleteRequest(RejectUnknown, serializers.Serializer):
@@ -93,6 +87,7 @@ class Delete(APIView):
     purged once those resolves are delivered or given up."""
 
     http_method_names = ["delete", "options"]
+    write_role = OWNER  # tenancy.Access: a key, or a person owner nowhere, is a 403 first
 
     @extend_schema(request=DeleteRequest, responses={202: DeleteAnswer})
     def delete(self, request):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
-from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
@@ -24,12 +23,7 @@ def export(request):
     """``/organisation/export/``: the current project's organisation as the JSON
     archive (owners), an attachment."""
     require(request, OWNER)
-    org, now = request.project.organisation, timezone.now()
-    orgdata.record_export(org)
-    response = StreamingHttpResponse(orgdata.export(org, request, now),
-                                     content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="{orgdata.filename(org, now)}"'
-    return response
+    return orgdata.download(request.project.organisation, request)
 
 
 @page
