@@ -8,12 +8,13 @@ Deleting an organisation, step by step:
 1. at once (:func:`on_organisation_deleted`, in the deleting transaction): every
    live monitor of it is hidden (``deleted_at`` set, ``next_evaluation_at`` NULL:
    its ping URLs answer 404 and store nothing, the evaluator no longer picks it);
-2. the purge pass (:func:`purge_pass`, a :class:`~monitors.models.Chore` claimed
-   on the evaluator's ``tick_done``, every :data:`PURGE_EVERY`): each hidden
-   monitor gets the ``deleted`` detection deleting a monitor sends (its open
-   incident resolves, "organisation deleted", and every notified channel is sent
-   the resolve) and is handed to the evaluator, which removes it once those
-   notifications are delivered or given up (``monitors.signals.purge_requested``);
+2. the purge pass (:func:`purge_pass`, a step of the retention job: the
+   ``monitors.signals.prune`` signal, every ``CRONRADAR_PRUNE_INTERVAL``, off
+   the evaluator's tick): each hidden monitor gets the ``deleted`` detection
+   deleting a monitor sends (its open incident resolves, "organisation
+   deleted", and every notified channel is sent the resolve) and is handed to
+   the evaluator, which removes it once those notifications are delivered or
+   given up (``monitors.signals.purge_requested``);
 3. the pass after the last monitor is gone and no notification to its channels is
    pending: every row left (projects, keys, channels, policies, windows, members,
    invitations, audit entries) is deleted. The installation-level audit entry of
@@ -21,14 +22,15 @@ Deleting an organisation, step by step:
 
 The state is the rows themselves (``Organisation.deleted_at``, indexed; the
 monitors' ``next_evaluation_at``), so a crash at any step is resumed by the next
-pass.
+pass, and two passes at once (two processes) are safe: a monitor is handed over
+under its row lock if it still waits, and the purge is one conditional delete.
 """
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef
@@ -42,7 +44,7 @@ from accounts.api import OrganisationSerializer, ProjectSerializer
 from accounts.models import AuditEntry, Organisation, Project
 from alerts import api as alerts_api
 from alerts.models import Channel, Delivery, EscalationPolicy, Incident, MaintenanceWindow
-from monitors import chores, detections
+from monitors import detections
 from monitors import signals as monitor_signals
 from monitors.api import RunSerializer
 from monitors.detections import Detection, Kind
@@ -51,9 +53,7 @@ from monitors.models import Monitor, Run
 log = logging.getLogger(__name__)
 FORMAT, VERSION = "cronradar-organisation", 1
 CHUNK = 500  # rows serialized at a time: an export's memory is bounded by it
-CHORE = "organisation_purge"
-PURGE_EVERY = timedelta(seconds=10)
-RETIRE_BATCH = 1000  # hidden monitors handed over per organisation per pass (20,000: 200 s)
+RETIRE_BATCH = 2000  # hidden monitors handed over per organisation per pass
 
 
 # --- export --------------------------------------------------------------------------------
@@ -170,12 +170,10 @@ def on_account_deleting(sender, user, organisation: Organisation, **kwargs) -> b
                                   deleted_at__isnull=True).exists()
 
 
-def on_tick_done(sender, now: datetime, **kwargs) -> None:
-    """monitors.signals.tick_done receiver: the purge pass, once every
-    :data:`PURGE_EVERY` across processes (a chore)."""
-    claimed, _ = chores.claim(CHORE, now, PURGE_EVERY)
-    if claimed:
-        chores.done(CHORE, now, f"purged {purge_pass(now)}")
+def on_prune(sender, now: datetime, **kwargs) -> None:
+    """monitors.signals.prune receiver (the retention job): :func:`purge_pass`.
+    Returns None: the prune command adds its receivers' answers up as incidents."""
+    purge_pass(now)
 
 
 def purge_pass(now: datetime) -> int:
@@ -231,4 +229,4 @@ def connect() -> None:
                                                  dispatch_uid="cronradar-orgdata-deleted")
     account_signals.account_deleting.connect(on_account_deleting,
                                              dispatch_uid="cronradar-orgdata-account")
-    monitor_signals.tick_done.connect(on_tick_done, dispatch_uid="cronradar-orgdata-purge")
+    monitor_signals.prune.connect(on_prune, dispatch_uid="cronradar-orgdata-purge")

@@ -13,8 +13,8 @@ from accounts import deletion
 from accounts.models import ApiKey, AuditEntry, Membership, Organisation
 from alerts.models import Channel, EscalationPolicy, EscalationTier, Incident, MaintenanceWindow
 from cronradar import orgdata
-from monitors import evaluator
-from monitors.models import Chore, Monitor, Ping, Run
+from monitors import evaluator, signals
+from monitors.models import Monitor, Ping, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, new_project, s, send_due
 from tests.helpers import as_key, as_person, heartbeats, person
@@ -122,12 +122,12 @@ def test_export_then_delete_a_populated_organisation(receiver):
     hidden = Monitor.objects.filter(project__organisation=org, next_evaluation_at=None)
     assert hidden.count() == 2
 
-    # the next tick: its monitors are not evaluated (no missed runs), and its purge
-    # pass (a chore) resolves the open incident on its channel first
+    # the next tick: its monitors are not evaluated (no missed runs); the retention
+    # job's purge pass resolves the open incident on its channel first
     at = T0 + s(100)
     evaluator.tick(at)
     assert Run.objects.filter(monitor__project__organisation=org).count() == 4
-    assert Chore.objects.get(name="organisation_purge").last_result == "purged 0"
+    signals.prune.send(sender=None, now=at)
     incident = Incident.objects.get(monitor=failing)
     assert (incident.resolved_at, incident.resolution) == (at, "organisation deleted")
     assert orgdata.purge_pass(at) == 0  # the resolve is not delivered yet
@@ -159,7 +159,7 @@ def test_export_then_delete_a_populated_organisation(receiver):
                      "failure_count": 1, "dedup_key": str(incident.dedup_key)},
         "monitor": {"id": failing.pk, "uuid": str(failing.uuid), "name": "failing",
                     "slug": "failing", "project": "acme", "tags": []}}
-    evaluator.tick(at + s(5))  # the evaluator removes the monitors now (the chore waits)
+    evaluator.tick(at + s(5))  # the evaluator removes the monitors now
     assert not Monitor.objects.filter(project__organisation=org).exists()
     assert orgdata.purge_pass(at + s(5)) == 1
 
@@ -173,7 +173,7 @@ def test_export_then_delete_a_populated_organisation(receiver):
             if before[label] - after[label]}
     user = type(owner)._meta.label
     # the installation's own rows (the chore, the evaluator's liveness) and the person
-    installation = {"monitors.Chore", "monitors.LivenessSpan"}
+    installation = {"monitors.LivenessSpan"}
     assert {k: v for k, v in added.items() if k not in installation} == {
         "accounts.AuditEntry": {entry.pk}, user: {owner.pk}}
     assert lost == {}
@@ -312,8 +312,8 @@ def test_the_purge_resumes_from_the_rows(receiver, monkeypatch):
     assert orgdata.purge_pass(T0 + s(30)) == 0 and waiting.count() == 1
     assert orgdata.purge_pass(T0 + s(40)) == 0 and waiting.count() == 0
     send_due(T0 + s(40))
-    evaluator.tick(T0 + s(50))  # removes the monitors, then its chore purges the rest
-    assert Chore.objects.get(name="organisation_purge").last_result == "purged 1"
+    evaluator.tick(T0 + s(50))  # removes the monitors
+    signals.prune.send(sender=None, now=T0 + s(60))  # the retention job purges the rest
     assert not Organisation.objects.filter(pk=org.pk).exists()
     assert list(Organisation.objects.values_list("name", flat=True)) == []
     assert AuditEntry.objects.get().organisation_name == "acme"
