@@ -65,13 +65,15 @@ def link(invitation: Invitation) -> str:
 
 def find(token: str) -> Invitation | None:
     """The pending invitation a link's token names; None when the token is forged,
-    older than :data:`MAX_AGE`, used, or its invitation was replaced."""
+    older than :data:`MAX_AGE`, used, its invitation was replaced or its
+    organisation is being deleted."""
     try:
         pk = signing.loads(token, salt=SALT, max_age=MAX_AGE)
     except signing.BadSignature:  # SignatureExpired is one
         return None
     return Invitation.objects.select_related("organisation").filter(
-        pk=pk, accepted_at__isnull=True).first() if isinstance(pk, int) else None
+        pk=pk, accepted_at__isnull=True, organisation__deleted_at__isnull=True
+    ).first() if isinstance(pk, int) else None
 
 
 def has_account(invitation: Invitation) -> bool:

@@ -51,17 +51,34 @@ class Plan(models.Model):
         return self.name
 
 
+class LiveOrganisations(models.Manager):
+    """``Organisation.live``: the organisations not being deleted."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(deleted_at__isnull=True)
+
+
 class Organisation(models.Model):
     """A tenant: owns projects; people belong to it through :class:`Membership`.
-    ``plan`` None means no plan limits (docs/multi-tenant.md)."""
+    ``plan`` None means no plan limits (docs/multi-tenant.md). ``deleted_at`` set:
+    deleted by its owner and hidden from everyone (every lookup of
+    :mod:`accounts.tenancy` excludes it), its rows waiting to be purged once the
+    resolves of its open incidents are sent (``cronradar/orgdata.py``); the index
+    on it is the purge pass's due list."""
 
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     plan = models.ForeignKey(Plan, on_delete=models.PROTECT, null=True, blank=True,
                              related_name="organisations")
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = models.Manager()
+    live = LiveOrganisations()
 
     class Meta:
         db_table = "monitors_organisation"  # kept from when the model was monitors'
+        indexes = [models.Index(fields=["deleted_at"], name="organisation_deleted",
+                                condition=models.Q(deleted_at__isnull=False))]
 
     def __str__(self) -> str:
         return self.name
@@ -213,10 +230,12 @@ class ApiKey(models.Model):
 
     @classmethod
     def find(cls, key: str) -> "ApiKey | None":
-        """The unrevoked key ``key`` is, with its project, or None. A key of the
-        old scheme is rehashed under the current one on the way."""
+        """The unrevoked key ``key`` is, with its project, or None (also for a key
+        of an organisation being deleted). A key of the old scheme is rehashed
+        under the current one on the way."""
         candidates = (cls.objects.select_related("project", "project__organisation")
-                      .filter(prefix__in={key[:cls.PREFIX], key[:8]}, revoked_at__isnull=True))
+                      .filter(prefix__in={key[:cls.PREFIX], key[:8]}, revoked_at__isnull=True,
+                              project__organisation__deleted_at__isnull=True))
         for row in candidates:
             if row.matches(key):
                 if row.scheme != "hmac" or row.key_hash != cls.keyed_hash(key):

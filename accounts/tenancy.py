@@ -10,6 +10,11 @@ through their :class:`~accounts.models.Membership` rows):
 - a person sees every project of the organisations they belong to, with their
   membership's role there.
 
+An organisation being deleted (``Organisation.deleted_at`` set) is invisible to
+everyone from that moment: its projects, its objects and its memberships' roles
+are excluded from every lookup here, and its keys are refused
+(:meth:`~accounts.models.ApiKey.find`).
+
 Every list and lookup goes through :func:`visible` (another tenant's object is a
 404, never a 403 and never the object); every write is checked by
 :class:`Access` against the view's ``write_role`` in the object's project (a role
@@ -28,6 +33,7 @@ from accounts.models import ApiKey, Membership, Organisation, Project
 
 ROLES = [r.value for r in Membership.Role]  # lowest first
 KEY_ROLE = {False: Membership.Role.ADMIN, True: Membership.Role.VIEWER}  # by read_only
+LIVE = {"organisation__deleted_at__isnull": True}  # a project's or membership's organisation
 
 
 def at_least(role: str | None, needed: str) -> bool:
@@ -51,14 +57,14 @@ class Caller:
     def projects(self) -> QuerySet:
         """The projects this caller can see."""
         if self.key is not None:
-            return Project.objects.filter(pk=self.key.project_id)
-        return Project.objects.filter(organisation__memberships__user=self.user)
+            return Project.objects.filter(pk=self.key.project_id, **LIVE)
+        return Project.objects.filter(organisation__memberships__user=self.user, **LIVE)
 
     def organisations(self) -> QuerySet:
         """The organisations this caller can see (a key: its project's)."""
         if self.key is not None:
-            return Organisation.objects.filter(projects=self.key.project_id)
-        return Organisation.objects.filter(memberships__user=self.user)
+            return Organisation.live.filter(projects=self.key.project_id)
+        return Organisation.live.filter(memberships__user=self.user)
 
     def role(self, project: Project) -> str | None:
         """The caller's role in ``project`` (None: it cannot see it)."""
@@ -72,15 +78,16 @@ class Caller:
             return None
         if organisation_id not in self._roles:
             self._roles[organisation_id] = (
-                Membership.objects.filter(user=self.user, organisation_id=organisation_id)
-                .values_list("role", flat=True).first())
+                Membership.objects.filter(user=self.user, organisation_id=organisation_id,
+                                          **LIVE).values_list("role", flat=True).first())
         return self._roles[organisation_id]
 
     def best_role(self) -> str | None:
         """The highest role the caller has anywhere."""
         if self.key is not None:
             return KEY_ROLE[self.key.read_only]
-        roles = set(Membership.objects.filter(user=self.user).values_list("role", flat=True))
+        roles = set(Membership.objects.filter(user=self.user, **LIVE)
+                    .values_list("role", flat=True))
         return max(roles, key=ROLES.index, default=None)
 
 

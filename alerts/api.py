@@ -227,6 +227,12 @@ class ConfigField(serializers.JSONField):
 SHOWN_TO_READERS = {"to", "region"}  # config fields that are not credentials
 
 
+def masked_config(config: dict | None) -> dict:
+    """A channel's ``config`` as callers who may only read see it: every field a
+    credential could be in as ``"***"`` (also the organisation's export)."""
+    return {k: v if k in SHOWN_TO_READERS else "***" for k, v in (config or {}).items()}
+
+
 class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
     """A channel. Callers who may only read (viewers, read-only keys) see its
     ``config`` with the credentials (URLs, keys, secrets, tokens) as ``"***"``; a
@@ -247,8 +253,7 @@ class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
         if shown is not None and isinstance(data["config"], dict):
             data["config"] = shown(data["config"])
         if not tenancy.can(self.context["request"], channel.project, Membership.Role.ADMIN):
-            data["config"] = {k: v if k in SHOWN_TO_READERS else "***"
-                              for k, v in (data["config"] or {}).items()}
+            data["config"] = masked_config(data["config"])
         return data
 
     def validate(self, attrs):

@@ -11,5 +11,6 @@ class CronRadarConfig(AppConfig):
 
     def ready(self):
         observability.setup()  # SENTRY_DSN, OTEL_EXPORTER_OTLP_ENDPOINT (both optional)
-        from cronradar import watchdog  # here, not at the top: it imports models
+        from cronradar import orgdata, watchdog  # here, not at the top: they import models
         watchdog.connect()
+        orgdata.connect()

@@ -6,6 +6,8 @@ from alerts.api import MonitorViewSet
 from alerts.views import incident_link
 from cronradar.api import Docs, Schema, exec_script
 from cronradar.metrics import Metrics
+from cronradar.orgapi import Delete as OrganisationDelete
+from cronradar.orgapi import Export as OrganisationExport
 
 handler404 = "cronradar.api.not_found"
 
@@ -20,6 +22,9 @@ urlpatterns = [
     path("api/v1/schema/", Schema.as_view(), name="schema"),
     path("api/v1/docs/", Docs.as_view(), name="docs"),
     path("api/v1/metrics/", Metrics.as_view(), name="metrics"),
+    path("api/v1/organisation/", OrganisationDelete.as_view(), name="organisation-delete"),
+    path("api/v1/organisation/export/", OrganisationExport.as_view(),
+         name="organisation-export"),
     path("api/v1/", include("monitors.api_urls")),
     path("api/v1/", include("insights.api_urls")),
     path("api/v1/", include("accounts.api_urls")),

@@ -257,7 +257,8 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
         monitor_id = (Monitor.objects.filter(deleted_at__isnull=True, **lookup)
                       .values_list("pk", flat=True).first())
         if monitor_id is None and "slug" in lookup and request.GET.get("create") == "1":
-            project_id = (Project.objects.filter(ping_key=parts[0])
+            project_id = (Project.objects.filter(  # not of an organisation being deleted
+                ping_key=parts[0], organisation__deleted_at__isnull=True)
                           .values_list("pk", flat=True).first())
             if project_id is not None:
                 try:  # the audit log's actor of the monitor's creation

@@ -17,6 +17,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import cache_control
 
+from accounts import tenancy
 from accounts.models import Project
 from alerts.models import Incident
 from monitors import slots
@@ -64,7 +65,7 @@ def url(project: Project, name: str, fmt: str = "svg") -> str:
 @cache_control(max_age=30, public=True)
 def badge(request, key: str, name: str, fmt: str):
     """``GET /badge/<key>/<name>.svg|.json``."""
-    project = Project.objects.filter(badge_key=key).first()
+    project = Project.objects.filter(badge_key=key, **tenancy.LIVE).first()
     if project is None or len(name) > 100:
         raise Http404
     facts = summary(project, name, timezone.now())

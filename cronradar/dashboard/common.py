@@ -81,7 +81,7 @@ def no_project(request):
 
 def creatable_organisations(request) -> list[Organisation]:
     """The person's organisations where they may create a project (admin or owner)."""
-    return list(Organisation.objects.filter(
+    return list(Organisation.live.filter(
         memberships__user=request.user,
         memberships__role__in=[ROLE.ADMIN, ROLE.OWNER]).order_by("name"))
 
@@ -249,8 +249,8 @@ def navigation(request) -> dict:
     if user is None or not user.is_authenticated:
         return {}
     first = request.path.strip("/").split("/")[0]
-    admin_somewhere = Membership.objects.filter(user=user,
-                                                role__in=[ROLE.ADMIN, ROLE.OWNER]).exists()
+    admin_somewhere = Membership.objects.filter(user=user, role__in=[ROLE.ADMIN, ROLE.OWNER],
+                                                **tenancy.LIVE).exists()
     return {"nav_projects": tenancy.visible(request, Project.objects, "pk")
             .select_related("organisation").order_by("organisation__name", "name"),
             "nav_new_project": admin_somewhere, "nav_audit": admin_somewhere,

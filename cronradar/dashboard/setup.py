@@ -404,7 +404,8 @@ def members(request):
         "rows": rows, "errors": errors, "roles": Membership.Role.values, "org": org,
         "invitations": waiting,
         "values": request.POST if errors or refused else {}, "plan_limit": plan_limit,
-        "can_admin": can(request, ROLE.ADMIN)}, status=_status(refused, errors))
+        "can_admin": can(request, ROLE.ADMIN), "is_owner": can(request, ROLE.OWNER)},
+        status=_status(refused, errors))
 
 
 @page

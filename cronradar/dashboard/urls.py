@@ -13,6 +13,7 @@ from cronradar.dashboard import (
     incidents,
     monitors,
     monitorsfile,
+    organisation,
     setup,
     signup,
 )
@@ -60,6 +61,9 @@ urlpatterns = [
     path("switch/", account.switch, name="switch"),
     path("projects/new/", account.project_new, name="project_new"),
     path("account/", account.profile, name="profile"),
+    path("account/delete/", organisation.delete_account, name="account_delete"),
+    path("organisation/export/", organisation.export, name="organisation_export"),
+    path("organisation/delete/", organisation.delete, name="organisation_delete"),
     # the manual (docs/*.md): no sign-in; a name not among its pages is a 404
     path("docs/", docs.docs_page, name="docs"),
     path("docs/screenshots/<slug:name>.png", docs.screenshot, name="docs_screenshot"),

@@ -25,6 +25,7 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
         "/api/v1/monitors/{id}/pause/", "/api/v1/monitors/{id}/pings/",
         "/api/v1/monitors/{id}/resume/", "/api/v1/monitors/{id}/runs/",
         "/api/v1/monitors/{id}/stats/",
+        "/api/v1/organisation/", "/api/v1/organisation/export/",
         "/api/v1/organisations/", "/api/v1/organisations/{id}/",
         "/api/v1/projects/", "/api/v1/projects/{id}/"]
     monitor = doc["components"]["schemas"]["Monitor"]["properties"]
