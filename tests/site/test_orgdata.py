@@ -209,8 +209,8 @@ def test_export_archive(receiver):
     assert [d["status"] for e in incident["events"] for d in e["deliveries"]] == ["pending"]
     assert "k" not in json.dumps(archive["channels"]).replace("kind", "").replace("hook", "")
     entry = AuditEntry.objects.get(action="export")
-    assert (entry.organisation, entry.actor_user, entry.target_type) == (org, None,
-                                                                          "organisation")
+    assert (entry.organisation, entry.actor_user, entry.actor, entry.target_type) == (
+        org, owner, owner.username, "organisation")
 
 
 def test_export_reads_in_bounded_chunks(receiver, monkeypatch):
