@@ -156,7 +156,7 @@ def refused_in(monitor, slot: datetime) -> bool:
     then had its first ping refused (an accepted one would have made its run)."""
     since, until = monitor.refused_since, monitor.refused_until
     return (since is not None and until is not None
-            and since <= slot + monitor.grace and until >= slot)
+            and since <= slot + monitor.grace and until > slot)
 
 
 def _skipped(monitor, skip: slots.Skipped, now: datetime) -> Detection:

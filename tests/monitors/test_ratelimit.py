@@ -7,7 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from types import SimpleNamespace
 
 import pytest
@@ -267,3 +267,29 @@ def test_memory_counters_are_thread_safe():
     assert sorted(set(results)) == [(0, False), (1, False), (1, True)]
     assert [results.count(r) for r in ((0, False), (1, True))] == [500, 1]
     assert ratelimit.drain() == {(1, date(2026, 1, 1)): (500, 300)}
+
+
+def test_a_cron_slot_whose_first_ping_was_refused_is_unknown_then_one_missed(
+        client, make_monitor, project, clock, store):
+    from alerts.models import Incident
+    from monitors import evaluator
+    from monitors.models import Run
+
+    _on_plan(project, org_pings_per_minute=1)
+    job = make_monitor(name="job", kind="cron", schedule="* * * * *", grace=10 * S,
+                       created=T0 - S)
+    noisy = make_monitor(name="noisy", period=3600 * S)
+    clock.at = T0 + S
+    assert client.get(f"/ping/{job.uuid}").status_code == 200  # the 12:00 run
+    clock.at = T0 + 60 * S
+    assert client.get(f"/ping/{noisy.uuid}").status_code == 200  # the minute's one ping
+    clock.at = T0 + 61 * S
+    assert client.get(f"/ping/{job.uuid}").status_code == 429  # the 12:01 run's first ping
+    evaluator.tick(T0 + 71 * S)
+    assert not Incident.objects.exists()
+    assert list(Run.objects.filter(monitor=job).order_by("slot_at")
+                .values_list("slot_at", "outcome", "reason")) == [
+        (T0, "succeeded", ""), (T0 + 60 * S, "unknown", "rate_limited")]
+    evaluator.tick(T0 + 131 * S)  # 12:02: no ping at all
+    incident = Incident.objects.get()
+    assert (incident.monitor_id, incident.cause, incident.missed_count) == (job.pk, "missed", 1)
