@@ -4,7 +4,7 @@ from rest_framework.routers import SimpleRouter
 
 from alerts.api import MonitorViewSet
 from alerts.views import incident_link
-from cronradar.api import Docs, Schema, exec_script
+from cronradar.api import Docs, Schema, Usage, exec_script
 from cronradar.metrics import Metrics
 
 handler404 = "cronradar.api.not_found"
@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/v1/schema/", Schema.as_view(), name="schema"),
     path("api/v1/docs/", Docs.as_view(), name="docs"),
     path("api/v1/metrics/", Metrics.as_view(), name="metrics"),
+    path("api/v1/usage/", Usage.as_view(), name="usage"),
     path("api/v1/", include("monitors.api_urls")),
     path("api/v1/", include("insights.api_urls")),
     path("api/v1/", include("accounts.api_urls")),
