@@ -239,7 +239,7 @@ def now() -> datetime:
 
 SECTIONS = {"monitors": "monitors", "import": "monitors", "incidents": "incidents",
             "channels": "channels", "policies": "policies", "maintenance": "windows",
-            "keys": "keys", "members": "members", "docs": "docs"}
+            "keys": "keys", "members": "members", "usage": "usage", "docs": "docs"}
 
 
 def navigation(request) -> dict:
