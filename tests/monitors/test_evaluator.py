@@ -562,3 +562,19 @@ def test_rate_limited_slots_never_count_in_an_outage(make_monitor, project):
                     (T0 + s(25), "unknown", "rate_limited")]
     assert OutageImpact.objects.get(project=project).unknown_slots == 4
     assert not Incident.objects.exists()
+
+
+def test_the_migration_gives_the_unknown_runs_so_far_reason_outage(make_monitor):
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    migration = importlib.import_module("monitors.migrations.0020_run_reason")
+    m = make_monitor()
+    for outcome in ("unknown", "missed", "succeeded"):
+        Run.objects.create(monitor=m, slot_at=T0, outcome=outcome)
+    migration.outage_reason(apps, SimpleNamespace(connection=connection))
+    assert sorted(Run.objects.values_list("outcome", "reason")) == [
+        ("missed", ""), ("succeeded", ""), ("unknown", "outage")]
