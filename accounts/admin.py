@@ -1,8 +1,45 @@
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 
-from accounts.models import ApiKey, Membership, Organisation, Project
+from accounts import plans
+from accounts.models import ApiKey, Membership, Organisation, Plan, Project
+from accounts.throttle import ThrottledForm
 
-admin.site.register(Organisation)
+
+class AdminLoginForm(ThrottledForm, AdminAuthenticationForm):
+    """The admin's sign-in, throttled as the dashboard's (:mod:`accounts.throttle`)."""
+
+
+admin.site.login_form = AdminLoginForm
+
+
+@admin.register(Plan)
+class PlanAdmin(admin.ModelAdmin):
+    """Plans with their limits (empty: no limit); ``manage.py plan`` does the same."""
+
+    list_display = ["name", *Plan.LIMITS, "created_at"]
+    fields = ["name", *Plan.LIMITS]
+
+
+@admin.register(Organisation)
+class OrganisationAdmin(admin.ModelAdmin):
+    """An organisation with its plan, shown and changed here (the change is recorded
+    in the audit log as ``manage.py setplan`` records it)."""
+
+    list_display = ["name", "plan", "created_at"]
+    list_filter = ["plan"]
+    fields = ["name", "plan"]
+
+    def save_model(self, request, obj, form, change):
+        if not change or "plan" not in form.changed_data:
+            return super().save_model(request, obj, form, change)
+        plan = obj.plan
+        obj.plan = Organisation.objects.get(pk=obj.pk).plan  # set_plan records old -> new
+        super().save_model(request, obj, form, change)
+        plans.set_plan(obj, plan)
+        return None
+
+
 admin.site.register(Membership, list_display=["organisation", "user", "role"])
 admin.site.register(Project, list_display=["name", "organisation", "created_at"])
 admin.site.register(ApiKey, list_display=["project", "prefix", "name", "read_only", "created_at",

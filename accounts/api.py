@@ -24,7 +24,7 @@ from django.utils import timezone
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.response import Response
 
-from accounts import invitations, people, tenancy
+from accounts import invitations, people, plans, tenancy
 from accounts.models import ApiKey, Invitation, Membership, Organisation, Project
 from core.api import RejectUnknown
 
@@ -151,8 +151,10 @@ class ApiKeySerializer(RejectUnknown, serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        row, key = ApiKey.issue(validated["project"], validated.get("name", ""),
-                                read_only=validated.get("read_only", False))
+        with transaction.atomic():
+            plans.check(validated["project"].organisation, "api_keys")
+            row, key = ApiKey.issue(validated["project"], validated.get("name", ""),
+                                    read_only=validated.get("read_only", False))
         row.plaintext = key
         return row
 
@@ -254,8 +256,10 @@ class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
             return invitations.invite(validated["organisation"], given["email"], role,
                                       tenancy.caller(self.context["request"]).name,
                                       username=given.get("username", ""))
-        return Membership.objects.create(organisation=validated["organisation"],
-                                         user=validated["user"], role=role)
+        with transaction.atomic():
+            plans.check(validated["organisation"], "members")
+            return Membership.objects.create(organisation=validated["organisation"],
+                                             user=validated["user"], role=role)
 
 
 def invitation_answer(invitation: Invitation) -> dict:

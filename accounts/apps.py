@@ -8,6 +8,8 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts import checks, firstrun  # noqa: F401  (registers the check, the post_migrate hook)
+        # registers the checks, the post_migrate hook, the default plan and the counts
+        from accounts import checks, firstrun, invitations, plans, throttle  # noqa: F401
 
         firstrun.connect(self)
+        throttle.connect()

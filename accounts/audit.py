@@ -68,6 +68,25 @@ def record(action: str, organisation: Organisation | None, *, target=None,
     already replaced by :data:`MASK` (use :func:`diff`). ``organisation`` None writes
     an installation-level entry.
     """
+    row = _entry(action, organisation, target=target, target_type=target_type,
+                 target_id=target_id, target_repr=target_repr, changes=changes, actor=actor,
+                 at=at)
+    row.save()
+    return row
+
+
+def record_each(action: str, organisation: Organisation | None, targets: list) -> None:
+    """:func:`record` ``action`` once per model instance of ``targets`` (a bulk
+    import's new monitors), inserted together."""
+    AuditEntry.objects.bulk_create([_entry(action, organisation, target=t) for t in targets],
+                                   batch_size=500)
+
+
+def _entry(action: str, organisation: Organisation | None, *, target=None,
+           target_type: str = "", target_id: str = "", target_repr: str = "",
+           changes: dict | None = None, actor: Actor | None = None,
+           at: datetime | None = None) -> AuditEntry:
+    """The entry :func:`record` writes, not saved yet."""
     if action not in AuditEntry.Action.values:
         raise ValueError(f"unknown audit action {action!r}")
     actor = actor or current()
@@ -77,7 +96,7 @@ def record(action: str, organisation: Organisation | None, *, target=None,
         target_repr = target_repr or str(target)
     user = actor.user if getattr(actor.user, "pk", None) else None
     fields = {"at": at} if at is not None else {}
-    return AuditEntry.objects.create(
+    return AuditEntry(
         organisation=organisation, organisation_name=organisation.name if organisation else "",
         actor=actor.name[:150], actor_user=user, address=actor.address, action=action,
         target_type=target_type[:32], target_id=target_id[:64], target_repr=target_repr[:200],

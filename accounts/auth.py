@@ -19,14 +19,31 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 from rest_framework import authentication, exceptions, parsers, throttling
 
+from accounts import throttle
 from accounts.models import ApiKey
 from core import logs
+from core.edge import client_address
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # last_used_at is written at most this often
 
 
+class KeyLookupsThrottled(exceptions.APIException):
+    """429: this address sent too many unknown keys lately (:func:`accounts.throttle.key_wait`);
+    ``wait``: whole seconds (DRF puts them in ``Retry-After``)."""
+
+    status_code = 429
+    default_code = "throttled"
+
+    def __init__(self, wait: int):
+        self.wait = wait
+        super().__init__(f"too many invalid API keys from your address: try again in {wait} "
+                         f"second{'' if wait == 1 else 's'}")
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
-    """DRF authentication: returns ``(AnonymousUser, api_key)`` or raises 401."""
+    """DRF authentication: returns ``(AnonymousUser, api_key)`` or raises 401;
+    :class:`KeyLookupsThrottled` (429) before the lookup while the client's
+    address is throttled for unknown keys (:mod:`accounts.throttle`)."""
 
     def authenticate(self, request):
         key = request.META.get("HTTP_X_API_KEY", "").strip()
@@ -38,8 +55,12 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             key = value.strip()
         if not key:
             return None
+        address = client_address(request.META)
+        if wait := throttle.key_wait(address):
+            raise KeyLookupsThrottled(wait)
         api_key = ApiKey.find(key)
         if api_key is None:
+            throttle.key_failed(address)
             raise exceptions.AuthenticationFailed("invalid or revoked API key")
         now = timezone.now()
         if api_key.last_used_at is None or api_key.last_used_at < now - LAST_USED_RESOLUTION:

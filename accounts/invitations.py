@@ -25,8 +25,9 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.template import loader
 from django.urls import reverse
+from django.utils import timezone
 
-from accounts import people, signup
+from accounts import people, plans, signup
 from accounts.models import Invitation, Membership, Organisation, Profile
 
 MAX_AGE = timedelta(days=7)
@@ -37,8 +38,12 @@ def invite(organisation: Organisation, email: str, role: str, invited_by: str,
            username: str = "", now: datetime | None = None) -> Invitation:
     """Invite ``email`` into ``organisation`` as ``role`` (``invited_by``: who, for
     the email; ``username``: a suggestion for someone new) and send the email.
-    Replaces a pending invitation of the same address there."""
+    Replaces a pending invitation of the same address there. Raises
+    :class:`accounts.plans.PlanLimit` when the plan's members (people and pending
+    invitations) are all taken."""
     with transaction.atomic():
+        replaced = pending(organisation, now).filter(email__iexact=email).exists()
+        plans.check(organisation, "members", adding=0 if replaced else 1)
         Invitation.objects.filter(organisation=organisation, email__iexact=email,
                                   accepted_at__isnull=True).delete()
         extra = {"created_at": now} if now is not None else {}
@@ -79,14 +84,34 @@ def is_for(invitation: Invitation, user) -> bool:
     return bool(user.email) and user.email.lower() == invitation.email.lower()
 
 
+def pending(organisation: Organisation, now: datetime | None = None):
+    """The invitations into ``organisation`` that can still be accepted at ``now``
+    (default: the present)."""
+    return Invitation.objects.filter(organisation=organisation, accepted_at__isnull=True,
+                                     created_at__gt=(now or timezone.now()) - MAX_AGE)
+
+
+@plans.counts("members")
+def members(organisation: Organisation) -> int:
+    """What a plan's ``max_members`` bounds: the organisation's people and its
+    pending invitations."""
+    return Membership.objects.filter(organisation=organisation).count() \
+        + pending(organisation).count()
+
+
 def accept(invitation: Invitation, user, now: datetime) -> Membership | None:
     """Put ``user`` (whose address is the invitation's: :func:`is_for`) into the
     organisation with the invited role; someone already a member keeps their role.
-    None when the invitation was used meanwhile."""
+    None when the invitation was used meanwhile. Raises
+    :class:`accounts.plans.PlanLimit` (nothing changed) when the plan's members are
+    all taken without this invitation (the plan was lowered since it was sent)."""
     with transaction.atomic():
         if not Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).update(
                 accepted_at=now):
             return None
+        if not Membership.objects.filter(organisation=invitation.organisation,
+                                         user=user).exists():
+            plans.check(invitation.organisation, "members")  # this one is no longer pending
         membership, _ = Membership.objects.get_or_create(
             organisation=invitation.organisation, user=user,
             defaults={"role": invitation.role})

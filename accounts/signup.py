@@ -34,7 +34,6 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.tokens import PasswordResetTokenGenerator
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
@@ -46,7 +45,7 @@ from django.utils import timezone
 from django.utils.encoding import force_bytes, force_str
 from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
 
-from accounts import people
+from accounts import people, throttle
 from accounts.models import Membership, Organisation, Profile, Project
 
 CLOSED, OPEN, DOMAIN = "closed", "open", "domain"
@@ -121,12 +120,7 @@ class Outcome(StrEnum):
 
 def _over_limit(key: str, limit: int) -> bool:
     """Count one attempt under ``key``; whether it is beyond ``limit`` in the window."""
-    cache.add(key, 0, timeout=int(WINDOW.total_seconds()))
-    try:
-        return cache.incr(key) > limit
-    except ValueError:  # expired between add and incr: this is the first again
-        cache.set(key, 1, timeout=int(WINDOW.total_seconds()))
-        return False
+    return throttle.count(key, WINDOW) > limit
 
 
 def rate_limited(email: str, client: str) -> bool:
@@ -264,10 +258,10 @@ def is_verified(user) -> bool:
     return not Profile.objects.filter(user=user, email_verified_at__isnull=True).exists()
 
 
-class LoginForm(AuthenticationForm):
-    """Django's sign-in form, refusing a person whose address is not verified
-    (said only to someone who gave the right password: it tells nothing about
-    other addresses)."""
+class LoginForm(throttle.ThrottledForm, AuthenticationForm):
+    """Django's sign-in form, throttled (:class:`accounts.throttle.ThrottledForm`),
+    refusing a person whose address is not verified (said only to someone who
+    gave the right password: it tells nothing about other addresses)."""
 
     error_messages = {**AuthenticationForm.error_messages,
                       "unverified": "Confirm your email address first: follow the link we "

@@ -18,7 +18,7 @@ from drf_spectacular.utils import (
 from rest_framework import exceptions, generics, serializers, viewsets
 from rest_framework.response import Response
 
-from accounts import tenancy
+from accounts import plans, tenancy
 from accounts.models import Membership
 from alerts import escalation, incidents, maintenance
 from alerts.channels import delete_channel, send_test, set_alerting, set_channels
@@ -259,7 +259,9 @@ class ChannelSerializer(RejectUnknown, serializers.ModelSerializer):
         return attrs
 
     def create(self, validated):
-        return Channel.objects.create(**validated)
+        with transaction.atomic():
+            plans.check(validated["project"].organisation, "channels")
+            return Channel.objects.create(**validated)
 
 
 class ChannelList(generics.ListCreateAPIView):

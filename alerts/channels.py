@@ -4,7 +4,8 @@ a resolve for a notified channel that stops following (:func:`channels_removed`)
 deleting a channel (:func:`delete_channel`) and removing it once its last
 notifications are done (:func:`purge_deleted`), a test notification
 (:func:`send_test`) and an outage summary to a project's channels
-(:func:`notify_outage`). Incidents themselves are written by :mod:`alerts.incidents`.
+(:func:`notify_outage`), and the count a plan's ``max_channels`` bounds
+(:func:`count`). Incidents themselves are written by :mod:`alerts.incidents`.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from accounts import plans
 from alerts import incidents, notices
 from alerts.delivery import transmit
 from alerts.integrations import KINDS
@@ -124,3 +126,10 @@ def on_outage_settled(sender, impact, **kwargs) -> None:
 def on_tick_done(sender, now, **kwargs) -> None:
     """monitors.signals.tick_done receiver: :func:`purge_deleted`."""
     purge_deleted()
+
+
+@plans.counts("channels")
+def count(organisation) -> int:
+    """What a plan's ``max_channels`` bounds: ``organisation``'s channels not deleted."""
+    return Channel.objects.filter(project__organisation=organisation,
+                                  deleted_at__isnull=True).count()

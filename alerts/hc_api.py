@@ -35,8 +35,9 @@ from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
 
-from accounts.auth import ApiKeyAuthentication, CallerRateThrottle
+from accounts.auth import ApiKeyAuthentication, CallerRateThrottle, KeyLookupsThrottled
 from accounts.models import ApiKey, Project
+from accounts.plans import PlanLimit
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, Incident
 from alerts.timeline import alerting_of
@@ -332,13 +333,18 @@ def first_error(detail) -> str:
 
 def _key(request: HttpRequest, body: dict) -> ApiKey:
     """The caller's key: ``X-Api-Key``, else ``api_key`` in the JSON body; HcError
-    401 when missing, unknown or revoked."""
+    401 when missing, unknown or revoked; 429 while the address is throttled for
+    unknown keys (:mod:`accounts.throttle`)."""
     key = request.headers.get("X-Api-Key", "").strip() or str(body.get("api_key", "")).strip()
     if not key:
         raise HcError("missing api key", 401)
-    try:  # the API's own key check (it also notes the key's last use)
+    try:  # the API's own key check (it also notes the key's last use, and throttles)
         found = ApiKeyAuthentication().authenticate(SimpleNamespace(
-            META={"HTTP_X_API_KEY": key}))
+            META={**request.META, "HTTP_X_API_KEY": key}))
+    except KeyLookupsThrottled as e:
+        exc = HcError(str(e.detail), 429)
+        exc.retry_after = e.wait
+        raise exc from None
     except exceptions.AuthenticationFailed:
         found = None
     if found is None:
@@ -482,7 +488,8 @@ def save(request, monitor: Monitor | None, body: dict) -> Monitor:
     """Create (``monitor`` None) or update a monitor from a create or update body,
     through the monitors API's serializer (its validation, its upserts' rules);
     returns it. A slug another monitor of the project has becomes the slug of the
-    name plus a UUID prefix, as the importer does. HcError 400 for a bad body."""
+    name plus a UUID prefix, as the importer does. HcError 400 for a bad body,
+    403 when the plan allows no more monitors."""
     creating = monitor is None
     uuid = uuid4() if creating else monitor.uuid
     if not creating:
@@ -503,6 +510,8 @@ def save(request, monitor: Monitor | None, body: dict) -> Monitor:
         return serializer.save(**({"uuid": uuid} if creating else {}))
     except serializers.ValidationError as e:
         raise HcError(first_error(e.detail)) from None
+    except PlanLimit as e:  # as Healthchecks answers its checks limit: 403
+        raise HcError(str(e.detail), 403) from None
     except Monitor.DoesNotExist:  # deleted by a concurrent request
         raise HcError("not found", 404) from None
 

@@ -8,7 +8,10 @@ once none of its deliveries is still pending or being sent; so is a notice of no
 incident (an outage summary, a test notification, a channel's health: see
 :mod:`alerts.notices`) made longer ago than that, with its deliveries, and an
 outage of CronRadar itself summarized longer ago than that, with its impacts. At
-most ``CRONRADAR_PRUNE_BATCH`` incidents per statement.
+most ``CRONRADAR_PRUNE_BATCH`` incidents per statement. An organisation's plan's
+``incident_retention_days`` overrides the setting for its monitors' incidents
+(one query per distinct value, docs/multi-tenant.md); notices and outages keep
+the setting's.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from accounts.models import Plan
 from alerts.models import Delivery, Incident, IncidentEvent
 from monitors.models import Outage
 
@@ -28,16 +32,16 @@ def prune(now: datetime) -> int:
     incidents, outages and notices were deleted."""
     before = now - timedelta(days=settings.CRONRADAR_INCIDENT_RETENTION_DAYS)
     batch = max(1, settings.CRONRADAR_PRUNE_BATCH // 10)  # each has events, deliveries
-    old = (Incident.objects.filter(resolved_at__lt=before)
-           .exclude(deliveries__status__in=Delivery.ACTIVE))
     deleted = 0
-    for _ in range(MAX_BATCHES):
-        ids = list(old.order_by("pk").values_list("pk", flat=True)[:batch])
-        if not ids:
-            break
-        with transaction.atomic():
-            Incident.objects.filter(pk__in=ids).delete()  # cascades
-        deleted += len(ids)
+    for aged in _aged_incidents(now):
+        old = aged.exclude(deliveries__status__in=Delivery.ACTIVE)
+        for _ in range(MAX_BATCHES):
+            ids = list(old.order_by("pk").values_list("pk", flat=True)[:batch])
+            if not ids:
+                break
+            with transaction.atomic():
+                Incident.objects.filter(pk__in=ids).delete()  # cascades
+            deleted += len(ids)
     ids = list(Outage.objects.filter(summarized_at__lt=before).values_list("pk", flat=True)
                [:batch])
     if ids:
@@ -50,3 +54,20 @@ def prune(now: datetime) -> int:
         IncidentEvent.objects.filter(pk__in=ids).delete()  # with their deliveries
         deleted += len(ids)
     return deleted
+
+
+def _aged_incidents(now: datetime) -> list:
+    """The resolved incidents past their retention at ``now``, as one queryset per
+    retention: the setting's for monitors of organisations whose plan says nothing,
+    then one per distinct ``incident_retention_days`` of the plans that say it."""
+    plan = "monitor__project__organisation__plan__in"
+    days_of: dict[int, list[int]] = {}
+    for pk, days in Plan.objects.filter(incident_retention_days__isnull=False).values_list(
+            "pk", "incident_retention_days"):
+        days_of.setdefault(days, []).append(pk)
+    default = timedelta(days=settings.CRONRADAR_INCIDENT_RETENTION_DAYS)
+    aged = [Incident.objects.filter(resolved_at__lt=now - default)
+            .exclude(**{plan: [pk for pks in days_of.values() for pk in pks]})]
+    return aged + [Incident.objects.filter(resolved_at__lt=now - timedelta(days=days),
+                                           **{plan: pks})
+                   for days, pks in sorted(days_of.items())]

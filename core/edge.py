@@ -3,6 +3,13 @@
 - A request body larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (outside ``/ping/``,
   which stores the first ``CRONRADAR_PING_BODY_LIMIT`` bytes of any body) is
   answered ``413`` before it is read.
+- A chunked request body (``Transfer-Encoding: chunked``, no ``Content-Length``)
+  outside ``/ping/`` (which reads it itself) is read from the server's
+  ``wsgi.input`` when the server de-chunks it and says so
+  (``wsgi.input_terminated``: granian and waitress, so ``manage.py serve`` too)
+  and given to Django with its length (Django reads no body without one); from
+  any other server it is answered ``411`` (:data:`CHUNKED_MESSAGE`), never
+  silently taken as empty. Larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE``: ``413``.
 - A NUL character in the path or the query string (PostgreSQL text cannot hold
   one) is answered ``400`` (:func:`has_nul`; ``/ping/`` checks it itself).
 - While the database is unreachable (``OperationalError`` / ``InterfaceError``:
@@ -14,12 +21,14 @@ Answers are JSON ``{"detail": ...}`` under ``/api/`` and plain text elsewhere.
 """
 from __future__ import annotations
 
+import io
 import ipaddress
 import logging
 from functools import lru_cache
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.core.handlers.wsgi import LimitedStream
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 
@@ -40,6 +49,15 @@ def has_nul(request) -> bool:
 
 
 NUL_MESSAGE = "NUL characters are not allowed in the URL"
+CHUNKED_MESSAGE = ("a chunked request body needs a Content-Length here: this server "
+                   "does not de-chunk request bodies")
+
+
+def is_chunked(meta: dict) -> bool:
+    """Whether a request's body is chunked without a ``Content-Length`` (Django
+    reads no body then)."""
+    return ("chunked" in meta.get("HTTP_TRANSFER_ENCODING", "").lower()
+            and not meta.get("CONTENT_LENGTH"))
 
 
 class EdgeMiddleware:
@@ -50,12 +68,14 @@ class EdgeMiddleware:
 
     def __call__(self, request):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if limit is not None and not request.path.startswith("/ping/"):
+        if not request.path.startswith("/ping/"):
+            if is_chunked(request.META) and (refused := self._read_chunked(request, limit)):
+                return refused
             try:
                 size = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
                 size = 0
-            if size > limit:
+            if limit is not None and size > limit:
                 return self._too_large(request, limit)
         if has_nul(request):
             return _answer(request, 400, NUL_MESSAGE)
@@ -69,6 +89,19 @@ class EdgeMiddleware:
             return self._too_large(request, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         if isinstance(exc, (OperationalError, InterfaceError)):
             return self._unavailable(request, exc)
+        return None
+
+    def _read_chunked(self, request, limit: int | None) -> HttpResponse | None:
+        """Read a chunked body the server de-chunked and hand it to Django with
+        its ``Content-Length``; the refusal (411, 413) otherwise, else None."""
+        if not request.META.get("wsgi.input_terminated"):
+            return _answer(request, 411, CHUNKED_MESSAGE)
+        stream = request.META["wsgi.input"]
+        body = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(body) > limit:
+            return self._too_large(request, limit)
+        request.META["CONTENT_LENGTH"] = str(len(body))
+        request._stream = LimitedStream(io.BytesIO(body), len(body))
         return None
 
     @staticmethod

@@ -458,6 +458,23 @@ if CRONRADAR_AUDIT_RETENTION_DAYS < 1:
 # are opt-in, since both bind more than this service's own host name.
 CRONRADAR_HSTS_INCLUDE_SUBDOMAINS = env_bool("CRONRADAR_HSTS_INCLUDE_SUBDOMAINS", default=False)
 CRONRADAR_HSTS_PRELOAD = env_bool("CRONRADAR_HSTS_PRELOAD", default=False)
+HTTPS = urlsplit(CRONRADAR_BASE_URL).scheme == "https"
+# Served over https (behind a proxy: it says so in X-Forwarded-Proto, trusted with
+# CRONRADAR_TRUST_X_FORWARDED_FOR): browsers are told to keep to https for a year,
+# plain http is redirected (never a ping: a redirected ping is a lost one; the
+# probes and /metrics answer ahead of Django), cookies go over https only.
+CRONRADAR_SSL_REDIRECT = env_bool("CRONRADAR_SSL_REDIRECT", default=HTTPS)
+SECURE_SSL_REDIRECT = CRONRADAR_SSL_REDIRECT
+SECURE_HSTS_SECONDS = 365 * 24 * 3600 if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS and CRONRADAR_HSTS_INCLUDE_SUBDOMAINS
+SECURE_HSTS_PRELOAD = HTTPS and CRONRADAR_HSTS_PRELOAD
+if HTTPS:
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+# Off by choice (docs/multi-tenant.md, "HTTPS and HSTS"): check --deploy need not say so.
+SILENCED_SYSTEM_CHECKS = [check for check, on in (
+    ("security.W005", SECURE_HSTS_INCLUDE_SUBDOMAINS), ("security.W021", SECURE_HSTS_PRELOAD))
+    if HTTPS and not on]
+SECURE_REDIRECT_EXEMPT = [r"^ping/"]
 
 # Every process (web, serve, Celery worker and beat) logs to stderr through one
 # handler: the ids of core.logs on each record, CRONRADAR_LOG_FORMAT's formatter.

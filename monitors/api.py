@@ -10,7 +10,7 @@ import base64
 import codecs
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -25,7 +25,7 @@ from rest_framework.response import Response
 from accounts import tenancy
 from accounts.models import Membership, Project
 from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404
-from monitors import evaluator, schedule, slots, usage
+from monitors import creation, evaluator, schedule, slots, usage
 from monitors.models import (
     UUID_TAKEN,
     Monitor,
@@ -35,7 +35,7 @@ from monitors.models import (
     chosen_uuids_allowed,
     uuid_taken,
 )
-from monitors.runs import REASONS, rearm
+from monitors.runs import REASONS
 
 MAX_TAGS = 50
 STATUSES = ("new", "up", "running", "late", "down", "paused")
@@ -235,10 +235,8 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
 
     def create(self, validated):
         monitor = Monitor(**validated)
-        rearm(monitor, timezone.now())
         try:
-            with transaction.atomic():
-                monitor.save()
+            creation.create(monitor.project, monitor, timezone.now())
         except IntegrityError:
             # another request took the UUID (or the slug) since validate() looked
             if "uuid" in validated and uuid_taken(validated["uuid"]):

@@ -11,6 +11,8 @@ class MonitorsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from monitors import creation  # noqa: F401  (registers the plan's monitor count)
+
         # The embedded default keeps its SQLite file in the data directory, and
         # whitenoise looks for collected static files: make sure both exist.
         with contextlib.suppress(OSError):

@@ -39,7 +39,7 @@ from django.db import (
 
 from accounts.models import Project
 from core import logs, sql
-from monitors import detections, drift, schedule, slots
+from monitors import creation, detections, drift, schedule, slots
 from monitors.detections import Code, Detection, Kind, sentence
 from monitors.models import Monitor, Ping, Run
 from monitors.runs import (
@@ -49,7 +49,6 @@ from monitors.runs import (
     WRITTEN_OFF,
     claimed_slots,
     pending_runs,
-    rearm,
 )
 from monitors.slots import SlotError
 
@@ -628,7 +627,9 @@ def create_on_ping(project_id: int, slug: str, params, now: datetime,
     params: the ping's query parameters: ``schedule`` (a cron expression: a cron
     monitor) and ``timezone``, else ``period`` (seconds, default 1 day); ``grace``
     (seconds, default 1 hour). Raises ValueError with a message for a bad slug or
-    parameter, :class:`SlotError` for a slot the new monitor cannot have. The new
+    parameter, :class:`SlotError` for a slot the new monitor cannot have,
+    :class:`accounts.plans.PlanLimit` when the plan allows no more monitors
+    (nothing is made). The new
     monitor notifies all the project's channels, as the API's default does. Two
     pings creating the same slug at once make one monitor.
     """
@@ -661,10 +662,9 @@ def create_on_ping(project_id: int, slug: str, params, now: datetime,
                       **fields)
     if slot is not None:
         slots.named_slot(monitor, slot, now)  # SlotError (a ValueError): made nothing
-    rearm(monitor, now)
     try:
-        with transaction.atomic():
-            monitor.save()
+        creation.create(Project.objects.select_related("organisation").get(pk=project_id),
+                        monitor, now)
     except IntegrityError:  # another ping made it first
         return existing.get(), False
     log.info("monitor %s created by a ping (slug %s)", monitor.pk, slug)

@@ -11,6 +11,10 @@ What is kept (settings; docs/configuration.md, "Retention"):
   start, else its slot). Runs the evaluator still watches (open, or a deadline not
   checked yet) are never deleted. A deleted run's pings keep their row with no run.
 
+An organisation's plan overrides the two settings for its monitors (``pings_kept``,
+``run_retention_days``; docs/multi-tenant.md): the monitors of a step are grouped
+by those values (:func:`by_plan`, one query), not read one by one.
+
 Which monitors are looked at: the ones that wrote pings (runs) since the last
 step. A cursor over each table's primary key, kept in :class:`PruneCursor` so it
 survives restarts and is shared by every process, marks how far the rows were
@@ -91,18 +95,30 @@ def _chunks(ids: list[int]):
         yield ids[i:i + CHUNK]
 
 
+def by_plan(monitor_ids: list[int], limit: str, default: int) -> dict[int, list[int]]:
+    """``monitor_ids`` grouped by what their organisation's plan says for ``limit``
+    (a :attr:`accounts.models.Plan.LIMITS` name), ``default`` (the setting) where
+    the plan says nothing or there is no plan: ``{value: [monitor id, ...]}``. One
+    query, whatever the number of plans."""
+    groups: dict[int, list[int]] = {}
+    for pk, value in Monitor.objects.filter(pk__in=monitor_ids).values_list(
+            "pk", f"project__organisation__plan__{limit}"):
+        groups.setdefault(default if value is None else value, []).append(pk)
+    return groups
+
+
 def _prune_pings(monitor_ids: list[int], done: Pruned) -> None:
-    keep = settings.CRONRADAR_KEEP_PINGS
     for chunk in _chunks(monitor_ids):
         done.monitors += len(chunk)
-        # the arrival time of each monitor's (keep+1)-th newest ping: older ones go
-        cut = (Monitor.objects.filter(pk__in=chunk).annotate(cut=Subquery(
-            Ping.objects.filter(monitor=OuterRef("pk")).order_by("-received_at", "-pk")
-            .values("received_at")[keep:keep + 1])).filter(cut__isnull=False)
-            .values_list("pk", "cut"))
         old = Q(pk__in=[])
-        for monitor_id, at in cut:
-            old |= Q(monitor_id=monitor_id, received_at__lte=at)
+        for keep, ids in by_plan(chunk, "pings_kept", settings.CRONRADAR_KEEP_PINGS).items():
+            # the arrival time of each monitor's (keep+1)-th newest ping: older ones go
+            cut = (Monitor.objects.filter(pk__in=ids).annotate(cut=Subquery(
+                Ping.objects.filter(monitor=OuterRef("pk")).order_by("-received_at", "-pk")
+                .values("received_at")[keep:keep + 1])).filter(cut__isnull=False)
+                .values_list("pk", "cut"))
+            for monitor_id, at in cut:
+                old |= Q(monitor_id=monitor_id, received_at__lte=at)
         for _ in range(MAX_BATCHES):
             batch = list(Ping.objects.filter(old).values_list("pk", flat=True)
                          [:settings.CRONRADAR_PRUNE_BATCH])
@@ -115,19 +131,21 @@ def _prune_pings(monitor_ids: list[int], done: Pruned) -> None:
 
 def _prune_runs(monitor_ids: list[int], now: datetime, done: Pruned) -> None:
     keep = settings.CRONRADAR_KEEP_RUNS
-    before = now - timedelta(days=settings.CRONRADAR_RUN_RETENTION_DAYS)
     for chunk in _chunks(monitor_ids):
         # the id of each monitor's (keep+1)-th newest run: it and older ones may go
-        cut = (Monitor.objects.filter(pk__in=chunk).annotate(cut=Subquery(
+        cut = dict(Monitor.objects.filter(pk__in=chunk).annotate(cut=Subquery(
             Run.objects.filter(monitor=OuterRef("pk")).order_by("-pk")
             .values("pk")[keep:keep + 1])).filter(cut__isnull=False)
             .values_list("pk", "cut"))
         beyond = Q(pk__in=[])
-        for monitor_id, last in cut:
-            beyond |= Q(monitor_id=monitor_id, pk__lte=last)
-        old = (Run.objects.filter(beyond).exclude(outcome__in=Run.OPEN_OUTCOMES)
-               .exclude(deadline_at__isnull=False, deadline_checked=False)
-               .alias(at=_run_time()).filter(at__lt=before))
+        for days, ids in by_plan(list(cut), "run_retention_days",
+                                 settings.CRONRADAR_RUN_RETENTION_DAYS).items():
+            for monitor_id in ids:  # older than the plan's retention, beyond the newest
+                beyond |= Q(monitor_id=monitor_id, pk__lte=cut[monitor_id],
+                            at__lt=now - timedelta(days=days))
+        old = (Run.objects.alias(at=_run_time()).filter(beyond)
+               .exclude(outcome__in=Run.OPEN_OUTCOMES)
+               .exclude(deadline_at__isnull=False, deadline_checked=False))
         for _ in range(MAX_BATCHES):
             batch = list(old.values_list("pk", flat=True)[:settings.CRONRADAR_PRUNE_BATCH])
             if not batch:

@@ -15,7 +15,9 @@ Healthchecks' hosted ``hc-ping.com``), the same at the root path: ``/<uuid>...``
 deployment that loads Django's bare handler).
 
 ``/ping/<ping key>/<slug>?create=1`` makes the monitor when the slug is new
-(:func:`monitors.pings.create_on_ping`) and answers 201 ``Created``.
+(:func:`monitors.pings.create_on_ping`) and answers 201 ``Created``, or 403
+with the plan's limit (``this organisation's plan (free) allows 20 monitors``)
+when the plan allows no more monitors (nothing stored).
 
 ``slot`` names the scheduled time the run is for (RFC 3339 or Unix seconds,
 :func:`parse_slot`; checked against the monitor by :func:`monitors.slots.named_slot`).
@@ -41,8 +43,9 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from accounts.models import Project
+from accounts.plans import PlanLimit
 from core import metrics
-from core.edge import NUL_MESSAGE, RETRY_AFTER, client_address, has_nul
+from core.edge import NUL_MESSAGE, RETRY_AFTER, client_address, has_nul, is_chunked
 from monitors import pings, ratelimit
 
 log = logging.getLogger(__name__)
@@ -124,7 +127,7 @@ def _read_body(request) -> tuple[bytes, int]:
         return b"", 0
     stream = request
     declared = request.META.get("CONTENT_LENGTH")
-    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not declared:
+    if is_chunked(request.META):
         stream = request.META["wsgi.input"]
     limit = settings.CRONRADAR_PING_BODY_LIMIT
     kept = stream.read(limit)
@@ -217,6 +220,8 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
                 return _text(400, f"{e}; nothing was stored")
             except ValueError as e:
                 return _text(400, str(e))
+            except PlanLimit as e:
+                return _text(403, f"{e.detail}; nothing was stored")
             target = ratelimit.target(key, lookup)
     if target is None:
         return _text(404, "not found: no monitor with this ping URL")

@@ -6,6 +6,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from accounts.models import Organisation, Project
+from accounts.plans import UnknownPlan
 
 
 def database_line() -> str:
@@ -51,5 +52,8 @@ def find_project(name: str, organisation: str | None, create: bool = False
     if not create:
         raise CommandError(f"no project '{name}'" + (f" in organisation '{organisation}'"
                                                      if organisation else ""))
-    org, _ = Organisation.objects.get_or_create(name=organisation or name)
+    try:
+        org, _ = Organisation.objects.get_or_create(name=organisation or name)
+    except UnknownPlan as e:  # a new organisation needs CRONRADAR_DEFAULT_PLAN's plan
+        raise CommandError(str(e)) from None
     return Project.objects.create(organisation=org, name=name), True

@@ -16,6 +16,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from accounts import plans
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, EscalationPolicy, Incident
 from cronradar.dashboard import badges, charts, snippets
@@ -111,6 +112,7 @@ def monitor_list(request):
         response = render(request, "dashboard/_monitor_rows.html", context)
         response["X-As-Of"] = as_of  # the refresh shows it: the server's clock, their zone
         return response
+    context["plan_limit"] = plans.refusal(request.project.organisation, "monitors")
     return render(request, "dashboard/monitors.html", context)
 
 
@@ -212,15 +214,18 @@ def monitor_edit(request, pk: int | None = None):
     by the API's serializer and its messages are shown by each field."""
     require(request, ROLE.MEMBER)
     instance = _monitor(request, pk) if pk else None
-    errors, values = {}, {}
+    errors, values, refused = {}, {}, ""
     if request.method == "POST":
         data, errors = _form_data(request.POST)
         serializer = MonitorSerializer(instance, data={**data, "project": request.project.pk},
                                        partial=instance is not None,
                                        context={"request": request})
         if not errors and serializer.is_valid():
-            saved = serializer.save()
-            return redirect("dashboard:monitor", pk=saved.pk)
+            try:
+                saved = serializer.save()
+                return redirect("dashboard:monitor", pk=saved.pk)
+            except plans.PlanLimit as e:
+                refused = errors["detail"] = str(e.detail)
         if not errors:
             errors = flat_errors(serializer.errors)
         values = request.POST
@@ -241,7 +246,9 @@ def monitor_edit(request, pk: int | None = None):
         "chosen": chosen, "policies": EscalationPolicy.objects.filter(project=request.project),
         "tags_text": ", ".join(values.get("tags", [])) if isinstance(values.get("tags"), list)
         else values.get("tags", ""),
-    }, status=400 if errors else 200)
+        "plan_limit": "" if instance is not None or refused
+        else plans.refusal(request.project.organisation, "monitors"),
+    }, status=403 if refused else 400 if errors else 200)
 
 
 @page

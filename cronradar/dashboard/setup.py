@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounts import plans
 from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet
 from accounts.models import ApiKey, Invitation, Membership, _badge_key
 from alerts import escalation
@@ -53,12 +54,34 @@ def _errors(serializer) -> dict[str, str]:
 
 def _save(request, serializer_class, instance, data):
     """Validate ``data`` with the API's serializer and save; (saved object or None,
-    errors by field)."""
+    errors by field: the plan's refusal under :data:`PLAN`)."""
     serializer = serializer_class(instance, data={**data, "project": request.project.pk},
                                   partial=instance is not None, context={"request": request})
     if serializer.is_valid():
-        return serializer.save(), {}
+        return _saved(serializer)
     return None, _errors(serializer)
+
+
+PLAN = "plan"  # the errors' key of a plan's refusal (shown where the create button is)
+
+
+def _saved(serializer) -> tuple:
+    """``serializer.save()`` and no errors, or None and the plan's refusal."""
+    try:
+        return serializer.save(), {}
+    except plans.PlanLimit as e:
+        return None, {PLAN: str(e.detail)}
+
+
+def _plan_limit(request, errors: dict, what: str) -> str:
+    """The sentence shown instead of the create button: a POST's refusal (taken
+    out of ``errors``), else the plan's limit of ``what`` when it is reached."""
+    return errors.pop(PLAN, "") or plans.refusal(request.project.organisation, what)
+
+
+def _status(refused: bool, errors: dict) -> int:
+    """403 for a plan's refusal, 400 for other errors, else 200."""
+    return 403 if refused else 400 if errors else 200
 
 
 def _confirm(request, title: str, text: str, back: str, blocked: bool = False):
@@ -102,6 +125,8 @@ def channels(request, pk: int | None = None):
         saved, errors = _save(request, ChannelSerializer, instance, data)
         if saved is not None:
             return redirect("dashboard:channels")
+    refused = PLAN in errors
+    plan_limit = _plan_limit(request, errors, "channels") if instance is None else ""
     rows = [{"c": c, "config": ChannelSerializer(c, context={"request": request}).data["config"]}
             for c in Channel.objects.filter(project=request.project, deleted_at__isnull=True)
             .order_by("name", "pk")]
@@ -109,8 +134,8 @@ def channels(request, pk: int | None = None):
         "rows": rows, "kinds": list(KINDS), "errors": errors, "instance": instance,
         "values": request.POST if request.method == "POST" else _channel_values(instance),
         "config_fields": CONFIG_FIELDS, "can_admin": can(request, ROLE.ADMIN),
-        "can_test": can(request, ROLE.MEMBER), "test_result": result,
-    }, status=400 if errors else 200)
+        "can_test": can(request, ROLE.MEMBER), "test_result": result, "plan_limit": plan_limit,
+    }, status=_status(refused, errors))
 
 
 def _channel_values(channel) -> dict:
@@ -301,6 +326,8 @@ def keys(request):
                 "read_only"))})
         if saved is not None:
             new_key = saved.plaintext
+    refused = PLAN in errors
+    plan_limit = _plan_limit(request, errors, "api_keys")
     rows = [{"k": k, "created": local(k.created_at, request.zone),
              "used": local(k.last_used_at, request.zone) if k.last_used_at else "never",
              "revoked": local(k.revoked_at, request.zone) if k.revoked_at else ""}
@@ -309,8 +336,8 @@ def keys(request):
         "rows": rows, "errors": errors, "new_key": new_key,
         "can_admin": can(request, ROLE.ADMIN),
         "ping_key": request.project.ping_key if can(request, ROLE.MEMBER) else None,
-        "badge_key": request.project.badge_key,
-    }, status=400 if errors else 200)
+        "badge_key": request.project.badge_key, "plan_limit": plan_limit,
+    }, status=_status(refused, errors))
 
 
 @page
@@ -379,9 +406,13 @@ def members(request):
             serializer = MemberSerializer(instance, data=data, partial=instance is not None,
                                           context={"request": request})
             if serializer.is_valid():
-                serializer.save()
-                return redirect("dashboard:members")
-            errors = _errors(serializer)
+                saved, errors = _saved(serializer)
+                if saved is not None:
+                    return redirect("dashboard:members")
+            else:
+                errors = _errors(serializer)
+    refused = PLAN in errors
+    plan_limit = _plan_limit(request, errors, "members")
     rows = Membership.objects.filter(organisation=org).select_related("user").order_by(
         "user__username")
     waiting = Invitation.objects.filter(organisation=org, accepted_at__isnull=True).order_by(
@@ -389,8 +420,8 @@ def members(request):
     return render(request, "dashboard/members.html", {
         "rows": rows, "errors": errors, "roles": Membership.Role.values, "org": org,
         "invitations": waiting,
-        "values": request.POST if errors else {},
-        "can_admin": can(request, ROLE.ADMIN)}, status=400 if errors else 200)
+        "values": request.POST if errors or refused else {}, "plan_limit": plan_limit,
+        "can_admin": can(request, ROLE.ADMIN)}, status=_status(refused, errors))
 
 
 @page

@@ -6,6 +6,8 @@ arriving live. The rules are :mod:`accounts.firstrun`, :mod:`accounts.signup`
 and :mod:`accounts.invitations`; these views only read forms and answer."""
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth import login
 from django.contrib.auth import views as auth
 from django.core.exceptions import ValidationError
@@ -16,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts import firstrun, invitations, signup
+from accounts import firstrun, invitations, plans, signup
 from accounts.tenancy import at_least
 from alerts.models import Channel
 from core.edge import client_address
@@ -35,6 +37,8 @@ FIRST_RUN_REFUSALS = {
     firstrun.Refusal.NAME: ("organisation", "Give an organisation name of 1 to 100 characters "
                                             "that no organisation has."),
 }
+
+log = logging.getLogger(__name__)
 
 
 def _account_errors(email: str, password: str) -> dict:
@@ -100,8 +104,15 @@ def signup_page(request):
         email = request.POST.get("email", "").strip()
         errors = _account_errors(email, request.POST.get("password", ""))
         if not errors:
-            outcome = signup.sign_up(email, request.POST["password"],
-                                     client_address(request.META) or "")
+            try:
+                outcome = signup.sign_up(email, request.POST["password"],
+                                         client_address(request.META) or "")
+            except plans.UnknownPlan:
+                log.exception("sign-up refused")  # the operator's error: the log says which
+                return render(request, "dashboard/error.html", {
+                    "title": "Sign-up is not available", "text": "New organisations cannot "
+                    "be made right now (the installation's default plan is missing): try "
+                    "again later."}, status=503)
             if outcome == signup.Outcome.SENT:
                 return render(request, "dashboard/signup_sent.html", {"email": email})
             if outcome == signup.Outcome.RATE_LIMITED:
@@ -142,13 +153,21 @@ class Login(auth.LoginView):
     redirect_authenticated_user = True
     authentication_form = signup.LoginForm
 
+    def form_invalid(self, form):
+        """The form again; ``429`` with ``Retry-After`` while the sign-in cools off."""
+        response = super().form_invalid(form)
+        if form.throttled_for:
+            response.status_code = 429
+            response["Retry-After"] = str(form.throttled_for)
+        return response
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        refused = [e for e in context["form"].non_field_errors().as_data()
-                   if e.code == "unverified"]
+        refused = {e.code: e.messages[0] for e in context["form"].non_field_errors().as_data()}
         return {**context, "signup_open": signup.mode().is_open,
                 "nobody_yet": firstrun.nobody_yet(),
-                "unverified": refused[0].messages[0] if refused else ""}
+                "unverified": refused.get("unverified", ""),
+                "throttled": refused.get("throttled", "")}
 
 
 def invitation(request, token: str):
@@ -161,6 +180,15 @@ def invitation(request, token: str):
             "title": "Invitation not valid", "text": "This invitation has expired, was "
             "used, or was replaced by a newer one: ask the admin who invited you."},
             status=404)
+    try:
+        return _invitation(request, found)
+    except plans.PlanLimit as e:  # the plan was lowered since the invitation was sent
+        return render(request, "dashboard/error.html", {
+            "title": "The organisation has no room", "text": f"{e.detail}: ask the admin "
+            "who invited you."}, status=403)
+
+
+def _invitation(request, found):
     user = request.user if request.user.is_authenticated else None
     errors, values = {}, {"username": found.username or found.email.lower()}
     if request.method == "POST":

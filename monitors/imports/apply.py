@@ -14,10 +14,9 @@ from uuid import UUID
 
 from django.db import IntegrityError, transaction
 
-from monitors import evaluator
+from monitors import creation, evaluator
 from monitors.imports.spec import Conflict, Parsed, Remark, Spec, secs
 from monitors.models import Monitor
-from monitors.runs import rearm
 
 
 @dataclass
@@ -50,20 +49,26 @@ class Outcome:
                 "notes": [r.as_dict() for r in parsed.notes + self.notes]}
 
 
-def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
+def apply(project, specs: list[Spec], dry_run: bool, now: datetime, *,
+          quota: bool = True) -> Outcome:
     """Create or update ``project``'s monitors from ``specs`` at ``now`` (upsert by
-    slug), in one transaction, as the API does: a new monitor is armed by
-    :func:`monitors.runs.rearm`, changes go through
+    slug), in one transaction, as the API does: a new monitor is made by
+    :func:`monitors.creation.create`, changes go through
     :func:`monitors.evaluator.edit` (only fields that differ; nothing is written
     for a monitor that already matches, so a second import changes nothing; an
     existing monitor's ``kept`` fields stay, noted when set).
     ``dry_run``: only compare. Raises Conflict when a monitor is created or
-    deleted by someone else meanwhile (nothing is written then)."""
+    deleted by someone else meanwhile (nothing is written then), and (``quota``,
+    dry run included) :class:`accounts.plans.PlanLimit` before anything is
+    written when the new monitors would take the plan over its limit (False:
+    the operator's commands)."""
     result = Outcome(dry_run)
     existing = {m.slug: m for m in Monitor.objects.filter(
         project=project, deleted_at__isnull=True, slug__in=[s.slug for s in specs])}
     try:
         with transaction.atomic():
+            if quota:  # the whole import, once: then each creation skips the count
+                creation.check(project, len({s.slug for s in specs} - existing.keys()))
             for spec in specs:
                 monitor = existing.get(spec.slug)
                 if monitor is None:
@@ -71,9 +76,8 @@ def apply(project, specs: list[Spec], dry_run: bool, now: datetime) -> Outcome:
                     entry = {"slug": spec.slug, "where": spec.where, "monitor": {
                         k: api_value(v) for k, v in values.items() if v is not None}}
                     if not dry_run:
-                        monitor = Monitor(project=project, slug=spec.slug, **values)
-                        rearm(monitor, now)
-                        monitor.save()
+                        monitor = creation.create(project, Monitor(slug=spec.slug, **values),
+                                                  now, quota=False)
                         entry = {**entry, "id": monitor.pk}
                     result.created.append(entry)
                 else:

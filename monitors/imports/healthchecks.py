@@ -27,7 +27,7 @@ import httpx
 from django.db import IntegrityError, transaction
 
 from accounts.models import Project
-from monitors import healthchecks, schedule
+from monitors import creation, healthchecks, schedule
 from monitors.imports.apply import Outcome, api_value, update
 from monitors.imports.spec import (
     SLUG,
@@ -39,7 +39,6 @@ from monitors.imports.spec import (
     valid_schedule,
 )
 from monitors.models import UUID_TAKEN, Monitor, chosen_uuids_allowed
-from monitors.runs import rearm
 
 CHECKS_PATH = "/api/v3/checks/"
 FETCH_TIMEOUT = 30.0  # seconds for each HTTP operation of the one request
@@ -105,7 +104,7 @@ def read_checks(text: str, source: str = "the file") -> list[dict]:
 
 
 def import_checks(project, checks: list, *, proven: bool, dry_run: bool, now: datetime,
-                  ping_key: str | None = None) -> tuple[Parsed, Outcome]:
+                  ping_key: str | None = None, quota: bool = True) -> tuple[Parsed, Outcome]:
     """Create or update one monitor of ``project`` per check at ``now`` (module
     docstring); ``dry_run``: only compare. ``proven``: the checks were fetched
     with the Healthchecks key that owns them (their UUIDs may be taken); else
@@ -113,7 +112,10 @@ def import_checks(project, checks: list, *, proven: bool, dry_run: bool, now: da
     Returns (what was reported and noted, the outcome; their ``as_dict`` is the
     answer). A check whose UUID another project's monitor has is reported with
     the one answer a UUID in use gets. Raises ImportFailed when the UUIDs cannot
-    be taken, Conflict when a monitor was created meanwhile (nothing written).
+    be taken, Conflict when a monitor was created meanwhile (nothing written),
+    and (``quota``, dry run included) :class:`accounts.plans.PlanLimit` when the
+    new monitors would take the plan over its limit (nothing written; False: the
+    operator's command).
 
     ``ping_key``: the Healthchecks project's ping key, made the project's too (in
     the same transaction), so the checks' slug URLs ``/ping/<ping key>/<slug>``
@@ -144,7 +146,7 @@ def import_checks(project, checks: list, *, proven: bool, dry_run: bool, now: da
                                        "every channel of the project (choose them in "
                                        "CronRadar)", healthchecks.Code.NOT_MAPPED.value))
         wanted.append((where, values))
-    return parsed, _apply(project, parsed, wanted, dry_run, now, ping_key)
+    return parsed, _apply(project, parsed, wanted, dry_run, now, ping_key, quota)
 
 
 def _check_ping_key(project, key: str) -> None:
@@ -214,11 +216,12 @@ def _values(fields: dict) -> dict:
 
 
 def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime,
-           ping_key: str | None) -> Outcome:
+           ping_key: str | None, quota: bool) -> Outcome:
     """Create or update the monitors of ``wanted`` ((where, model values)), and set
-    the project's ``ping_key`` when given, in one transaction. Reported: checks
-    whose UUID another project's monitor has, or whose slug (and the made one)
-    other monitors have."""
+    the project's ``ping_key`` when given, in one transaction; ``quota``: first
+    refuse the whole import (PlanLimit, nothing written) when its new monitors
+    would take the plan over its limit. Reported: checks whose UUID another
+    project's monitor has, or whose slug (and the made one) other monitors have."""
     result = Outcome(dry_run)
     uuids = {values["uuid"] for _, values in wanted}
     holders = {m.uuid: m for m in Monitor.objects.filter(uuid__in=uuids,
@@ -230,10 +233,7 @@ def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime,
              .values_list("slug", "uuid")}
     try:
         with transaction.atomic():
-            if ping_key is not None and not dry_run:
-                Project.objects.filter(pk=project.pk).update(ping_key=ping_key)
-                project.ping_key = ping_key
-            seen, new = set(), []
+            seen, new, changed = set(), [], []
             for where, values in wanted:
                 monitor = holders.get(values["uuid"])
                 if values["uuid"] in seen:
@@ -246,11 +246,18 @@ def _apply(project, parsed: Parsed, wanted: list, dry_run: bool, now: datetime,
                                                   healthchecks.Code.UUID_TAKEN.value))
                 elif _free_slug(values, taken, where, parsed):
                     if monitor is None:
-                        new.append(_create(project, values, where, dry_run, now, result))
+                        new.append(_create(project, values, where, dry_run, result))
                     else:
-                        _update(monitor, values, where, now, result)
+                        changed.append((monitor, values, where))
                 seen.add(values["uuid"])
-            _insert([made for made in new if made is not None], result)
+            if quota:  # the whole import, before anything is written
+                creation.check(project, len(new))
+            if ping_key is not None and not dry_run:
+                Project.objects.filter(pk=project.pk).update(ping_key=ping_key)
+                project.ping_key = ping_key
+            for monitor, values, where in changed:
+                _update(monitor, values, where, now, result)
+            _insert(project, [made for made in new if made is not None], now, result)
     except (IntegrityError, Monitor.DoesNotExist):
         raise Conflict("a monitor with one of these UUIDs or slugs was created or deleted "
                        "meanwhile: nothing was changed; run the import again") from None
@@ -277,24 +284,23 @@ def _free_slug(values: dict, taken: dict, where: str, parsed: Parsed) -> bool:
     return True
 
 
-def _create(project, values: dict, where: str, dry_run: bool, now: datetime,
+def _create(project, values: dict, where: str, dry_run: bool,
             result: Outcome) -> tuple[dict, Monitor] | None:
-    """Record the creation in ``result``; returns (its entry, the armed monitor not
-    yet saved) for :func:`_insert`, None in a dry run."""
+    """Record the creation in ``result``; returns (its entry, the monitor not yet
+    saved) for :func:`_insert`, None in a dry run."""
     entry = {"slug": values["slug"], "where": where,
              "monitor": {k: api_value(v) for k, v in values.items() if v is not None}}
     result.created.append(entry)
     if dry_run:
         return None
-    monitor = Monitor(project=project, **values)
-    rearm(monitor, now)
-    return entry, monitor
+    return entry, Monitor(project=project, **values)
 
 
-def _insert(new: list[tuple[dict, Monitor]], result: Outcome) -> None:
-    """Save the monitors :func:`_create` made, :data:`BATCH` per query, and give
-    their entries their ids."""
-    Monitor.objects.bulk_create([monitor for _, monitor in new], batch_size=BATCH)
+def _insert(project, new: list[tuple[dict, Monitor]], now: datetime, result: Outcome) -> None:
+    """Save the monitors :func:`_create` made, :data:`BATCH` per query (the plan
+    was checked for all of them), and give their entries their ids."""
+    creation.create_many(project, [monitor for _, monitor in new], now, quota=False,
+                         batch_size=BATCH)
     for entry, monitor in new:
         entry["id"] = monitor.pk
         result.monitors[monitor.slug] = monitor

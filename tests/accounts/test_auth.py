@@ -38,12 +38,13 @@ def test_a_hung_rate_limit_cache_lets_api_requests_through(api, settings, monkey
     are answered, unlimited, with one warning line and no traceback."""
     import logging
 
-    from accounts import auth
+    from accounts import auth, throttle
     from core import logs
     from tests.helpers import hung_redis_cache
 
     monkeypatch.setattr(auth, "cache_down", logs.Outage(
         "cache", "API request(s) let through without their rate limit", level=logging.WARNING))
+    monkeypatch.setattr(throttle, "cache_down", logs.Outage("cache"))  # the key check's
     settings.CRONRADAR_API_RATE = "1/min"
     with hung_redis_cache(settings):
         assert [api.get("/api/v1/monitors/").status_code for _ in range(3)] == [200, 200, 200]
@@ -94,3 +95,30 @@ def test_usernames_differing_only_in_case_stay_apart():
     assert _signs_in("ANN@corp.test", "pw-upper") is None
     assert _signs_in("bob", "pw-bob") == "bob"
     assert _signs_in("BOB", "pw-bob") is None  # only email-shaped usernames
+
+
+def test_bad_keys_from_one_address_are_refused_without_a_lookup(
+        client, api_key, django_assert_num_queries):
+    """300 bad keys: the first KEY_FAILURES answer 401 (each a lookup), the rest
+    429 with Retry-After and no database query; another address is unaffected,
+    and a good key from the throttled address waits too."""
+    from accounts import throttle
+
+    bad = [client.get("/api/v1/monitors/", HTTP_X_API_KEY=f"cr_bad{n}",
+                      REMOTE_ADDR="192.0.2.10") for n in range(throttle.KEY_FAILURES)]
+    assert {a.status_code for a in bad} == {401}
+    for n in range(300 - throttle.KEY_FAILURES):
+        with django_assert_num_queries(0):
+            over = client.get("/api/v1/monitors/", HTTP_AUTHORIZATION=f"Bearer cr_bad-{n}",
+                              REMOTE_ADDR="192.0.2.10")
+        assert over.status_code == 429
+    wait = int(over["Retry-After"])
+    assert 1 <= wait <= 60
+    assert over.json() == {"detail": "too many invalid API keys from your address: try "
+                                     f"again in {wait} second{'' if wait == 1 else 's'}"}
+    assert client.get("/api/v1/monitors/", HTTP_X_API_KEY=api_key,
+                      REMOTE_ADDR="192.0.2.10").status_code == 429
+    assert client.get("/api/v1/monitors/", HTTP_X_API_KEY=api_key,
+                      REMOTE_ADDR="198.51.100.7").status_code == 200
+    assert client.get("/api/v1/monitors/", HTTP_X_API_KEY="cr_bad",
+                      REMOTE_ADDR="198.51.100.7").status_code == 401

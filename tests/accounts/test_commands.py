@@ -1,4 +1,5 @@
-"""The account commands: createapikey, listapikeys, revokeapikey and createuser."""
+"""The account commands: createapikey, listapikeys, revokeapikey, createuser, plan and
+setplan."""
 import io
 
 import pytest
@@ -102,3 +103,72 @@ def test_createuser_keeps_an_owner_and_checks_names(db, monkeypatch):
     for project in ("", "   ", "p" * 101):
         with pytest.raises(CommandError, match="project name must be 1 to 100"):
             run("createapikey", "--project", project)
+
+
+def test_plan_creates_changes_and_clears_limits(db):
+    from accounts.models import Plan
+
+    lines = run("plan", "free", "--max-monitors", "20", "--max-channels", "5",
+                "--pings-per-minute", "6", "--run-retention-days", "7")
+    assert lines[1:] == ["plan 'free' (created; 0 organisations):", "  max_monitors: 20",
+                         "  max_channels: 5", "  max_members: no limit",
+                         "  max_api_keys: no limit", "  pings_kept: no limit",
+                         "  pings_per_minute: 6", "  org_pings_per_minute: no limit",
+                         "  run_retention_days: 7", "  incident_retention_days: no limit"]
+    lines = run("plan", "free", "--max-monitors", "none", "--max-members", "3",
+                "--max-api-keys", "2", "--pings-kept", "50", "--org-pings-per-minute", "60",
+                "--incident-retention-days", "30")
+    assert lines[1] == "plan 'free' (changed; 0 organisations):"
+    plan = Plan.objects.get()
+    assert {f: getattr(plan, f) for f in Plan.LIMITS} == {
+        "max_monitors": None, "max_channels": 5, "max_members": 3, "max_api_keys": 2,
+        "pings_kept": 50, "pings_per_minute": 6, "org_pings_per_minute": 60,
+        "run_retention_days": 7, "incident_retention_days": 30}
+    assert run("plan", "free")[1] == "plan 'free' (unchanged; 0 organisations):"
+    with pytest.raises(CommandError, match="a whole number or 'none', not '-1'"):
+        run("plan", "free", "--max-monitors=-1")
+    with pytest.raises(CommandError, match="'none' is not a plan name"):
+        run("plan", "none")
+    assert Plan.objects.count() == 1
+
+
+def test_setplan_by_name_or_id_records_the_change(db):
+    from accounts.models import AuditEntry, Plan
+
+    run("plan", "free", "--max-monitors", "20")
+    org = Organisation.objects.create(name="acme")
+    lines = run("setplan", "acme", "free")
+    assert lines[1:3] == ["organisation 'acme' is now on plan 'free' (was 'none')",
+                          "  max_monitors: 20"]
+    org.refresh_from_db()
+    assert org.plan == Plan.objects.get(name="free")
+    assert run("setplan", str(org.pk), "free")[1] == "organisation 'acme' is already on plan 'free'"
+    assert run("setplan", str(org.pk), "none")[1:] == [
+        "organisation 'acme' is now on plan 'none' (was 'free')", "  no limits"]
+    org.refresh_from_db()
+    assert org.plan is None
+    entries = list(AuditEntry.objects.order_by("pk").values_list(
+        "organisation", "action", "actor", "target_type", "target_id", "changes"))
+    assert entries == [
+        (org.pk, "plan_change", "manage.py setplan", "organisation", str(org.pk),
+         {"plan": [None, "free"]}),
+        (org.pk, "plan_change", "manage.py setplan", "organisation", str(org.pk),
+         {"plan": ["free", None]})]
+    with pytest.raises(CommandError, match=r"^no plan 'gold' \(plans: free; manage.py plan"):
+        run("setplan", "acme", "gold")
+    with pytest.raises(CommandError, match="^no organisation called 'nope'$"):
+        run("setplan", "nope", "free")
+    with pytest.raises(CommandError, match="^no organisation called '999' or with id 999$"):
+        run("setplan", "999", "free")
+
+
+def test_a_missing_default_plan_stops_the_commands_that_make_organisations(db, settings,
+                                                                          monkeypatch):
+    settings.CRONRADAR_DEFAULT_PLAN = "gold"
+    monkeypatch.setenv("CRONRADAR_PASSWORD", "a long passphrase 42")
+    reason = r"^CRONRADAR_DEFAULT_PLAN='gold' names no plan: create it \(manage.py plan gold"
+    with pytest.raises(CommandError, match=reason):
+        run("createapikey", "--project", "ops")
+    with pytest.raises(CommandError, match=reason):
+        run("createuser", "erin", "--organisation", "acme")
+    assert not Organisation.objects.exists()

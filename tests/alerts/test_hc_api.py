@@ -649,3 +649,19 @@ def test_the_list_reads_the_same_few_tables_however_many_checks(make_monitor, pr
 def test_not_in_the_openapi_schema():
     schema = Client().get("/api/v1/schema/?format=json").json()
     assert schema["paths"] and not [p for p in schema["paths"] if p.startswith("/api/v3/")]
+
+
+def test_bad_keys_from_one_address_are_refused_without_a_lookup(
+        project, api_key, monkeypatch, django_assert_num_queries):
+    """The key check is the API's own (accounts.throttle): past its budget of bad
+    keys an address gets 429 with Retry-After, before any lookup."""
+    from accounts import throttle
+
+    monkeypatch.setattr(throttle, "timezone", SimpleNamespace(now=lambda: NOW + s(15)))
+    for n in range(throttle.KEY_FAILURES):
+        assert curl("GET", "/api/v3/checks/", f"cr_bad{n}").status_code == 401
+    with django_assert_num_queries(0):
+        over = curl("GET", "/api/v3/checks/", "cr_bad")
+    assert (over.status_code, over["Retry-After"], over.json()) == (429, "45", {
+        "error": "too many invalid API keys from your address: try again in 45 seconds"})
+    assert curl("GET", "/api/v3/checks/", api_key).status_code == 429  # that address waits

@@ -110,6 +110,17 @@ def keeps_1000(tmp_path):
     s.stop()
 
 
+def test_a_chunked_api_body_is_read_by_serve(api):
+    """``curl -T -`` style: Transfer-Encoding chunked, no Content-Length; waitress
+    de-chunks it and the API reads it (core.edge), not an empty body's 400."""
+    made = api.post("/monitors/", headers={"Content-Type": "application/json"},
+                    content=iter([b'{"name": "chunked", ', b'"period": 60, "grace": 5}']))
+    assert made.request.headers.get("Transfer-Encoding") == "chunked"
+    assert "Content-Length" not in made.request.headers
+    assert made.status_code == 201, made.text
+    assert made.json()["name"] == "chunked"
+
+
 def test_1000_concurrent_pings_all_stored(keeps_1000):
     """1,000 pings at once: each answered 200 and each stored, with retention
     running during the burst and after it."""

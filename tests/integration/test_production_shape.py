@@ -16,6 +16,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from accounts.models import ApiKey
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from monitors.models import Monitor, Ping
 from monitors.pings import PingInput, ingest
@@ -262,6 +263,11 @@ def test_the_production_web_server_stores_every_ping_it_acknowledges(project, tm
         chunked = httpx.post(url + "/log", content=iter([b"abc", b"def" * 500]), timeout=10)
         bad = httpx.get(url + "/300", timeout=10)
         assert [big.status_code, chunked.status_code, bad.status_code] == [200, 200, 400]
+        made = httpx.post(f"http://127.0.0.1:{port}/api/v1/monitors/", timeout=10,
+                          content=iter([b'{"name": "chunked", ', b'"period": 60, "grace": 5}']),
+                          headers={"Content-Type": "application/json",
+                                   "Authorization": f"Bearer {ApiKey.issue(project)[1]}"})
+        assert (made.status_code, made.json()["name"]) == (201, "chunked")  # core.edge read it
         assert bad.text == "exit status must be an integer from 0 to 255, got 300\n"
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
             many = list(pool.map(lambda _: httpx.get(url, timeout=30).status_code, range(200)))

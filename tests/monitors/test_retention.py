@@ -94,3 +94,29 @@ def test_an_open_run_or_an_unchecked_deadline_is_never_deleted(make_monitor, set
     ended = sorted(left.values_list("ended_at", flat=True), key=lambda t: t or T0)
     assert ended == [None, T0 + DAY, *[T0 + i * DAY for i in range(4, 8)]]
     assert left.get(ended_at=None).outcome == "running"
+
+
+def test_a_plans_pings_kept_and_run_retention_override_the_settings(make_monitor, settings):
+    from accounts.models import Organisation, Plan
+    from monitors.models import Monitor
+    from tests.conftest import new_project
+
+    settings.CRONRADAR_RUN_RETENTION_DAYS = 10
+    settings.CRONRADAR_KEEP_RUNS = 1
+    plan = Plan.objects.create(name="free", pings_kept=2, run_retention_days=3)
+    on_plan = make_monitor()
+    Organisation.objects.filter(pk=on_plan.project.organisation_id).update(plan=plan)
+    other = make_monitor()
+    Monitor.objects.filter(pk=other.pk).update(project=new_project("no-plan"))
+    for m in (on_plan, other):
+        heartbeats(m, 6, step=DAY)  # pings and runs at T0 .. T0+5d
+    done = retention.prune(T0 + 9 * DAY)
+    assert (done.pings, done.monitors) == (4 + 1, 2)  # the plan keeps 2, the setting 5
+    assert list(Ping.objects.filter(monitor=on_plan).order_by("received_at").values_list(
+        "received_at", flat=True)) == [T0 + 4 * DAY, T0 + 5 * DAY]
+    assert Ping.objects.filter(monitor=other).count() == 5
+    # runs older than 3 days go for the plan's monitor (the newest one stays);
+    # the setting's 10 days keep all of the other's
+    assert list(Run.objects.filter(monitor=on_plan).order_by("slot_at").values_list(
+        "ended_at", flat=True)) == [T0 + 5 * DAY]
+    assert done.runs == 5 and Run.objects.filter(monitor=other).count() == 6

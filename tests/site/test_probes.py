@@ -166,3 +166,19 @@ def test_access_line_in_json_has_the_request_fields(make_monitor, settings):
         "level": "INFO", "logger": "cronradar.access", "request_id": rid,
         "method": "GET", "path": f"/ping/{m.uuid}/\nINJECTED",
         "status": 400, "client": "10.9.9.9", "user_agent": "curl\nINJECTED"}
+
+
+@pytest.mark.django_db
+def test_with_the_https_redirect_on_probes_and_pings_are_answered_over_http(
+        make_monitor, settings):
+    """An https CRONRADAR_BASE_URL redirects plain http (cronradar.settings), but
+    never a probe, /metrics or a ping (a redirected ping is a lost one)."""
+    settings.SECURE_SSL_REDIRECT = True
+    m = make_monitor()
+    site = _site()
+    assert wsgi_call(site, "/healthz")[::2] == ("200 OK", b"ok\n")
+    assert wsgi_call(site, "/metrics")[0] == "200 OK"  # loopback: no token needed
+    assert wsgi_call(site, f"/ping/{m.uuid}")[::2] == ("200 OK", b"OK\n")
+    page = wsgi_call(site, "/login/", host="testserver")
+    assert (page[0], page[1]["Location"]) == ("301 Moved Permanently",
+                                              "https://testserver/login/")

@@ -20,6 +20,7 @@ from django.db import transaction
 
 from accounts.management.common import check_name, database_line
 from accounts.models import Membership, Organisation
+from accounts.plans import UnknownPlan
 
 
 class Command(BaseCommand):
@@ -53,7 +54,10 @@ class Command(BaseCommand):
             except ValidationError as e:
                 raise CommandError("password refused: " + " ".join(e.messages)) from None
         with transaction.atomic():
-            org, new_org = Organisation.objects.get_or_create(name=organisation)
+            try:
+                org, new_org = Organisation.objects.get_or_create(name=organisation)
+            except UnknownPlan as e:  # a new organisation needs CRONRADAR_DEFAULT_PLAN's plan
+                raise CommandError(str(e)) from None
             if user is None:
                 user = users.objects.create_user(username=username, email=email)
             elif email:

@@ -54,7 +54,7 @@ class Command(BaseCommand):
                 checks = healthchecks.read_checks(spec.read_file(from_json), from_json)
             parsed, outcome = healthchecks.import_checks(
                 target, checks, proven=bool(url), dry_run=dry_run, now=timezone.now(),
-                ping_key=ping_key)
+                ping_key=ping_key, quota=False)  # the operator is above the plan
         except spec.ImportFailed as e:
             raise CommandError(f"{source}: {e}") from None
         for line in apply.report_lines(outcome.as_dict(parsed)):

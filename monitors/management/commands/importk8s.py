@@ -16,14 +16,15 @@ def run_import(out, file: str, project: str, organisation: str | None, dry_run: 
                parse: Callable[[str], spec.Parsed]) -> tuple[spec.Parsed, apply.Outcome]:
     """What both import commands do: print the database line to ``out``, find the
     project, read ``file`` ('-': stdin) with ``parse``, apply (or compare) and print
-    the report. Returns (parsed, outcome); raises CommandError for an unknown
-    project, a file that cannot be read or imported, or a conflict."""
+    the report (the operator's import: no plan limit). Returns (parsed, outcome);
+    raises CommandError for an unknown project, a file that cannot be read or
+    imported, or a conflict."""
     out.write(database_line())
     proj, _ = find_project(project, organisation)
     out.write(f"project '{proj.name}' in organisation '{proj.organisation.name}'")
     try:
         parsed = parse(spec.read_file(file))
-        outcome = apply.apply(proj, parsed.specs, dry_run, timezone.now())
+        outcome = apply.apply(proj, parsed.specs, dry_run, timezone.now(), quota=False)
     except (spec.ImportFailed, schedule.ScheduleError) as e:
         raise CommandError(f"{file}: {e}") from None
     for line in apply.report_lines(outcome.as_dict(parsed)):

@@ -144,3 +144,25 @@ def test_the_monitor_page_shows_refused_pings_and_why_a_run_is_unknown(admin, wo
     assert ('<span class="status status-unknown">unknown</span> <span class="small muted" '
             'title="its first ping was refused by a ping rate limit (429)">rate_limited: its '
             'first ping was refused by a ping rate limit (429)</span>') in page
+
+
+def test_at_the_plans_limit_the_list_and_the_form_say_so(admin, project, make_monitor):
+    import html
+
+    from accounts.models import Organisation, Plan
+
+    plan = Plan.objects.create(name="free", max_monitors=1)
+    Organisation.objects.filter(pk=project.organisation_id).update(plan=plan)
+    assert 'href="/monitors/new/"' in text(admin.get("/"))
+    make_monitor(name="one")
+    sentence = "this organisation's plan (free) allows 1 monitor"
+    page = html.unescape(text(admin.get("/")))
+    assert f'<p class="plan-limit small" role="status">{sentence}</p>' in page
+    assert 'href="/monitors/new/"' not in page
+    form = html.unescape(text(admin.get("/monitors/new/")))
+    assert f'<p class="alert plan-limit" role="alert">{sentence}</p>' in form
+    refused = admin.post("/monitors/new/", {"name": "two", "kind": "interval", "period": "60",
+                                            "grace": "60"})
+    assert refused.status_code == 403
+    assert f"<li>Monitor: {sentence}</li>" in html.unescape(text(refused))
+    assert Monitor.objects.count() == 1

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from accounts.models import ApiKey, Membership
+from accounts.models import ApiKey, Invitation, Membership
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
 from tests.conftest import S, new_project
 from tests.site.dashboard.conftest import signed_in, text
@@ -165,3 +165,44 @@ def test_the_usage_page_is_linked_and_shows_the_counts_against_the_plan(project,
     assert "<tr><td>Monitors</td><td>1</td><td>20</td></tr>" in page
     assert "<tr><td>Channels</td><td>0</td><td>no limit</td></tr>" in page
     assert "<dt>Refused</dt><dd>0 (over a ping rate limit" in page
+
+
+def on_plan(project, **limits):
+    from accounts.models import Organisation, Plan
+
+    plan = Plan.objects.create(name="free", **limits)
+    Organisation.objects.filter(pk=project.organisation_id).update(plan=plan)
+
+
+def plan_sentence(resp) -> str | None:
+    import html
+
+    found = re.search(r'<p class="alert plan-limit" role="alert">([^<]*)</p>', text(resp))
+    return html.unescape(found.group(1)) if found else None
+
+
+def test_at_the_plans_limit_the_sentence_replaces_the_create_forms(admin, project):
+    on_plan(project, max_channels=1, max_api_keys=1, max_members=1)
+    body = {"kind": "webhook", "name": "a", "url": "https://hook.test/a"}
+    assert plan_sentence(admin.get("/channels/")) is None
+    assert admin.post("/channels/", body).status_code == 302
+    page = admin.get("/channels/")
+    assert plan_sentence(page) == "this organisation's plan (free) allows 1 channel"
+    assert "Create channel" not in text(page)
+    refused = admin.post("/channels/", {**body, "name": "b"})
+    assert (refused.status_code, plan_sentence(refused)) == (
+        403, "this organisation's plan (free) allows 1 channel")
+    assert Channel.objects.count() == 1
+    # keys: the admin's first key fills the plan
+    assert admin.post("/keys/", {"name": "ci"}).status_code == 200
+    refused = admin.post("/keys/", {"name": "two"})
+    assert (refused.status_code, plan_sentence(refused)) == (
+        403, "this organisation's plan (free) allows 1 API key")
+    assert ApiKey.objects.count() == 1 and "Create key" not in text(refused)
+    # members: the admin is the one member the plan allows
+    page = admin.get("/members/")
+    assert plan_sentence(page) == ("this organisation's plan (free) allows 1 member (people "
+                                   "and invitations waiting)")
+    refused = admin.post("/members/", {"email": "new@example.com", "role": "member"})
+    assert refused.status_code == 403 and "allows 1 member" in plan_sentence(refused)
+    assert not Invitation.objects.exists()

@@ -101,3 +101,106 @@ def test_the_test_ping_is_for_members_of_the_project(project, make_monitor):
     assert other.get(f"/welcome/{m.pk}/pings.json").status_code == 404
     assert not Ping.objects.exists()
     assert Monitor.objects.get().last_ping_at is None
+
+
+def test_an_invitation_the_lowered_plan_has_no_room_for_says_so(project, settings):
+    from accounts import invitations
+    from accounts.models import Plan
+    from tests.helpers import person
+
+    settings.CRONRADAR_BASE_URL = "https://cron.example.org"
+    person("olga", project.organisation, "owner")
+    found = invitations.invite(project.organisation, "nb@example.com", "member", "olga")
+    plan = Plan.objects.create(name="free", max_members=1)
+    Organisation.objects.filter(pk=project.organisation_id).update(plan=plan)
+    link = invitations.link(found).removeprefix("https://cron.example.org")
+    resp = Client().post(link, {"username": "newbie", "password": "a long pass phrase 9"})
+    assert resp.status_code == 403
+    assert ("this organisation&#x27;s plan (free) allows 1 member: ask the admin who invited "
+            "you.") in resp.content.decode()
+    assert not get_user_model().objects.filter(username="newbie").exists()
+
+
+def test_sign_up_with_a_missing_default_plan_says_so_and_makes_nobody(project, settings,
+                                                                      caplog):
+    from tests.helpers import person
+
+    person("olga", project.organisation, "owner")  # not the first run
+    settings.CRONRADAR_SIGNUP = "open"
+    settings.CRONRADAR_DEFAULT_PLAN = "gold"
+    resp = Client().post("/signup/", {"email": "new@example.com",
+                                      "password": "a long pass phrase 9"})
+    assert resp.status_code == 503
+    assert "the installation&#x27;s default plan is missing" in resp.content.decode()
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["olga"]
+    assert Organisation.objects.count() == 1
+    assert "CRONRADAR_DEFAULT_PLAN='gold' names no plan" in caplog.text
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The sign-in throttle's clock (django.utils.timezone.now), set by the test."""
+    from datetime import UTC, datetime
+
+    at = {"now": datetime(2026, 12, 1, 12, 0, tzinfo=UTC)}
+    monkeypatch.setattr("django.utils.timezone.now", lambda: at["now"])
+    return at
+
+
+def test_thirty_wrong_passwords_then_the_right_one_wait_out_the_cool_off(clock):
+    from datetime import timedelta
+
+    from django.contrib.auth.signals import user_login_failed
+
+    get_user_model().objects.create_user("ana@corp.test", "ana@corp.test", PASSWORD)
+    failed = []
+
+    def note(sender, credentials, **kwargs):
+        failed.append(credentials["username"])
+    user_login_failed.connect(note)
+    browser = Client(REMOTE_ADDR="192.0.2.10")
+    try:
+        answers = [browser.post("/login/", {"username": "ana@corp.test", "password": "nope"})
+                   for _ in range(30)]
+    finally:
+        user_login_failed.disconnect(note)
+    assert [a.status_code for a in answers] == [200] * 5 + [429] * 25
+    assert len(failed) == 5  # each checked password; the refused ones were not checked
+    right = {"username": "ana@corp.test", "password": PASSWORD}
+    refused = browser.post("/login/", right)
+    assert (refused.status_code, refused["Retry-After"]) == (429, "1")
+    assert "Too many failed sign-ins: try again in 1 second." in text(refused)
+    assert "_auth_user_id" not in browser.session
+    clock["now"] += timedelta(seconds=1)
+    assert browser.post("/login/", {"username": "ana@corp.test", "password": "no"}
+                        ).status_code == 200  # checked: the 6th failure, a 2 s wait
+    refused = browser.post("/login/", right)
+    assert (refused.status_code, refused["Retry-After"]) == (429, "2")
+    assert "Too many failed sign-ins: try again in 2 seconds." in text(refused)
+    clock["now"] += timedelta(seconds=1.5)
+    assert browser.post("/login/", right)["Retry-After"] == "1"
+    clock["now"] += timedelta(seconds=0.5)
+    assert browser.post("/login/", right).status_code == 302  # signed in, the pair reset
+    assert Client(REMOTE_ADDR="192.0.2.10").post("/login/", {
+        "username": "ana@corp.test", "password": "nope"}).status_code == 200
+
+
+def test_the_owner_signs_in_from_elsewhere_while_a_guesser_waits(clock):
+    get_user_model().objects.create_user("ana@corp.test", "ana@corp.test", PASSWORD)
+    guesser = Client(REMOTE_ADDR="192.0.2.10")
+    for _ in range(5):
+        guesser.post("/login/", {"username": "ana@corp.test", "password": "nope"})
+    assert guesser.post("/login/", {"username": "ana@corp.test", "password": PASSWORD}
+                        ).status_code == 429
+    owner = Client(REMOTE_ADDR="198.51.100.7")
+    assert owner.post("/login/", {"username": "ana@corp.test",
+                                  "password": PASSWORD}).status_code == 302
+
+
+def test_the_admin_sign_in_is_throttled_too(clock):
+    get_user_model().objects.create_superuser("root", "root@corp.test", PASSWORD)
+    browser = Client(REMOTE_ADDR="192.0.2.10")
+    for _ in range(5):
+        browser.post("/admin/login/", {"username": "root", "password": "nope"})
+    refused = browser.post("/admin/login/", {"username": "root", "password": PASSWORD})
+    assert "too many failed sign-ins: try again in 1 second" in text(refused)
+    assert "_auth_user_id" not in browser.session
