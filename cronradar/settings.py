@@ -247,7 +247,7 @@ CELERY_TASK_ROUTES = {"alerts.tasks.deliver": {"queue": "deliveries"}}
 # The cache holds the rate-limit counters: Redis when REDIS_URL is set (shared by
 # every process), else this process's memory (the embedded default is one process).
 # Short socket timeouts: a Redis that hangs must cost a ping a fraction of a second
-# (the ping rate limit then lets pings through: monitors.views.cache_down).
+# (the ping rate limit then lets pings through: monitors.ratelimit.cache_down).
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                       "LOCATION": REDIS_URL, "KEY_PREFIX": "cronradar",
                       "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}
@@ -267,6 +267,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "monitors.tasks.evaluate",
         "schedule": timedelta(seconds=CRONRADAR_TICK_SECONDS),
         "options": {"expires": max(CRONRADAR_TICK_SECONDS * 4, 2)},
+    },
+    # The ping counters (pings accepted and refused per monitor, in Redis) into the
+    # database (monitors.usage).
+    "flush-ping-usage": {
+        "task": "monitors.tasks.flush_ping_usage",
+        "schedule": timedelta(seconds=60),
+        "options": {"expires": 60},
     },
     # Claim and send due deliveries (alerts.delivery): new ones, retries, and
     # ones whose sender died.

@@ -4,7 +4,7 @@ from rest_framework.routers import SimpleRouter
 
 from alerts.api import MonitorViewSet
 from alerts.views import incident_link
-from cronradar.api import Docs, Schema, exec_script
+from cronradar.api import Docs, Schema, Usage, exec_script
 from cronradar.metrics import Metrics
 from cronradar.orgapi import Delete as OrganisationDelete
 from cronradar.orgapi import Export as OrganisationExport
@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/v1/organisation/", OrganisationDelete.as_view(), name="organisation-delete"),
     path("api/v1/organisation/export/", OrganisationExport.as_view(),
          name="organisation-export"),
+    path("api/v1/usage/", Usage.as_view(), name="usage"),
     path("api/v1/", include("monitors.api_urls")),
     path("api/v1/", include("insights.api_urls")),
     path("api/v1/", include("accounts.api_urls")),

@@ -11,7 +11,7 @@ import codecs
 from datetime import timedelta
 
 from django.db import IntegrityError
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -25,8 +25,17 @@ from rest_framework.response import Response
 from accounts import tenancy
 from accounts.models import Membership, Project
 from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404
-from monitors import creation, evaluator, schedule, slots
-from monitors.models import UUID_TAKEN, Monitor, Ping, Run, chosen_uuids_allowed, uuid_taken
+from monitors import creation, evaluator, schedule, slots, usage
+from monitors.models import (
+    UUID_TAKEN,
+    Monitor,
+    Ping,
+    PingUsage,
+    Run,
+    chosen_uuids_allowed,
+    uuid_taken,
+)
+from monitors.runs import REASONS
 
 MAX_TAGS = 50
 STATUSES = ("new", "up", "running", "late", "down", "paused")
@@ -100,6 +109,9 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
                   "null, is ignored)")
     n_pings = serializers.IntegerField(read_only=True, help_text="pings received, ever "
                                        "(log pings and duplicates apart)")
+    pings_refused = serializers.SerializerMethodField(
+        help_text="pings refused this UTC month by a ping rate limit (429; not stored), "
+                  "added up each minute; dropped_pings counts them ever")
     status = serializers.SerializerMethodField()
     next_expected_at = serializers.DateTimeField(read_only=True)
     warnings = serializers.SerializerMethodField(
@@ -114,7 +126,7 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
                   "min_runtime", "slow_factor", "concurrency", "max_attempts",
                   "tags", "paused", "methods", "ping_url", "status", "next_expected_at",
                   "last_ping_at", "created_at", "evaluation_error", "dropped_pings",
-                  "n_pings", "warnings"]
+                  "pings_refused", "n_pings", "warnings"]
         read_only_fields = ["id", "last_ping_at", "created_at", "evaluation_error",
                             "dropped_pings", "n_pings"]
         extra_kwargs = {"methods": {"help_text": 'which HTTP methods a ping may use: "" any '
@@ -238,6 +250,19 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
         return evaluator.edit(monitor.pk, validated, timezone.now())
 
 
+    def get_pings_refused(self, m) -> int:
+        if hasattr(m, "refused_this_month"):  # annotated by MonitorViewSet
+            return m.refused_this_month or 0
+        return (PingUsage.objects.filter(monitor=m, month=usage.month_of(timezone.now()))
+                .values_list("refused", flat=True).first() or 0)
+
+
+def refused_this_month(now):
+    """An annotation: the monitor's refused pings of ``now``'s month (None: none)."""
+    return Subquery(PingUsage.objects.filter(monitor=OuterRef("pk"), month=usage.month_of(now))
+                    .values("refused")[:1])
+
+
 class MonitorViewSet(viewsets.ModelViewSet):
     """``/api/v1/monitors/`` list/create, ``/api/v1/monitors/<id>/`` get/patch/delete.
 
@@ -251,7 +276,9 @@ class MonitorViewSet(viewsets.ModelViewSet):
         open_run = Run.objects.open().filter(monitor=OuterRef("pk"))
         return (tenancy.visible(self.request, Monitor.objects.filter(deleted_at__isnull=True))
                 .select_related("project")
-                .annotate(is_running=Exists(open_run)).order_by("pk"))
+                .annotate(is_running=Exists(open_run),
+                          refused_this_month=refused_this_month(timezone.now()))
+                .order_by("pk"))
 
     @extend_schema(exclude=True)  # PUT /monitors/<id>/ is a 405: PATCH, or PUT by slug
     def update(self, request, *args, **kwargs):
@@ -350,14 +377,16 @@ def _project(request, raw) -> Project | None:
 class RunSerializer(serializers.ModelSerializer):
     """A run: ``slot_at`` (the scheduled time it belongs to), ``started_at``,
     ``ended_at``, ``duration`` (seconds, null until it has a start and an end),
-    ``outcome`` and ``exit_status``."""
+    ``outcome``, ``exit_status`` and ``reason`` (why an ``unknown`` run is unknown)."""
 
     duration = Seconds(read_only=True, allow_null=True)
 
     class Meta:
         model = Run
         fields = ["id", "rid", "slot_at", "started_at", "ended_at", "duration", "outcome",
-                  "exit_status"]
+                  "exit_status", "reason"]
+        extra_kwargs = {"reason": {"help_text": "why an unknown run is unknown: " + "; ".join(
+            f"{code}: {text}" for code, text in REASONS.items()) + "; empty for other runs"}}
 
 
 class PingSerializer(serializers.ModelSerializer):

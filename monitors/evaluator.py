@@ -16,8 +16,10 @@ Under ``concurrency: forbid``, a slot that came due while a run that started
 before it was still open, and got no run by slot + grace, is recorded
 ``skipped`` (detection ``skipped``), not ``missed``. Slots whose grace ended
 while CronRadar's own ping endpoint was down are recorded ``unknown``, not
-``missed`` (:mod:`monitors.liveness`); once such an outage has settled,
-``outage_settled`` is sent for each affected project.
+``missed`` (:mod:`monitors.liveness`; reason ``outage``); once such an outage has
+settled, ``outage_settled`` is sent for each affected project. A slot whose first
+ping was refused by a ping rate limit is recorded ``unknown`` with reason
+``rate_limited`` (:func:`refused_in`), no detection; it never counts in an outage.
 
 :func:`edit` is the only way a monitor's settings change: it judges the monitor
 under the old settings, then under the new ones, at the moment of the edit, so
@@ -60,8 +62,10 @@ class Decision:
     """What one evaluation found: detections plus the state changes to write.
 
     stuck_runs / deadline_runs: ids of runs to mark; missed_slots / unknown_slots /
-    skipped_slots: slots to record as ``missed`` / ``unknown`` / ``skipped`` runs
-    (the most recent ones);
+    skipped_slots: slots to record as ``missed`` / ``unknown`` (reason ``outage``) /
+    ``skipped`` runs (the most recent ones); rate_limited_slots: slots to record
+    ``unknown`` with reason ``rate_limited`` (their first ping was refused: never
+    missed, never in an outage's count);
     unknown_by_outage: unknown slots per outage start (exact counts);
     next_expected_at: the monitor's new expected slot.
     """
@@ -72,6 +76,7 @@ class Decision:
     missed_slots: list[datetime] = field(default_factory=list)
     unknown_slots: list[datetime] = field(default_factory=list)
     skipped_slots: list[datetime] = field(default_factory=list)
+    rate_limited_slots: list[datetime] = field(default_factory=list)
     unknown_by_outage: dict[datetime, int] = field(default_factory=dict)
     next_expected_at: datetime | None = None
 
@@ -111,6 +116,10 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
                 d.skipped_slots = [slot for slot, _ in skip.slots]
                 taken = set(d.skipped_slots)
                 d.missed_slots = [slot for slot in overdue.missed if slot not in taken]
+            d.rate_limited_slots = [s for s in d.missed_slots if refused_in(monitor, s)]
+            if d.rate_limited_slots:
+                count -= len(d.rate_limited_slots)
+                d.missed_slots = [s for s in d.missed_slots if s not in d.rate_limited_slots]
             if count:
                 listed = d.missed_slots or [monitor.next_expected_at]
                 what = "1 expected run did not start" if count == 1 else (
@@ -140,6 +149,16 @@ def decide(monitor, runs, succeeded_slots: set, now: datetime,
                     detail={"run": run.pk, "slot": run.slot_at.isoformat()}))
                 met.add(run.slot_at)
     return d
+
+
+def refused_in(monitor, slot: datetime) -> bool:
+    """Whether the monitor's latest refusal streak (pings refused by a rate limit,
+    ``refused_since`` to ``refused_until``: :func:`monitors.ratelimit.refused`)
+    overlaps ``slot``'s grace, from the slot to slot + grace: a slot that got no run
+    then had its first ping refused (an accepted one would have made its run)."""
+    since, until = monitor.refused_since, monitor.refused_until
+    return (since is not None and until is not None
+            and since <= slot + monitor.grace and until > slot)
 
 
 def _skipped(monitor, skip: slots.Skipped, now: datetime) -> Detection:
@@ -205,7 +224,7 @@ def _evaluate(monitor: Monitor, now: datetime, alive: Liveness) -> Decision:
 
 MONITOR_FIELDS = ["next_expected_at", "next_evaluation_at", "evaluation_error",
                   "evaluation_failures"]
-WRITTEN_OFF_FIELDS = ("monitor_id", "slot_at", "outcome", "deadline_checked")
+WRITTEN_OFF_FIELDS = ("monitor_id", "slot_at", "outcome", "deadline_checked", "reason")
 
 
 def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness,
@@ -236,9 +255,12 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness,
     d = decide(monitor, runs, done, now, alive, ended, claimed)
     changed = apply_to_runs(d, runs)
     written_off = sorted(
-        [(monitor.pk, s, Run.Outcome.MISSED, False) for s in d.missed_slots]
-        + [(monitor.pk, s, Run.Outcome.UNKNOWN, False) for s in d.unknown_slots]
-        + [(monitor.pk, s, Run.Outcome.SKIPPED, False) for s in d.skipped_slots],
+        [(monitor.pk, s, Run.Outcome.MISSED, False, "") for s in d.missed_slots]
+        + [(monitor.pk, s, Run.Outcome.UNKNOWN, False, Run.Reason.OUTAGE)
+           for s in d.unknown_slots]
+        + [(monitor.pk, s, Run.Outcome.UNKNOWN, False, Run.Reason.RATE_LIMITED)
+           for s in d.rate_limited_slots]
+        + [(monitor.pk, s, Run.Outcome.SKIPPED, False, "") for s in d.skipped_slots],
         key=lambda r: r[1])
     if d.unknown_by_outage:
         _count_unknown(monitor.project_id, d.unknown_by_outage, alive)

@@ -91,8 +91,16 @@ class Monitor(models.Model):
     # The last evaluation that raised (a bug, a schedule that cannot be computed):
     # what it raised and how many times in a row; cleared by the next good one.
     evaluation_error = models.CharField(max_length=500, blank=True, default="")
-    # pings refused (429) by the per-ping-URL rate limit, CRONRADAR_PING_RATE
+    # pings refused (429) by the ping rate limits (monitors.ratelimit), ever: added
+    # by the counters' flush each minute (monitors.usage), not per refused ping
     dropped_pings = models.PositiveIntegerField(default=0)
+    # The latest streak of rate-limit windows in which a ping was refused: from the
+    # first refused ping (refused_since) to the end of the latest such window
+    # (refused_until). Written once per window (monitors.ratelimit.refused); the
+    # evaluator writes a slot whose grace this streak overlaps ``unknown``
+    # (reason ``rate_limited``), not ``missed``.
+    refused_since = models.DateTimeField(null=True, blank=True)
+    refused_until = models.DateTimeField(null=True, blank=True)
     # pings received and stored, ever (pings are pruned, so counting rows is wrong);
     # kept by the ping's own update of this row (Healthchecks' ``n_pings``)
     n_pings = models.PositiveBigIntegerField(default=0)
@@ -192,6 +200,16 @@ class Run(models.Model):
         # cannot know whether the job ran (see monitors.liveness)
         UNKNOWN = "unknown"
 
+    class Reason(models.TextChoices):
+        """Why a run is ``unknown`` (empty for every other run); the sentence of
+        each is :data:`monitors.runs.REASONS`."""
+
+        NONE = "", "none"
+        # CronRadar's ping endpoint was down when the slot's grace ended
+        OUTAGE = "outage"
+        # the slot's first ping was refused by a ping rate limit (429)
+        RATE_LIMITED = "rate_limited"
+
     OPEN_OUTCOMES = (Outcome.RUNNING, Outcome.STUCK)
     # slots written off without a run; a late run takes such a row over
     WRITTEN_OFF = (Outcome.MISSED, Outcome.UNKNOWN, Outcome.SKIPPED)
@@ -210,6 +228,7 @@ class Run(models.Model):
     timeout_at = models.DateTimeField(null=True, blank=True)
     deadline_at = models.DateTimeField(null=True, blank=True)
     deadline_checked = models.BooleanField(default=False)
+    reason = models.CharField(max_length=16, choices=Reason.choices, blank=True, default="")
 
     class Meta:
         indexes = [
@@ -350,3 +369,19 @@ class Chore(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class PingUsage(models.Model):
+    """Pings of one monitor in one UTC calendar month: ``pings`` accepted and stored,
+    ``refused`` over a rate limit (429). Counted in Redis (or memory) on the ping
+    path and added here each minute by :func:`monitors.usage.flush`."""
+
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="usage")
+    month = models.DateField()  # the month's first day
+    pings = models.PositiveBigIntegerField(default=0)
+    refused = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["monitor", "month"], name="ping_usage_month"),
+        ]

@@ -248,7 +248,7 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
 MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
                        "next_evaluation_at", "n_pings")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
-              "exit_status", "timeout_at", "deadline_at", "deadline_checked")
+              "exit_status", "timeout_at", "deadline_at", "deadline_checked", "reason")
 def _lock(where: tuple[str, list]) -> Monitor | None:
     """The undeleted monitor ``where`` picks, row-locked (SQLite: the transaction
     holds the database's write lock from BEGIN IMMEDIATE)."""
@@ -606,7 +606,7 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
                                        outcome__in=Run.WRITTEN_OFF)[:1])
     taken = [r for r in runs if r.slot_at == slot and r.outcome in Run.WRITTEN_OFF]
     run = taken[0] if taken else Run(monitor=monitor, slot_at=slot)
-    run.rid = rid
+    run.rid, run.reason = rid, ""  # a written-off row taken over is no longer unknown
     if monitor.deadline:
         run.deadline_at = slot + monitor.deadline
         run.deadline_checked = False

@@ -19,6 +19,12 @@ from core import sql
 from monitors import slots
 from monitors.models import Monitor, Run
 
+# The sentence of each coded Run.reason (the API's schema and the dashboard's run rows)
+REASONS = {
+    Run.Reason.OUTAGE: "CronRadar's ping endpoint was down when its grace ended",
+    Run.Reason.RATE_LIMITED: "its first ping was refused by a ping rate limit (429)",
+}
+
 # The ids of the pending runs of the monitors {monitor} picks. One SELECT per partial
 # index (run_open, run_deadline_unchecked; run_written_off_slot in pending_runs), their
 # conditions in the text: a prepared statement's generic plan (core.sql) then reads

@@ -6,7 +6,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from core import logs
-from monitors import evaluator, retention, signals
+from monitors import evaluator, retention, signals, usage
 
 log = logging.getLogger(__name__)
 
@@ -27,3 +27,11 @@ def prune() -> None:
     now = timezone.now()
     retention.prune(now)
     signals.prune.send(sender=None, now=now)
+
+
+@shared_task(ignore_result=True)
+@logs.quiet_outage(log)
+def flush_ping_usage() -> int:
+    """Add the ping counters to the database (:func:`monitors.usage.flush`; beat
+    sends it every minute)."""
+    return usage.flush()

@@ -24,34 +24,30 @@ when the plan allows no more monitors (nothing stored).
 
 Responses are plain text: 200 ``OK``; 404 unknown monitor; 400 bad exit status,
 action, rid, slot or creation parameter (nothing stored); 405 other methods, and GET
-or HEAD to a monitor whose ``methods`` is ``POST`` (nothing stored); 429 over
-``CRONRADAR_PING_RATE`` (with ``Retry-After``; not stored, counted in the
-monitor's ``dropped_pings``). No session, CSRF or login.
+or HEAD to a monitor whose ``methods`` is ``POST`` (nothing stored); 429 over a
+ping rate limit (the plan's, else ``CRONRADAR_PING_RATE``; :mod:`monitors.ratelimit`),
+with ``Retry-After`` (not stored, counted in the monitor's refused pings). No
+session, CSRF or login.
 """
 import logging
-import math
 import re
 import time
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIRequest
 from django.db import InterfaceError, OperationalError, connection
-from django.db.models import F
 from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from redis.exceptions import RedisError
 
 from accounts import audit
 from accounts.models import Project
 from accounts.plans import PlanLimit
-from core import logs, metrics
+from core import metrics
 from core.edge import NUL_MESSAGE, RETRY_AFTER, client_address, has_nul, is_chunked
-from monitors import pings
-from monitors.models import Monitor
+from monitors import pings, ratelimit
 
 log = logging.getLogger(__name__)
 
@@ -145,48 +141,6 @@ def _read_body(request) -> tuple[bytes, int]:
     return kept, size
 
 
-PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600,
-           "hour": 3600, "d": 86400, "day": 86400}
-
-
-# The rate limit's shared cache (Redis) unreachable: pings go through unlimited
-# (a lost ping is worse than an unlimited one), one log line a minute, and the cache
-# is left alone for CACHE_RETRY seconds after each failure.
-cache_down = logs.Outage("cache", "ping(s) let through without their rate limit",
-                         level=logging.WARNING)
-CACHE_RETRY = 5.0
-
-
-def _over_rate(monitor_id: int) -> int:
-    """Count a ping against ``CRONRADAR_PING_RATE`` (N per fixed window, counted in
-    the shared cache); 0 when it may go on, else seconds until the window ends
-    (the ping is dropped and counted in the monitor's ``dropped_pings``). With the
-    cache unreachable every ping may go on (:data:`cache_down`)."""
-    if not settings.CRONRADAR_PING_RATE:
-        return 0
-    count, _, period = settings.CRONRADAR_PING_RATE.partition("/")
-    window = PERIODS[period]
-    if cache_down.recent(CACHE_RETRY):  # Redis failed just now: don't wait on it per ping
-        return 0
-    now = time.time()
-    key = f"ping-rate:{monitor_id}:{int(now // window)}"
-    try:
-        cache.add(key, 0, timeout=window + 1)
-        try:
-            seen = cache.incr(key)
-        except ValueError:  # expired between add and incr: a new window
-            cache.add(key, 1, timeout=window + 1)
-            seen = 1
-    except RedisError as exc:  # the shared cache is down: let the ping through, unlimited
-        cache_down.failed(log, exc)
-        return 0
-    cache_down.ok(log)
-    if seen <= int(count):
-        return 0
-    Monitor.objects.filter(pk=monitor_id).update(dropped_pings=F("dropped_pings") + 1)
-    return max(1, math.ceil(window - now % window))
-
-
 # the answers to a stored ping, as (status, text) until they must be an HttpResponse:
 # PingRoute writes them without building one
 OK, CREATED = (200, "OK"), (201, "Created")
@@ -250,35 +204,34 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
     created = False
     if "slug" in lookup:
         where = pings.lookup(ping_key=lookup["project__ping_key"], slug=lookup["slug"])
+        key = ("k", parts[0], parts[1])
     else:
         where = pings.lookup(uuid=lookup["uuid"])
-    if settings.CRONRADAR_PING_RATE or request.GET.get("create") == "1":
-        # the monitor's id first: to count the ping, or to make the monitor
-        monitor_id = (Monitor.objects.filter(deleted_at__isnull=True, **lookup)
+        key = ("u", uuid)
+    # what the ping is counted against: remembered per ping URL (no statement per ping)
+    target = ratelimit.target(key, lookup)
+    if target is None and "slug" in lookup and request.GET.get("create") == "1":
+        project_id = (Project.objects.filter(  # not of an organisation being deleted
+            ping_key=parts[0], organisation__deleted_at__isnull=True)
                       .values_list("pk", flat=True).first())
-        if monitor_id is None and "slug" in lookup and request.GET.get("create") == "1":
-            project_id = (Project.objects.filter(  # not of an organisation being deleted
-                ping_key=parts[0], organisation__deleted_at__isnull=True)
-                          .values_list("pk", flat=True).first())
-            if project_id is not None:
-                try:  # the audit log's actor of the monitor's creation
-                    with audit.acting(audit.ping_key_actor(parts[0], request.META)):
-                        monitor_id, created = pings.create_on_ping(
-                            project_id, parts[1], request.GET, timezone.now(), slot)
-                except pings.SlotError as e:
-                    return _text(400, f"{e}; nothing was stored")
-                except ValueError as e:
-                    return _text(400, str(e))
-                except PlanLimit as e:
-                    return _text(403, f"{e.detail}; nothing was stored")
-        if monitor_id is None:
-            return _text(404, "not found: no monitor with this ping URL")
-        if wait := _over_rate(monitor_id):
-            resp = _text(429, f"too many pings for this monitor: at most "
-                              f"{settings.CRONRADAR_PING_RATE}; this one was not stored")
-            resp["Retry-After"] = str(wait)
-            return resp
-        where = ("id = %s", [monitor_id])
+        if project_id is not None:
+            try:  # the audit log's actor of the monitor's creation
+                with audit.acting(audit.ping_key_actor(parts[0], request.META)):
+                    _, created = pings.create_on_ping(
+                        project_id, parts[1], request.GET, timezone.now(), slot)
+            except pings.SlotError as e:
+                return _text(400, f"{e}; nothing was stored")
+            except ValueError as e:
+                return _text(400, str(e))
+            except PlanLimit as e:
+                return _text(403, f"{e.detail}; nothing was stored")
+            target = ratelimit.target(key, lookup)
+    if target is None:
+        return _text(404, "not found: no monitor with this ping URL")
+    if refusal := ratelimit.hit(target, timezone.now()):
+        resp = _text(429, refusal.message())
+        resp["Retry-After"] = str(refusal.retry_after)
+        return resp
     try:
         body, size = _read_body(request)
     except ValueError as e:
@@ -297,7 +250,8 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
                           f"methods is POST), not {request.method}; nothing was stored")
         resp["Allow"] = "POST"
         return resp
-    if stored is None:
+    if stored is None:  # deleted since it was remembered
+        ratelimit.forget_url(key)
         return _text(404, "not found: no monitor with this ping URL")
     metrics.ping_stored(kind)
     return CREATED if created else OK

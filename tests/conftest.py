@@ -68,6 +68,10 @@ def _fresh_cache(settings):
     cache namespace of its own (Redis is never flushed: Celery's broker is there)."""
     import uuid
 
+    from monitors import ratelimit
+
+    ratelimit.MEMORY.clear()  # the embedded default's counters, and what pings count against
+    ratelimit.forget()
     fresh = uuid.uuid4().hex
     settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": fresh,
                                    "LOCATION": settings.CACHES["default"].get("LOCATION",

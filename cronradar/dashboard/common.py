@@ -239,7 +239,8 @@ def now() -> datetime:
 
 SECTIONS = {"monitors": "monitors", "import": "monitors", "incidents": "incidents",
             "channels": "channels", "policies": "policies", "maintenance": "windows",
-            "keys": "keys", "members": "members", "audit-log": "audit", "docs": "docs"}
+            "keys": "keys", "members": "members", "audit-log": "audit", "usage": "usage",
+            "docs": "docs"}
 
 
 def navigation(request) -> dict:

@@ -32,9 +32,10 @@ from cronradar.dashboard.common import (
     require,
     schedule_words,
 )
-from monitors import evaluator, slots
+from monitors import evaluator, slots, usage
 from monitors.api import STATUSES
-from monitors.models import Monitor, Ping, Run
+from monitors.models import Monitor, Ping, PingUsage, Run
+from monitors.runs import REASONS
 
 STRIP = 20
 WORST_FIRST = ("down", "late", "running", "new", "up", "paused")
@@ -147,8 +148,11 @@ def monitor_detail(request, pk: int):
         "next": local(m.next_expected_at, request.zone),
         "runs": [{"run": r, "slot": local(r.slot_at, request.zone),
                   "start": local(r.started_at, request.zone),
-                  "end": local(r.ended_at, request.zone), "took": duration(r.duration)}
+                  "end": local(r.ended_at, request.zone), "took": duration(r.duration),
+                  "why": REASONS.get(r.reason, "")}
                  for r in runs],
+        "pings_refused": PingUsage.objects.filter(monitor=m, month=usage.month_of(now))
+        .values_list("refused", flat=True).first() or 0,
         "chart": mark_safe(chart),  # noqa: S308 (built from numbers and escaped titles)
         "pings": [{"ping": p, "at": local(p.received_at, request.zone),
                    "body": bytes(p.body).decode("utf-8", "replace")}

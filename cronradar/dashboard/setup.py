@@ -29,6 +29,7 @@ from alerts.api import (
 from alerts.channels import delete_channel, send_test
 from alerts.integrations import KINDS
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
+from cronradar import usage
 from cronradar.dashboard.common import (
     ROLE,
     can,
@@ -361,6 +362,24 @@ def badge_key_renew(request):
     audit.record_update(request.project.organisation, request.project, {"badge_key": old},
                         {"badge_key": request.project.badge_key}, secret={"badge_key"})
     return redirect("dashboard:keys")
+
+
+# --- usage ------------------------------------------------------------------------------
+
+USAGE_ROWS = (("monitors", "Monitors"), ("channels", "Channels"), ("members", "Members"),
+              ("api_keys", "API keys"))
+
+
+@page
+def usage_page(request):
+    """``/usage/``: the organisation's counts against its plan and its pings this
+    month (members and above: what ``GET /api/v1/usage/`` answers)."""
+    require(request, ROLE.MEMBER)
+    org = request.project.organisation
+    got = usage.usage(org, timezone.now())
+    return render(request, "dashboard/usage.html", {
+        "org": org, "usage": got,
+        "rows": [(label, got[name]["used"], got[name]["limit"]) for name, label in USAGE_ROWS]})
 
 
 # --- members ----------------------------------------------------------------------------

@@ -56,6 +56,7 @@ urlpatterns = [
     path("keys/<int:pk>/revoke/", setup.key_revoke, name="key_revoke"),
     path("keys/badge/", setup.badge_key_renew, name="badge_key"),
     path("members/", setup.members, name="members"),
+    path("usage/", setup.usage_page, name="usage"),
     path("members/<int:pk>/remove/", setup.member_remove, name="member_remove"),
     path("audit-log/", audit.audit_log, name="audit_log"),
     path("switch/", account.switch, name="switch"),

@@ -1,13 +1,13 @@
 """monitors.api: monitor validation and fields, filters, pause/resume, upsert by slug,
 runs and pings."""
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 from django.utils import timezone
 
 from monitors import evaluator
-from monitors.models import Monitor, Ping
+from monitors.models import Monitor, Ping, PingUsage, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, S, new_project
 
@@ -374,3 +374,17 @@ def test_description_and_methods_are_writable_and_n_pings_read_only(api, make_mo
     resp = api.patch(f"/api/v1/monitors/{m.pk}/", {"methods": "", "description": ""},
                      format="json")
     assert (resp.json()["methods"], resp.json()["description"]) == ("", "")
+
+
+def test_a_monitor_shows_its_refused_pings_this_month_and_runs_their_reason(api, make_monitor):
+    from monitors.usage import month_of
+
+    m, other = make_monitor(), make_monitor()
+    PingUsage.objects.create(monitor=m, month=month_of(timezone.now()), pings=10, refused=4)
+    PingUsage.objects.create(monitor=m, month=date(2000, 1, 1), pings=10, refused=9)
+    Run.objects.create(monitor=m, slot_at=T0, outcome="unknown", reason="rate_limited")
+    listed = {row["id"]: row["pings_refused"] for row in api.get("/api/v1/monitors/").json()}
+    assert listed == {m.pk: 4, other.pk: 0}
+    assert api.get(f"/api/v1/monitors/{m.pk}/").json()["pings_refused"] == 4
+    [run] = api.get(f"/api/v1/monitors/{m.pk}/runs/").json()
+    assert (run["outcome"], run["reason"]) == ("unknown", "rate_limited")

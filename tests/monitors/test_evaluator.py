@@ -508,3 +508,73 @@ def test_a_failing_monitors_log_lines_carry_its_id(make_monitor, monkeypatch, ca
             if r.name == "monitors.evaluator"]
     assert said == [(f"evaluating monitor {bad.pk} failed", bad.pk)]
     assert logs.current() == {}
+
+
+# --- slots whose first ping a rate limit refused ---------------------------------------
+
+@pytest.mark.parametrize("since,until,limited", [
+    (s(60.5), s(120), True),    # refused during the slot's grace
+    (s(30), s(60.001), True),   # a streak that began before the slot reaches into it
+    (s(70), s(120), True),      # refused at the grace's very end
+    (s(70.001), s(120), False),  # refused only after the grace ended
+    (s(0), s(60), False),       # the streak's last window ended at the slot
+])
+def test_refused_in_is_the_refusal_streak_overlapping_the_slots_grace(since, until, limited):
+    monitor = Monitor(grace=s(10), refused_since=T0 + since, refused_until=T0 + until)
+    assert evaluator.refused_in(monitor, T0 + s(60)) is limited
+
+
+def test_a_slot_whose_first_ping_was_refused_is_unknown_not_missed(make_monitor):
+    from monitors.ratelimit import Rate, Refusal, refused
+
+    m = make_monitor(period=s(60), grace=s(10))
+    ingest(m.pk, PingInput("success"), T0)  # slots at T0+60, T0+120, ...
+    refused(m.pk, Refusal("monitor", Rate(1, 60), "free", T0 + s(60), T0 + s(120), 58),
+            T0 + s(62))  # the job's ping at T0+62 was refused
+    assert evaluator.tick(T0 + s(70)) == 1
+    assert not Incident.objects.exists()
+    assert list(Run.objects.filter(monitor=m, outcome="unknown")
+                .values_list("slot_at", "reason")) == [(T0 + s(60), "rate_limited")]
+    evaluator.tick(T0 + s(130))  # no ping refused for this one: missed
+    inc, _ = events(m)
+    assert (inc.cause, inc.missed_count, inc.opened_at) == ("missed", 1, T0 + s(130))
+    assert list(Run.objects.filter(monitor=m, outcome="missed")
+                .values_list("slot_at", "reason")) == [(T0 + s(120), "")]
+
+
+def test_rate_limited_slots_never_count_in_an_outage(make_monitor, project):
+    from monitors.models import LivenessSpan, OutageImpact
+    from monitors.ratelimit import Rate, Refusal, refused
+
+    m = make_monitor(period=s(5), grace=s(2))
+    ingest(m.pk, PingInput("success"), T0)  # slots at T0+5, +10, ..., +25
+    LivenessSpan.objects.create(component="web", started_at=T0 - s(100), last_seen_at=T0 + s(1))
+    LivenessSpan.objects.create(component="web", started_at=T0 + s(16),
+                                last_seen_at=T0 + s(60))  # down from T0+1 to T0+16
+    # (an outage's window covers the grace ends until T0+26: slots 5 to 20)
+    refused(m.pk, Refusal("organisation", Rate(1, 60), "free", T0 + s(24), T0 + s(27), 2),
+            T0 + s(25.5))
+    evaluator.tick(T0 + s(28))
+    runs = list(Run.objects.filter(monitor=m).exclude(outcome="succeeded").order_by("slot_at")
+                .values_list("slot_at", "outcome", "reason"))
+    assert runs == [(T0 + s(5), "unknown", "outage"), (T0 + s(10), "unknown", "outage"),
+                    (T0 + s(15), "unknown", "outage"), (T0 + s(20), "unknown", "outage"),
+                    (T0 + s(25), "unknown", "rate_limited")]
+    assert OutageImpact.objects.get(project=project).unknown_slots == 4
+    assert not Incident.objects.exists()
+
+
+def test_the_migration_gives_the_unknown_runs_so_far_reason_outage(make_monitor):
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    migration = importlib.import_module("monitors.migrations.0020_run_reason")
+    m = make_monitor()
+    for outcome in ("unknown", "missed", "succeeded"):
+        Run.objects.create(monitor=m, slot_at=T0, outcome=outcome)
+    migration.outage_reason(apps, SimpleNamespace(connection=connection))
+    assert sorted(Run.objects.values_list("outcome", "reason")) == [
+        ("missed", ""), ("succeeded", ""), ("unknown", "outage")]

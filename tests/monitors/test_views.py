@@ -1,5 +1,5 @@
 """The ping endpoint (monitors.views): URL forms, methods, bodies, bad input, the
-client's address, rate limits, and the database being down."""
+client's address, and the database being down (rate limits: test_ratelimit.py)."""
 import io
 import uuid
 from datetime import UTC, datetime
@@ -165,49 +165,6 @@ def test_client_address_behind_a_trusted_proxy(client, make_monitor, settings, t
     m = make_monitor()
     assert client.get(f"/ping/{m.uuid}", HTTP_X_FORWARDED_FOR=forwarded).status_code == 200
     assert m.pings.get().remote_addr == stored
-
-
-def test_ping_rate_limit_drops_and_counts(client, api, make_monitor, settings):
-    settings.CRONRADAR_PING_RATE = "2/min"
-    m = make_monitor(period=3600 * S, grace=60 * S)
-    answers = [client.get(f"/ping/{m.uuid}") for _ in range(4)]
-    assert [a.status_code for a in answers] == [200, 200, 429, 429]
-    assert answers[2].content.startswith(b"too many pings for this monitor: at most 2/min")
-    assert 1 <= int(answers[2]["Retry-After"]) <= 60
-    assert Ping.objects.filter(monitor=m).count() == 2  # what was refused is not stored
-    assert api.get(f"/api/v1/monitors/{m.pk}/").json()["dropped_pings"] == 2
-    other = make_monitor(period=3600 * S, grace=60 * S)
-    assert client.get(f"/ping/{other.uuid}").status_code == 200  # per ping URL
-
-
-def test_a_hung_rate_limit_cache_lets_pings_through_at_once(client, make_monitor, settings,
-                                                           monkeypatch, caplog):
-    """Redis (the rate limit's shared cache) accepts connections and never answers:
-    the first ping waits out the short socket timeout, the next ones don't touch the
-    cache; every one is stored; one warning line, no traceback."""
-    import logging
-    import time
-
-    from core import logs
-    from tests.helpers import hung_redis_cache
-
-    monkeypatch.setattr(views, "cache_down", logs.Outage(
-        "cache", "ping(s) let through without their rate limit", level=logging.WARNING))
-    settings.CRONRADAR_PING_RATE = "2/min"
-    m = make_monitor(period=3600 * S, grace=60 * S)
-    took = []
-    with hung_redis_cache(settings):
-        for _ in range(4):
-            started = time.monotonic()
-            assert client.get(f"/ping/{m.uuid}").status_code == 200
-            took.append(time.monotonic() - started)
-    assert took[0] < 1.5 and max(took[1:]) < 0.3, took
-    assert Ping.objects.filter(monitor=m).count() == 4
-    lines = [r for r in caplog.records if r.name == "monitors.views"]
-    assert [(r.levelno, r.exc_info) for r in lines] == [(logging.WARNING, None)]
-    assert lines[0].getMessage().startswith("cache unreachable since ")
-    assert "1 ping(s) let through without their rate limit in this process" in (
-        lines[0].getMessage())
 
 
 # --- ?slot= ------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from accounts import firstrun
 from alerts.senders import delivery_loop
 from core import logs
 from cronradar.probes import Probes
-from monitors import evaluator, liveness, tasks
+from monitors import evaluator, liveness, ratelimit, tasks, usage
 from monitors.views import PingRoute
 
 CONNECTIONS = 4000  # at most, and never more than the open-file limit allows
@@ -144,6 +144,21 @@ def prune_loop(stop: threading.Event, interval: float) -> None:
             close_old_connections()
 
 
+def usage_loop(stop: threading.Event, interval: float) -> None:
+    """Until ``stop``, and once more then: the ping counters of this process's memory
+    into the database (:func:`monitors.usage.flush`) every ``interval`` seconds."""
+    while True:
+        stopping = stop.wait(interval)
+        try:
+            usage.flush()
+        except Exception as exc:  # keep going: the counts went back to the counters
+            logs.report(log, "flushing the ping counters failed", exc)
+        finally:
+            close_old_connections()
+        if stopping:
+            return
+
+
 def _bind_error(exc: OSError, host: str, port: int) -> str:
     if exc.errno == errno.EADDRINUSE:
         return f"port {port} on {host} is already in use"
@@ -203,6 +218,7 @@ class Command(BaseCommand):
             raise CommandError(f"cannot listen on {host}:{port}: {exc}") from None
 
         stop = threading.Event()
+        flusher = None
         try:
             settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
             call_command("migrate", interactive=False, verbosity=0)
@@ -222,6 +238,10 @@ class Command(BaseCommand):
                                      args=(stop, settings.CRONRADAR_PRUNE_INTERVAL),
                                      name="cronradar-retention", daemon=True).start()
                 self.stdout.write(f"evaluator: ticking every {interval}s in-process")
+            if ratelimit.backend() is ratelimit.MEMORY:  # else beat flushes Redis's
+                flusher = threading.Thread(target=usage_loop, args=(stop, usage.FLUSH_SECONDS),
+                                           name="cronradar-ping-usage", daemon=True)
+                flusher.start()
             shown = f"[{host}]" if ":" in host else host or "0.0.0.0"
             self.stdout.write(f"CronRadar listening on http://{shown}:{port}/")
             self.stdout.flush()
@@ -230,3 +250,5 @@ class Command(BaseCommand):
             stop.set()
             with contextlib.suppress(OSError):
                 server.close()
+            if flusher is not None:  # its last flush: the counts since the last minute
+                flusher.join(timeout=5)

@@ -129,6 +129,23 @@ def test_the_list_keeps_every_column_on_a_phone(admin, world):
     assert "table.cards td[data-label]::before" in page
 
 
+def test_the_monitor_page_shows_refused_pings_and_why_a_run_is_unknown(admin, world):
+    from monitors.models import PingUsage
+    from monitors.usage import month_of
+
+    m = world["monitor"]
+    Monitor.objects.filter(pk=m.pk).update(dropped_pings=9)
+    PingUsage.objects.create(monitor=m, month=month_of(timezone.now()), pings=3, refused=4)
+    Run.objects.create(monitor=m, slot_at=timezone.now() - 86400 * S, outcome="unknown",
+                       reason="rate_limited")
+    page = text(admin.get(f"/monitors/{m.pk}/"))
+    assert ("<dt>Refused pings</dt><dd>4 this month, 9 ever (over a ping rate limit: answered "
+            "429, not stored)</dd>") in page
+    assert ('<span class="status status-unknown">unknown</span> <span class="small muted" '
+            'title="its first ping was refused by a ping rate limit (429)">rate_limited: its '
+            'first ping was refused by a ping rate limit (429)</span>') in page
+
+
 def test_at_the_plans_limit_the_list_and_the_form_say_so(admin, project, make_monitor):
     import html
 

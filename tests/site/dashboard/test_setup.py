@@ -152,6 +152,21 @@ def test_a_deleted_monitor_does_not_hold_its_policy_in_the_dashboard(admin, worl
     assert Alerting.objects.get(monitor=m).escalation_policy is None
 
 
+def test_the_usage_page_is_linked_and_shows_the_counts_against_the_plan(project, make_monitor):
+    from accounts.models import Plan
+
+    project.organisation.plan = Plan.objects.create(name="free", max_monitors=20)
+    project.organisation.save()
+    make_monitor()
+    admin = signed_in(project)
+    page = text(admin.get("/usage/"))
+    assert '<a href="/usage/" aria-current="page">Usage</a>' in page
+    assert "Plan: <strong>free</strong>" in page
+    assert "<tr><td>Monitors</td><td>1</td><td>20</td></tr>" in page
+    assert "<tr><td>Channels</td><td>0</td><td>no limit</td></tr>" in page
+    assert "<dt>Refused</dt><dd>0 (over a ping rate limit" in page
+
+
 def on_plan(project, **limits):
     from accounts.models import Organisation, Plan
 
