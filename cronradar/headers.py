@@ -9,8 +9,8 @@ class NoncedCSPMiddleware(CSPMiddleware):
     django-csp names a nonce only when the page asked for ``request.csp_nonce``
     (a ``<script nonce>``); the admin's pages, Swagger UI's and the signed
     acknowledge page do not. A fresh one on each HTML page anyway gives every page
-    one policy, ``script-src 'self' 'nonce-...'``: a template that adds a nonced
-    script works at once, and tests/site/dashboard/test_headers.py checks one shape."""
+    the one policy, ``script-src 'self' 'nonce-...'`` (what
+    tests/site/dashboard/test_headers.py checks), rather than two shapes by template."""
 
     def process_response(self, request, response):
         if response.get("Content-Type", "").startswith("text/html"):
