@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
+from csp import constants as csp
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -118,6 +119,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "accounts.audit.ActorMiddleware",  # who acts, for the audit log; reset per request
     "django.contrib.messages.middleware.MessageMiddleware",
+    # X-Frame-Options and the Content-Security-Policy on every answer (pings go around
+    # Django's middleware: monitors.views.PingRoute); docs/multi-tenant.md
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "cronradar.headers.NoncedCSPMiddleware",
 ]
 
 ROOT_URLCONF = "cronradar.urls"
@@ -185,6 +190,26 @@ STATIC_ROOT = Path(env("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 # whitenoise serves the admin's static files: collected ones in production
 # (docker/ runs collectstatic), straight from the apps otherwise.
 WHITENOISE_USE_FINDERS = True
+
+# No site may frame a page (above all the signed acknowledge link, which needs no
+# sign-in): X-Frame-Options for old browsers, frame-ancestors for the others.
+X_FRAME_OPTIONS = "DENY"
+# The Content-Security-Policy (django-csp): everything from this origin only; scripts
+# are static files (cronradar/static/) or carry the response's nonce
+# (``{{ request.csp_nonce }}``), styles are static files only (no style="...", no
+# <style>); images may also be data: URLs (Swagger UI's icons). docs/multi-tenant.md.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp.SELF],
+        "script-src": [csp.SELF, csp.NONCE],
+        "style-src": [csp.SELF],
+        "img-src": [csp.SELF, "data:"],
+        "object-src": [csp.NONE],
+        "base-uri": [csp.NONE],
+        "form-action": [csp.SELF],
+        "frame-ancestors": [csp.NONE],
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication",

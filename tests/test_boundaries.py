@@ -144,9 +144,6 @@ def test_the_installed_packages_are_the_top_level_packages():
     listed = {p.rstrip("*") for p in config["tool"]["setuptools"]["packages"]["find"]["include"]}
     found = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
     assert listed == found == set(FLOORS)
-    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
-    for package in found:  # the dependency layer installs the project with empty packages
-        assert f"{package}/__init__.py" in dockerfile, package
 
 
 WRITES = {"save", "update", "create", "bulk_create", "bulk_update", "get_or_create",

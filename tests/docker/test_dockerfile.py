@@ -1,4 +1,5 @@
-"""docker/Dockerfile: the image's default command logs access through the
+"""docker/Dockerfile: the image installs requirements-prod.lock with hashes, then
+the project without dependencies; its default command logs access through the
 application's escaped logger, and the image has no HEALTHCHECK (compose sets one
 per service)."""
 import json
@@ -18,3 +19,11 @@ def test_the_default_command_runs_granian_without_its_access_log():
 
 def test_the_image_has_no_healthcheck():
     assert not re.search(r"^HEALTHCHECK", DOCKERFILE, re.M)
+
+
+def test_the_image_installs_the_lock_with_hashes_then_the_project_without_deps():
+    runs = re.findall(r"^RUN (.+)$", DOCKERFILE, re.M)
+    assert runs[0] == "pip install --require-hashes -r requirements-prod.lock"
+    assert runs[1].startswith("pip install --no-deps . ./sdk/python ")
+    assert re.search(r"^COPY requirements-prod\.lock \./$", DOCKERFILE, re.M)
+    assert "pyproject.toml" not in DOCKERFILE.split("COPY . .")[0]
