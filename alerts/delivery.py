@@ -183,14 +183,19 @@ def _candidates(cursor, at, full: list[int], cap: int, limit: int, window: int |
     head, head_params = "", []
     if window:
         # the channels with active rows, one index probe each (WITH RECURSIVE: a
-        # loose index scan, on PostgreSQL and SQLite alike)
+        # loose index scan, on PostgreSQL and SQLite alike); then each one's first
+        # due row, read in the index's order (LIMIT 1 stops at it). The index's
+        # "next_attempt_at IS NOT NULL" keeps the planner from taking it for the
+        # waits probe, which delivery_order serves.
         head = (f"WITH RECURSIVE channels(id) AS (SELECT MIN(channel_id) FROM {table} "
-                "WHERE status IN (%s, %s) UNION ALL SELECT (SELECT MIN(c.channel_id) "
-                f"FROM {table} c WHERE c.status IN (%s, %s) AND c.channel_id > channels.id) "
+                "WHERE status IN (%s, %s) AND next_attempt_at IS NOT NULL UNION ALL "
+                f"SELECT (SELECT MIN(c.channel_id) FROM {table} c WHERE c.status IN (%s, %s) "
+                "AND c.next_attempt_at IS NOT NULL AND c.channel_id > channels.id) "
                 "FROM channels WHERE channels.id IS NOT NULL) ")
         firsts = (f"SELECT (SELECT f.id FROM {table} f WHERE f.channel_id = channels.id "
-                  "AND f.status IN (%s, %s) AND f.next_attempt_at <= %s "
-                  "ORDER BY f.next_attempt_at, f.id LIMIT 1) FROM channels "
+                  "AND f.status IN (%s, %s) AND f.next_attempt_at IS NOT NULL "
+                  "AND f.next_attempt_at <= %s ORDER BY f.next_attempt_at, f.id LIMIT 1) "
+                  "FROM channels "
                   f"WHERE channels.id IS NOT NULL AND channels.id NOT IN ({marks})")
         inner = (f"SELECT * FROM ({due}ORDER BY d.next_attempt_at, d.id "
                  f"LIMIT {int(window)}) w UNION {due}AND d.id IN ({firsts})")
