@@ -162,31 +162,58 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
 def _candidates(cursor, at, full: list[int], cap: int, limit: int, window: int | None
                 ) -> tuple[list[tuple[int, int, bool]], int]:
     """For :func:`claim_due`: (id, channel, must wait) of the first 2 x cap due rows
-    of each channel not in ``full``, in ``next_attempt_at`` order, at most 8 x
-    ``limit``; and how many due rows were read. ``window``: read the first that
-    many due rows (hits the delivery_due index; whether a row must wait is checked
-    for the rows returned, on delivery_order); None: read every due row that need
-    not wait."""
+    of each channel not in ``full``, at most 8 x ``limit``, shared round-robin
+    across organisations (each organisation's first row, in ``next_attempt_at``
+    order, then each one's second, ...); and how many due rows were read.
+    ``window``: read the first that many due rows (hits the delivery_due index)
+    and the first due row of every channel (a skip scan of delivery_channel_due:
+    two index probes a channel with active rows), so a channel, and so an
+    organisation, behind another's backlog is seen; whether a row must wait is
+    checked for the rows returned, on delivery_order. None: read every due row
+    that need not wait."""
     table = Delivery._meta.db_table
     waits = (f"EXISTS (SELECT 1 FROM {table} e WHERE e.incident_id = {{row}}.incident_id "
              f"AND e.channel_id = {{row}}.channel_id AND e.id < {{row}}.id "
              "AND e.status IN (%s, %s))")
     marks = ", ".join(["%s"] * len(full))
-    inner = (f"SELECT d.id, d.channel_id, d.incident_id, d.next_attempt_at FROM {table} d "
-             f"WHERE d.status IN (%s, %s) AND d.next_attempt_at <= %s "
-             f"AND d.channel_id NOT IN ({marks}) ")
+    due = (f"SELECT d.id, d.channel_id, d.incident_id, d.next_attempt_at FROM {table} d "
+           f"WHERE d.status IN (%s, %s) AND d.next_attempt_at <= %s "
+           f"AND d.channel_id NOT IN ({marks}) ")
     params = [*Delivery.ACTIVE, at, *full]
+    head, head_params = "", []
     if window:
-        inner += f"ORDER BY d.next_attempt_at, d.id LIMIT {int(window)}"
+        # the channels with active rows, one index probe each (WITH RECURSIVE: a
+        # loose index scan, on PostgreSQL and SQLite alike); then each one's first
+        # due row, read in the index's order (LIMIT 1 stops at it). The index's
+        # "next_attempt_at IS NOT NULL" keeps the planner from taking it for the
+        # waits probe, which delivery_order serves.
+        head = (f"WITH RECURSIVE channels(id) AS (SELECT MIN(channel_id) FROM {table} "
+                "WHERE status IN (%s, %s) AND next_attempt_at IS NOT NULL UNION ALL "
+                f"SELECT (SELECT MIN(c.channel_id) FROM {table} c WHERE c.status IN (%s, %s) "
+                "AND c.next_attempt_at IS NOT NULL AND c.channel_id > channels.id) "
+                "FROM channels WHERE channels.id IS NOT NULL) ")
+        firsts = (f"SELECT (SELECT f.id FROM {table} f WHERE f.channel_id = channels.id "
+                  "AND f.status IN (%s, %s) AND f.next_attempt_at IS NOT NULL "
+                  "AND f.next_attempt_at <= %s ORDER BY f.next_attempt_at, f.id LIMIT 1) "
+                  "FROM channels "
+                  f"WHERE channels.id IS NOT NULL AND channels.id NOT IN ({marks})")
+        inner = (f"SELECT * FROM ({due}ORDER BY d.next_attempt_at, d.id "
+                 f"LIMIT {int(window)}) w UNION {due}AND d.id IN ({firsts})")
+        head_params = [*Delivery.ACTIVE, *Delivery.ACTIVE]
+        params = [*params, *params, *Delivery.ACTIVE, at, *full]
     else:
-        inner += f"AND NOT {waits.format(row='d')}"
+        inner = due + f"AND NOT {waits.format(row='d')}"
         params += Delivery.ACTIVE
+    channels, projects = Channel._meta.db_table, Project._meta.db_table
     cursor.execute(
-        f"SELECT id, channel_id, {waits.format(row='due')}, seen FROM (SELECT id, channel_id, "
-        "incident_id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY channel_id ORDER BY "
-        f"next_attempt_at, id) AS n, COUNT(*) OVER () AS seen FROM ({inner}) first) due "
-        "WHERE n <= %s ORDER BY next_attempt_at, id LIMIT %s",
-        [*Delivery.ACTIVE, *params, 2 * cap, 8 * limit])
+        f"{head}SELECT id, channel_id, {waits.format(row='fair')}, seen FROM (SELECT due.*, "
+        "ROW_NUMBER() OVER (PARTITION BY p.organisation_id ORDER BY due.next_attempt_at, "
+        "due.id) AS turn FROM (SELECT id, channel_id, incident_id, next_attempt_at, "
+        "ROW_NUMBER() OVER (PARTITION BY channel_id ORDER BY next_attempt_at, id) AS n, "
+        f"COUNT(*) OVER () AS seen FROM ({inner}) first) due "
+        f"JOIN {channels} ch ON ch.id = due.channel_id JOIN {projects} p ON p.id = ch.project_id "
+        "WHERE due.n <= %s) fair ORDER BY turn, next_attempt_at, id LIMIT %s",
+        [*head_params, *Delivery.ACTIVE, *params, 2 * cap, 8 * limit])
     found = cursor.fetchall()
     rows = [(pk, channel, bool(wait)) for pk, channel, wait, _ in found]
     return rows, (found[0][3] if found else 0)

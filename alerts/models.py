@@ -356,6 +356,11 @@ class Delivery(models.Model):
             models.Index(fields=["incident", "channel", "id"], name="delivery_order",
                          condition=Q(status__in=["pending", "sending"])),
             models.Index(fields=["channel", "status"], name="delivery_channel_status"),
+            # claim_due(): the channels with active rows and each one's first due
+            # row (so one organisation's backlog never hides another's channel)
+            models.Index(fields=["channel", "next_attempt_at", "id"], name="delivery_channel_due",
+                         condition=Q(status__in=["pending", "sending"],
+                                     next_attempt_at__isnull=False)),
         ]
 
 

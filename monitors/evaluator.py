@@ -38,7 +38,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from accounts import audit
-from accounts.models import AuditEntry
+from accounts.models import AuditEntry, Project
 from core import logs, metrics, sql
 from monitors import detections, liveness, signals, slots
 from monitors.detections import Detection, Kind
@@ -47,7 +47,8 @@ from monitors.models import Monitor, Outage, OutageImpact, Run
 from monitors.runs import claimed_slots, pending_runs, pending_runs_of
 
 log = logging.getLogger(__name__)
-BATCH = 1000  # monitors a tick selects at a time
+BATCH = 1000  # monitors a tick evaluates between two looks at its time budget
+READ = 20 * BATCH  # due monitors a tick reads at a time (fair_due)
 TICK_BUDGET = 5.0  # seconds after which a tick stops taking more batches (the next goes on)
 CHUNK = 100  # monitors evaluated together in one transaction (evaluate_many)
 # Fields whose change moves the expected slots, and limits a run is judged by.
@@ -505,16 +506,36 @@ def oldest_due(now: datetime) -> datetime | None:
             .values_list("next_evaluation_at", flat=True).first())
 
 
+def fair_due(now: datetime, limit: int) -> list[int]:
+    """Ids of up to ``limit`` monitors due at ``now``, shared round-robin across
+    organisations: each organisation's first due monitor (``next_evaluation_at``,
+    then id), then each one's second, and so on (so one organisation's burst never
+    pushes another's monitor behind it). Every due monitor is read (the
+    ``next_evaluation_at`` index serves the range, projects by primary key), so
+    :func:`tick` reads once for up to ``READ`` of them."""
+    monitors, projects = Monitor._meta.db_table, Project._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM (SELECT m.id, m.next_evaluation_at, ROW_NUMBER() OVER ("
+            "PARTITION BY p.organisation_id ORDER BY m.next_evaluation_at, m.id) AS turn "
+            f"FROM {monitors} m JOIN {projects} p ON p.id = m.project_id "
+            "WHERE m.next_evaluation_at <= %s) due "
+            "ORDER BY turn, next_evaluation_at, id LIMIT %s",
+            [sql.prep(Monitor, "next_evaluation_at", now), int(limit)])
+        return [pk for (pk,) in cursor.fetchall()]
+
+
 _last_beat: list[datetime] = []
 
 
 def tick(now: datetime) -> int:
     """Evaluate every monitor due at ``now``; returns how many were evaluated.
 
-    Takes due monitors ``BATCH`` at a time until none are left or
-    ``TICK_BUDGET`` seconds have passed (another evaluator, or the next tick, takes
-    the rest). Also records the evaluator's liveness, and when it has caught up
-    (fewer than ``BATCH`` monitors due) sends settled outage summaries and ``tick_done`` (for
+    Reads up to ``READ`` due monitors in their fair order (:func:`fair_due`) and
+    evaluates them ``BATCH`` at a time until none are left or ``TICK_BUDGET``
+    seconds have passed (another evaluator, or the next tick, takes the rest). Also
+    records the evaluator's liveness, and when it has caught up (every due monitor
+    read and taken) sends settled outage summaries and ``tick_done`` (for
     housekeeping elsewhere). One failing monitor (e.g. a schedule that cannot be computed) is
     logged and skipped, never stopping the others. Timed in
     ``cronradar_evaluator_tick_duration_seconds``.
@@ -529,22 +550,25 @@ def _tick(now: datetime) -> int:
         liveness.beat(liveness.EVALUATOR, now)
         _last_beat[:] = [now]
     alive = liveness.load(now)
-    n, until = 0, time.monotonic() + TICK_BUDGET
-    while True:  # a burst (the top of the hour) goes on without waiting for the next tick
-        # Hits the next_evaluation_at index: only due monitors are read.
-        due = list(Monitor.objects.filter(next_evaluation_at__lte=now)
-                   .order_by("next_evaluation_at").values_list("pk", flat=True)[:BATCH])
-        done = 0
-        for i in range(0, len(due), CHUNK):
-            done += evaluate_many(due[i:i + CHUNK], now, alive)
+    n, until, caught_up = 0, time.monotonic() + TICK_BUDGET, False
+    while not caught_up:  # a burst (the top of the hour) goes on without waiting
+        # One fair read for many batches: what is due at ``now`` only shrinks
+        # during the tick, and the read costs O(monitors due), not O(BATCH).
+        due, done, b = fair_due(now, READ), 0, 0
+        while b < len(due) and (b == 0 or time.monotonic() <= until):
+            batch = due[b:b + BATCH]
+            for i in range(0, len(batch), CHUNK):
+                done += evaluate_many(batch[i:i + CHUNK], now, alive)
+            b += BATCH
         n += done
-        if len(due) < BATCH or not done or time.monotonic() > until:
+        caught_up = b >= len(due) and len(due) < READ
+        if not done or time.monotonic() > until:
             break
     try:
         signals.tick.send(sender=None, now=now)
     except Exception:
         log.exception("a tick receiver failed")
-    if len(due) < BATCH:
+    if caught_up:
         try:
             summarize_outages(now, alive)
             signals.tick_done.send(sender=None, now=now)

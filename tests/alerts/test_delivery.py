@@ -18,8 +18,9 @@ from alerts import delivery
 from alerts.delivery import claim_due, claim_timeout, retry_delay, send
 from alerts.models import Channel, Delivery, DeliveryAttempt
 from core.destinations import GuardedTransport
+from monitors.models import Monitor
 from tests.alerts.conftest import HOOK, NOW, new_delivery, new_incident, webhook
-from tests.conftest import s, send_due
+from tests.conftest import new_project, s, send_due
 
 OTHER = "https://other.example.com/cr"
 
@@ -419,6 +420,28 @@ def test_rows_waiting_behind_a_retry_never_hide_the_others(project, monitor, set
         new_delivery(incident, down, "resolved", at=NOW - s(60))  # due, must wait
     late = [new_delivery(new_incident(monitor), ok, at=NOW) for _ in range(2)]
     assert [c.delivery_id for c in claim_due(NOW, 10)] == [d.pk for d in late]
+
+
+def test_an_organisations_backlog_on_50_channels_never_hides_anothers_delivery(
+        project, monitor, settings, monkeypatch):
+    """Organisation A's 200 older deliveries on 50 channels (more than the claim
+    window reads; no channel at its cap) and B's one, due later: the claim shares
+    across organisations (A's first row, B's, then A's second, ...), so B's is in
+    the first claim, second; every channel stays within its cap."""
+    settings.CRONRADAR_CHANNEL_CONCURRENCY = 4
+    monkeypatch.setattr(delivery, "CLAIM_WINDOW", 50)
+    channels = [webhook(project, f"{HOOK}/{i}") for i in range(50)]
+    backlog = [new_delivery(new_incident(monitor), channels[i % 50], at=NOW - s(60))
+               for i in range(200)]
+    other = new_project("globex")
+    theirs = new_delivery(new_incident(Monitor.objects.create(
+        project=other, name="b", slug="b", period=s(60), grace=s(5))), webhook(other), at=NOW)
+    claims = claim_due(NOW, 32)
+    assert [c.delivery_id for c in claims] == [backlog[0].pk, theirs.pk,
+                                               *(d.pk for d in backlog[1:31])]
+    assert [c.delivery_id for c in claim_due(NOW, 300)] == [d.pk for d in backlog[31:]]
+    in_flight = Delivery.objects.filter(status="sending").values_list("channel_id", flat=True)
+    assert max(list(in_flight).count(ch.pk) for ch in channels) == 4
 
 
 def test_outcomes_of_a_batch_are_written_together(project, monitor):

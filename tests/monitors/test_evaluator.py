@@ -9,7 +9,7 @@ from alerts.models import Incident
 from monitors import detections, evaluator, slots
 from monitors.models import Monitor, Run
 from monitors.pings import PingInput, ingest
-from tests.conftest import T0, s
+from tests.conftest import T0, new_project, s
 
 pytestmark = pytest.mark.django_db
 
@@ -485,6 +485,34 @@ def test_oldest_due_is_the_earliest_evaluation_time_that_has_come(make_monitor):
     assert evaluator.oldest_due(T0) == T0 - s(40)
     assert evaluator.oldest_due(T0 - s(41)) is None  # nothing due yet then
     assert evaluator.oldest_due(T0 - s(40)) == T0 - s(40)  # due at the moment itself
+
+
+def test_due_monitors_are_taken_round_robin_across_organisations(make_monitor, project,
+                                                                monkeypatch):
+    """Organisation A's five monitors (in two projects), due first, and B's one,
+    due later: a batch takes each organisation's first due monitor, then each
+    one's second, ..., so B's is in the first batch, second (not after all of A's);
+    the tick evaluates in that order."""
+    a = [make_monitor() for _ in range(3)]
+    second = project.organisation.projects.create(name="A's other project")
+    a += [Monitor.objects.create(project=second, name=f"a{i}", slug=f"a{i}", period=s(3),
+                                 grace=s(1)) for i in range(2)]
+    other = new_project("globex")
+    b = Monitor.objects.create(project=other, name="b", slug="b", period=s(3), grace=s(1))
+    Monitor.objects.filter(pk__in=[m.pk for m in a]).update(next_evaluation_at=T0 - s(10))
+    Monitor.objects.filter(pk=b.pk).update(next_evaluation_at=T0)
+    ids = [m.pk for m in a]
+    assert evaluator.fair_due(T0, 3) == [ids[0], b.pk, ids[1]]
+    assert evaluator.fair_due(T0, 100) == [ids[0], b.pk, *ids[1:]]
+    assert evaluator.fair_due(T0 - s(1), 100) == ids  # B's not due yet
+    batches = []
+    many = evaluator.evaluate_many
+    monkeypatch.setattr(evaluator, "evaluate_many",
+                        lambda pks, *args: batches.append(pks) or many(pks, *args))
+    monkeypatch.setattr(evaluator, "BATCH", 2)
+    monkeypatch.setattr(evaluator, "CHUNK", 2)
+    assert evaluator.tick(T0) == 6
+    assert batches == [[ids[0], b.pk], ids[1:3], ids[3:5]]
 
 
 @pytest.mark.django_db
