@@ -224,11 +224,16 @@ print(json.dumps({
     # tables that only gained columns (monitors 0018, accounts 0003): the new
     # columns, and every old value as it was
     "columns_added": {t: sorted(set(after[t][0]) - set(before[t][0]))
-                      for t in ("monitors_monitor", "monitors_profile")},
+                      for t in ("monitors_monitor", "monitors_profile", "monitors_organisation",
+                                "monitors_run")},
     "columns_kept": all([{k: row[k] for k in before[t][0]}
                          for row in sorted(after[t], key=by_id)]
                         == sorted(before[t], key=by_id)
-                        for t in ("monitors_monitor", "monitors_profile")),
+                        for t in ("monitors_monitor", "monitors_profile", "monitors_organisation",
+                                  "monitors_run")),
+    "organisation_new": [[row["plan_id"], row["deleted_at"]]
+                         for row in after["monitors_organisation"]],
+    "run_new": [[row["outcome"], row["reason"]] for row in after["monitors_run"]],
     "monitor_new": [[row["description"], row["methods"], row["n_pings"]]
                     for row in after["monitors_monitor"]],
     "verified": [row["email_verified_at"] is not None for row in after["monitors_profile"]],
@@ -287,32 +292,41 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
         drop()
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    # none dropped; the one made is monitors 0019's chores (the watchdog's claim row)
-    assert sorted(set(got["tables_after"]) - set(got["tables_before"])) == ["monitors_chore"]
+    # none dropped; made: monitors 0019's chores (the watchdog's claim row) and
+    # monitors 0020's ping usage (the accounts app's new tables are accounts_*, not
+    # among the ones dumped)
+    assert sorted(set(got["tables_after"]) - set(got["tables_before"])) == [
+        "monitors_chore", "monitors_pingusage"]
     assert set(got["tables_before"]) <= set(got["tables_after"])
     assert got["changed"] == ["alerts_channel", "alerts_delivery", "alerts_incidentevent",
                               "auth_permission", "django_content_type", "monitors_monitor",
-                              "monitors_profile"]
-    assert {"monitors_organisation", "monitors_membership",
-            "monitors_project", "monitors_apikey", "monitors_run",
+                              "monitors_organisation", "monitors_profile", "monitors_run"]
+    assert {"monitors_membership", "monitors_project", "monitors_apikey",
             "monitors_ping", "alerts_deliveryattempt",
             "django_admin_log"} <= set(got["same_rows"])
-    # monitors 0018 and accounts 0003 add columns and keep every value; every person
+    # monitors 0018, 0020 and accounts 0003-0005 add columns and keep every value
+    # (no plan, not deleted, a failed run has no reason); every person
     # there was is verified; the permissions there were stay, the new models' join
-    assert got["columns_added"] == {"monitors_monitor": ["description", "methods", "n_pings"],
-                                    "monitors_profile": ["email_verified_at"]}
+    assert got["columns_added"] == {"monitors_monitor": ["description", "methods", "n_pings",
+                                                         "refused_since", "refused_until"],
+                                    "monitors_profile": ["email_verified_at"],
+                                    "monitors_organisation": ["deleted_at", "plan_id"],
+                                    "monitors_run": ["reason"]}
     assert got["columns_kept"] and got["monitor_new"] == [["", "", 0]]
+    assert got["organisation_new"] == [[None, None]]
+    assert got["run_new"] == [["failed", ""]]
     assert got["verified"] == [True] and got["permissions_kept"]
-    assert got["new_types"] == [["accounts", "invitation"], ["accounts", "setuptoken"],
-                                ["monitors", "chore"]]
+    assert got["new_types"] == [["accounts", "auditentry"], ["accounts", "invitation"],
+                                ["accounts", "plan"], ["accounts", "setuptoken"],
+                                ["monitors", "chore"], ["monitors", "pingusage"]]
     assert got["rows"]["monitors_apikey"] == got["rows"]["alerts_deliveryattempt"] == 1
     assert got["rows"]["alerts_delivery"] == 2
     # the same content type rows, relabelled: permissions and the admin log follow
     assert [(label, model) for label, model, _ in got["types"]] == [
         ("accounts", m) for m in ("apikey", "membership", "organisation", "profile", "project")]
     assert [i for *_, i in got["types"]] == [i for *_, i in got["types_before"]]
-    assert got["type_count"][0] + 3 == got["type_count"][1]  # the three new_types
-    assert got["permissions"] == 7 * 4 and got["log_entry_type"] == ["accounts"]
+    assert got["type_count"][0] + 6 == got["type_count"][1]  # the six new_types
+    assert got["permissions"] == 9 * 4 and got["log_entry_type"] == ["accounts"]
     assert got["key"] == "acme"  # an old key still finds its project
     assert got["member"] == [["ann", "acme", "owner"]] and got["profile"] == "Europe/Berlin"
     assert got["project"] == ["backup", "hook"] and got["incident"] == ["acme", True]
