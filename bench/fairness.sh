@@ -23,13 +23,14 @@ fi
 PGURL=${PGENV[0]#DATABASE_URL=} REDIS=${PGENV[1]#REDIS_URL=}
 PGHOST=${PGURL#*@}; PGPORT=${PGHOST#*:}; PGPORT=${PGPORT%%/*}
 db() { "$@" -h 127.0.0.1 -p "$PGPORT" -U cronradar; }
-# each tree runs on its own .venv when it has one: an editable install maps the
-# packages to its own tree whatever PYTHONPATH says
+# each tree runs in its own folder (Python puts the working directory first on
+# sys.path) and on its own .venv when it has one (an editable install maps the
+# packages to its own tree whatever PYTHONPATH says)
 tpy() { if [ -x "$1/.venv/bin/python" ]; then echo "$1/.venv/bin/python"; else echo "$PY"; fi; }
 for i in "${!TREES[@]}"; do  # each tree's schema, once: a template for its runs
     db createdb "tpl$i" || exit 1
-    env DATABASE_URL="${PGURL%/*}/tpl$i" REDIS_URL="$REDIS" PYTHONPATH="${TREES[$i]}" \
-        "$(tpy "${TREES[$i]}")" "${TREES[$i]}/manage.py" migrate -v0 || exit 1
+    (cd "${TREES[$i]}" && env DATABASE_URL="${PGURL%/*}/tpl$i" REDIS_URL="$REDIS" \
+        PYTHONPATH="${TREES[$i]}" "$(tpy "${TREES[$i]}")" manage.py migrate -v0) || exit 1
 done
 RESULTS=$S/results.jsonl
 for round in $(seq "$ROUNDS"); do
@@ -41,13 +42,13 @@ for round in $(seq "$ROUNDS"); do
             if [ "$shape" = production ]; then
                 db createdb -T "tpl$i" "run$round$i" || exit 1
                 "$PY" -c 'import redis, sys; redis.Redis.from_url(sys.argv[1]).flushdb()' "$REDIS"
-                env DATABASE_URL="${PGURL%/*}/run$round$i" REDIS_URL="$REDIS" BENCH_SCRATCH="$S" \
-                    PYTHONPATH="$tree" "$(tpy "$tree")" "$tree/bench/fairness.py" production "$MONITORS" \
-                    | tee -a "$S/out"
+                (cd "$tree" && env DATABASE_URL="${PGURL%/*}/run$round$i" REDIS_URL="$REDIS" \
+                    BENCH_SCRATCH="$S" PYTHONPATH="$tree" "$(tpy "$tree")" bench/fairness.py \
+                    production "$MONITORS") | tee -a "$S/out"
                 db dropdb "run$round$i"
             else
-                env -u DATABASE_URL -u REDIS_URL PYTHONPATH="$tree" \
-                    "$(tpy "$tree")" "$tree/bench/fairness.py" embedded "$MONITORS" | tee -a "$S/out"
+                (cd "$tree" && env -u DATABASE_URL -u REDIS_URL PYTHONPATH="$tree" \
+                    "$(tpy "$tree")" bench/fairness.py embedded "$MONITORS") | tee -a "$S/out"
             fi
         done
     done

@@ -245,16 +245,20 @@ SECTIONS = {"monitors": "monitors", "import": "monitors", "incidents": "incident
 
 def navigation(request) -> dict:
     """Template context processor: the projects of the switcher, the section of the
-    page (``nav``), and whether the person has not chosen a time zone yet."""
+    page (``nav``), which of the sections that need a role the person may open
+    (``nav_new_project``, ``nav_audit``, ``nav_usage``), and whether the person has
+    not chosen a time zone yet."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
     first = request.path.strip("/").split("/")[0]
-    admin_somewhere = Membership.objects.filter(user=user, role__in=[ROLE.ADMIN, ROLE.OWNER],
-                                                **tenancy.LIVE).exists()
+    roles = set(Membership.objects.filter(user=user, **tenancy.LIVE)
+                .values_list("role", flat=True))
+    admin_somewhere = bool(roles & {ROLE.ADMIN, ROLE.OWNER})
     return {"nav_projects": tenancy.visible(request, Project.objects, "pk")
             .select_related("organisation").order_by("organisation__name", "name"),
             "nav_new_project": admin_somewhere, "nav_audit": admin_somewhere,
+            "nav_usage": bool(roles - {ROLE.VIEWER}),  # GET /usage/ is for members and up
             "nav": SECTIONS.get(first, "monitors" if first == "" else ""),
             "nav_zone": person_zone(request).key,
             "zone_unset": not Profile.objects.filter(user=user).exclude(timezone="").exists()}

@@ -166,6 +166,10 @@ def test_the_usage_page_is_linked_and_shows_the_counts_against_the_plan(project,
     assert "<tr><td>Monitors</td><td>1</td><td>20</td></tr>" in page
     assert "<tr><td>Channels</td><td>0</td><td>no limit</td></tr>" in page
     assert "<dt>Refused</dt><dd>0 (over a ping rate limit" in page
+    # a viewer, who may not read usage, is not offered the link to a 403
+    viewer = signed_in(project, "viewer")
+    assert 'href="/usage/"' not in text(viewer.get("/"))
+    assert viewer.get("/usage/").status_code == 403
 
 
 def on_plan(project, **limits):
