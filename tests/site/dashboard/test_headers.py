@@ -31,7 +31,7 @@ POLICY = {"default-src": "'self'", "style-src": "'self'", "img-src": "'self' dat
 NONCED = re.compile(r"'self' 'nonce-(?P<nonce>[A-Za-z0-9+/]{22}==)'")
 # the answers that are not HTML (they carry both headers too: not asserted)
 NOT_HTML = {"recent_pings": "application/json", "monitors_file_export": "application/json",
-            "badge": "image/svg+xml", "docs_screenshot": "image/png"}
+            "organisation_export": "application/json", "badge": "image/svg+xml", "docs_screenshot": "image/png"}
 
 
 def assert_framed_by_none(response, what: str) -> str:
@@ -102,6 +102,11 @@ def urls(project, world, settings):
         "switch": (admin, "/switch/"),
         "project_new": (admin, "/projects/new/"),
         "profile": (admin, "/account/"),
+        "account_delete": (admin, "/account/delete/"),
+        "usage": (admin, "/usage/"),
+        "audit_log": (admin, "/audit-log/"),
+        "organisation_export": (admin, "/organisation/export/"),
+        "organisation_delete": (admin, "/organisation/delete/"),
         "docs": (anonymous, "/docs/"),
         "docs_screenshot": (anonymous, "/docs/screenshots/monitors.png"),
         "docs_page": (anonymous, "/docs/multi-tenant/"),
