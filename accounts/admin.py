@@ -3,14 +3,25 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 
 from accounts import plans
 from accounts.models import ApiKey, Membership, Organisation, Plan, Project
-from accounts.throttle import ThrottledForm
+from accounts.throttle import ThrottledForm, refused
 
 
 class AdminLoginForm(ThrottledForm, AdminAuthenticationForm):
     """The admin's sign-in, throttled as the dashboard's (:mod:`accounts.throttle`)."""
 
 
+_site_login = admin.site.login
+
+
+def login(request, extra_context=None):
+    """``/admin/login/``: the admin's own view, answering ``429`` with ``Retry-After``
+    while the sign-in cools off, as ``/login/`` does (the form records the wait)."""
+    response = _site_login(request, extra_context)
+    return refused(response, (getattr(response, "context_data", None) or {}).get("form"))
+
+
 admin.site.login_form = AdminLoginForm
+admin.site.login = login  # read by admin.site.urls, built after the admin modules load
 
 
 @admin.register(Plan)

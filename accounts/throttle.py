@@ -156,6 +156,17 @@ class ThrottledForm:
         return super().clean()
 
 
+def refused(response, form):
+    """``response`` (the sign-in page again, for ``form``) made ``429`` with
+    ``Retry-After`` (:attr:`ThrottledForm.throttled_for` seconds) while that
+    sign-in cools off; as it was otherwise."""
+    wait = getattr(form, "throttled_for", 0)
+    if wait:
+        response.status_code = 429
+        response["Retry-After"] = str(wait)
+    return response
+
+
 def _on_failed(sender, credentials, request=None, **kwargs):
     username = credentials.get("username")
     if request is not None and username:

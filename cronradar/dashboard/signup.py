@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts import firstrun, invitations, plans, signup
+from accounts import firstrun, invitations, plans, signup, throttle
 from accounts.tenancy import at_least
 from alerts.models import Channel
 from core.edge import client_address
@@ -155,11 +155,7 @@ class Login(auth.LoginView):
 
     def form_invalid(self, form):
         """The form again; ``429`` with ``Retry-After`` while the sign-in cools off."""
-        response = super().form_invalid(form)
-        if form.throttled_for:
-            response.status_code = 429
-            response["Retry-After"] = str(form.throttled_for)
-        return response
+        return throttle.refused(super().form_invalid(form), form)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

@@ -270,6 +270,73 @@ def test_prune_reads_every_page_of_150_monitors_and_deletes_only_those_it_read(s
     assert not any(method == "PUT" for method, *_ in s.requests)  # unchanged: not written
 
 
+# --- the plan's limits: the whole file refused before anything is written ------------------
+
+OVER = {"version": 1,
+        "channels": [{"name": "ops", "kind": "webhook",
+                      "config": {"url": "https://hooks.example.com/ops"}}],
+        "monitors": [{"slug": f"job-{n}", "name": f"Job {n}", "period": 60, "grace": 30}
+                     for n in range(1, 7)]}  # 1 new channel, 6 new monitors
+
+
+def _usage(monitors=(0, None), channels=(0, None)) -> dict:
+    """``GET /api/v1/usage/``'s answer (cronradar/usage.py) with (used, limit) each."""
+    return {"organisation": 1, "plan": "pro", "month": "2026-12",
+            **{name: {"used": used, "limit": limit} for name, (used, limit)
+               in (("monitors", monitors), ("channels", channels))},
+            "members": {"used": 1, "limit": None}, "api_keys": {"used": 1, "limit": None},
+            "pings_this_month": 0, "pings_refused_this_month": 0}
+
+
+@pytest.fixture
+def empty(stub, tmp_path, monkeypatch, capsys):
+    """``cronradar apply`` of OVER to an empty project whose ``/usage/`` answers
+    (status, json): run(*args) answers (exit status, stdout, stderr, the PUTs' paths)."""
+    def put(query, body, st):
+        return 201, {}, {**json.loads(body), "id": len(st.requests)}
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(OVER))
+
+    def run(usage, *args):
+        routes = {("GET", f"/api/v1/{p}/"): lambda q, b, st: (200, {}, [])
+                  for p in ("channels", "escalation-policies", "monitors")}
+        routes[("GET", "/api/v1/usage/")] = lambda q, b, st: (*usage[:1], {}, usage[1])
+        routes[("PUT", "/api/v1/channels/by-name/ops/")] = put
+        routes.update({("PUT", f"/api/v1/monitors/by-slug/job-{n}/"): put
+                       for n in range(1, 7)})
+        s = stub(routes)
+        monkeypatch.setenv("CRONRADAR_URL", s.url)
+        monkeypatch.setenv("CRONRADAR_API_KEY", "cr_test")
+        capsys.readouterr()
+        status = cli.main(["apply", "-f", str(path), *args])
+        out, err = capsys.readouterr()
+        return status, out, err, [p for m, p, _, _ in s.requests if m != "GET"]
+    return run
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+@pytest.mark.parametrize("usage, said", [
+    (_usage(monitors=(0, 5)), "this organisation's plan (pro) allows 5 monitors"),
+    (_usage(monitors=(3, 9), channels=(1, 1)),
+     "this organisation's plan (pro) allows 1 channel"),
+])
+def test_apply_over_the_plan_is_refused_as_a_whole_dry_run_too(empty, usage, said, dry_run):
+    assert empty((200, usage), *dry_run) == (1, "", f"cronradar apply: {said}\n", [])
+
+
+@pytest.mark.parametrize("usage", [
+    (200, _usage(monitors=(0, 6), channels=(4, 5))),  # exactly up to the limits
+    (404, {"detail": "Not found."}),  # an older CronRadar: the API refuses per object
+    (403, {"detail": "this API key is read-only"}),
+])
+def test_apply_within_the_plan_or_without_its_usage_applies(empty, usage):
+    status, out, err, written = empty(usage)
+    assert (status, out.splitlines()[-1], err) == (
+        0, "7 created, 0 changed, 0 unchanged, 0 pruned", "")
+    assert written == ["/api/v1/channels/by-name/ops/"] + [
+        f"/api/v1/monitors/by-slug/job-{n}/" for n in range(1, 7)]
+
+
 # --- against the real service ---------------------------------------------------------------
 
 @pytest.fixture
@@ -519,6 +586,21 @@ def test_live_an_api_refusal_exits_1_with_the_server_s_message(cr, tmp_path):
     assert (status, lines) == (1, [])
     assert err.endswith("/api/v1/monitors/by-slug/a/: 400: timezone: unknown time zone "
                         "'Mars/Base'\n")
+
+
+@pytest.mark.live
+def test_live_a_file_over_the_plan_writes_nothing_dry_run_too(cr, service, request, tmp_path):
+    service.manage("plan", "pro5", "--max-monitors", "5")
+    service.manage("setplan", request.node.name[:90], "pro5")
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(OVER))
+    refused = (1, [], "cronradar apply: this organisation's plan (pro5) allows 5 monitors\n")
+    assert cr("apply", "-f", str(path), "--dry-run") == refused
+    assert cr("apply", "-f", str(path)) == refused
+    assert _state(cr.api) == {"channels": [], "escalation-policies": [], "monitors": []}
+    path.write_text(json.dumps({**OVER, "monitors": OVER["monitors"][:5]}))
+    status, lines, err = cr("apply", "-f", str(path))
+    assert (status, lines[-1], err) == (0, "6 created, 0 changed, 0 unchanged, 0 pruned", "")
 
 
 PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python3.8")

@@ -29,7 +29,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from cronradar_sdk.client import ApiClient
+from cronradar_sdk.client import ApiClient, ApiError
 
 SCHEMA_PATH = Path(__file__).with_name("monitors.schema.json")
 SHOWN = ("to", "region")  # config fields that are not credentials (as the API's readers see)
@@ -123,6 +123,13 @@ class Backend:
     def delete(self, kind: Kind, obj: dict) -> None:
         raise NotImplementedError
 
+    def usage(self) -> dict | None:
+        """The organisation's usage against its plan (``GET /api/v1/usage/``'s answer:
+        ``{"plan": name, "monitors": {"used": n, "limit": n | None}, "channels":
+        {...}, ...}``), or None when it cannot be known (then the API refuses each
+        object over a limit as it is written)."""
+        return None
+
 
 class HttpBackend(Backend):
     """The API key's project through the API (:class:`~cronradar_sdk.client.ApiClient`);
@@ -140,6 +147,14 @@ class HttpBackend(Backend):
 
     def delete(self, kind, obj):
         self.client.delete(f"{kind.path}{obj['id']}/")
+
+    def usage(self):
+        try:
+            return self.client.get("usage/")
+        except ApiError as e:
+            if e.status in (403, 404):  # a key that may not read it; an older CronRadar
+                return None
+            raise
 
 
 # --- reading and writing files -------------------------------------------------------------
@@ -552,12 +567,16 @@ def apply(doc: dict, backend: Backend, prune: bool = False, dry_run: bool = Fals
           report: Callable[[Change], None] | None = None) -> list[Change]:
     """Make the backend's project what ``doc`` declares (checked, placeholders
     already expanded: :func:`expand`) and answer the changes; ``dry_run`` only
-    answers them. ``report`` is called with each change as it is made (a change
-    the API refuses raises :class:`~cronradar_sdk.client.ApiError` after the ones
-    made before it were reported)."""
+    answers them. New channels or monitors past the plan's limits are a FileError
+    before anything is written, dry run or not (:func:`check_plan`). ``report`` is
+    called with each change as it is made (a change the API refuses raises
+    :class:`~cronradar_sdk.client.ApiError` after the ones made before it were
+    reported)."""
     check(doc)
     state = backend.read()
     changes = plan(doc, state, prune)
+    if any(c.action == "created" and c.kind in COUNTED for c in changes):
+        check_plan(changes, backend.usage())
     ids = {"channels": {c["name"]: c["id"] for c in state.channels},
            "escalation_policies": {p["name"]: p["id"] for p in state.escalation_policies}}
     for change in changes:
@@ -570,6 +589,32 @@ def apply(doc: dict, backend: Backend, prune: bool = False, dry_run: bool = Fals
         if report is not None:
             report(change)
     return changes
+
+
+COUNTED = (CHANNELS, MONITORS)  # what a plan limits, in the order they are created
+
+
+def check_plan(changes: list[Change], usage: dict | None) -> None:
+    """Raise FileError with the API's own sentence (``this organisation's plan (pro)
+    allows 5 monitors``) when the channels or monitors ``changes`` create would take
+    the organisation past its plan's limit in ``usage`` (:meth:`Backend.usage`; None:
+    not known, nothing checked). A whole file is refused before anything is written,
+    a dry run too, as the server's imports are; prunes run after the creations, so
+    they make no room."""
+    if not isinstance(usage, dict):
+        return
+    problems = []
+    for kind in COUNTED:
+        counted = usage.get(kind.section)
+        limit = counted.get("limit") if isinstance(counted, dict) else None
+        if not isinstance(limit, int):  # None: no limit
+            continue
+        new = sum(c.action == "created" and c.kind is kind for c in changes)
+        if new and (counted.get("used") or 0) + new > limit:
+            problems.append(f"this organisation's plan ({usage.get('plan')}) allows {limit} "
+                            f"{kind.noun}{'' if limit == 1 else 's'}")
+    if problems:
+        raise FileError(problems)
 
 
 def _body(kind: Kind, entry: dict, ids: dict) -> dict:

@@ -2,6 +2,7 @@
 database (gone once someone exists; the production setup token), and the
 onboarding page with its test ping through the ping path, shown live."""
 import json
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -147,8 +148,6 @@ def clock(monkeypatch):
 
 
 def test_thirty_wrong_passwords_then_the_right_one_wait_out_the_cool_off(clock):
-    from datetime import timedelta
-
     from django.contrib.auth.signals import user_login_failed
 
     get_user_model().objects.create_user("ana@corp.test", "ana@corp.test", PASSWORD)
@@ -201,6 +200,13 @@ def test_the_admin_sign_in_is_throttled_too(clock):
     browser = Client(REMOTE_ADDR="192.0.2.10")
     for _ in range(5):
         browser.post("/admin/login/", {"username": "root", "password": "nope"})
+    wrong = browser.post("/admin/login/", {"username": "root", "password": "nope"})
+    assert (wrong.status_code, wrong["Retry-After"]) == (429, "1")
     refused = browser.post("/admin/login/", {"username": "root", "password": PASSWORD})
+    assert (refused.status_code, refused["Retry-After"]) == (429, "1")
     assert "too many failed sign-ins: try again in 1 second" in text(refused)
     assert "_auth_user_id" not in browser.session
+    assert browser.get("/admin/login/").status_code == 200  # the page itself is not refused
+    clock["now"] += timedelta(seconds=1)
+    signed_in = browser.post("/admin/login/", {"username": "root", "password": PASSWORD})
+    assert (signed_in.status_code, signed_in.has_header("Retry-After")) == (302, False)
