@@ -141,11 +141,16 @@ def record(action: str, organisation: Organisation | None, *, target=None,
     return row
 
 
-def record_each(action: str, organisation: Organisation | None, targets: list) -> None:
+def record_each(action: str, organisation: Organisation | None, targets: list,
+                values: Callable[[object], dict] | None = None) -> None:
     """:func:`record` ``action`` once per model instance of ``targets`` (a bulk
-    import's new monitors), inserted together."""
-    AuditEntry.objects.bulk_create([_entry(action, organisation, target=t) for t in targets],
-                                   batch_size=500)
+    import's new monitors), inserted together. ``values`` (a target -> its values)
+    gives each entry the changes :func:`record_create` would (``{field: [None,
+    value]}``); without it the entries have none."""
+    AuditEntry.objects.bulk_create(
+        [_entry(action, organisation, target=t,
+                changes=created(values(t)) if values is not None else None) for t in targets],
+        batch_size=500)
 
 
 def _entry(action: str, organisation: Organisation | None, *, target=None,
@@ -172,15 +177,21 @@ def _entry(action: str, organisation: Organisation | None, *, target=None,
 def diff(before: dict, after: dict, secret: frozenset | set = frozenset()) -> dict:
     """``{field: [old, new]}`` for each key of ``after`` whose value differs from
     ``before``'s (a key missing from ``before`` counts as None). Fields named in
-    ``secret`` show :data:`MASK` for both values (the change is recorded, not
-    the secret). Values go through :func:`plain` (a ``timedelta`` becomes whole
+    ``secret`` show :data:`MASK` for a value and None for none (a secret set
+    where there was none is ``[None, "***"]``, one removed ``["***", None]``: the
+    change is recorded, not the secret). Values go through :func:`plain` (a ``timedelta`` becomes whole
     seconds, a time ISO 8601)."""
     changes = {}
     for field, new in after.items():
         old, new = plain(before.get(field)), plain(new)
         if old != new:
-            changes[field] = [MASK, MASK] if field in secret else [old, new]
+            changes[field] = [_masked(old), _masked(new)] if field in secret else [old, new]
     return changes
+
+
+def _masked(value):
+    """A secret's value in an entry: :data:`MASK`, None where there is none."""
+    return None if value is None else MASK
 
 
 def plain(value):
@@ -224,11 +235,16 @@ def record_update(organisation: Organisation | None, target, before: dict, after
 
 def record_create(organisation: Organisation | None, target, values: dict,
                   secret: frozenset | set = frozenset(), **kw) -> AuditEntry:
-    """A ``create`` entry of ``target`` with its ``values`` as ``{field: [None,
-    value]}`` (``secret`` ones masked, as :func:`diff`)."""
+    """A ``create`` entry of ``target`` with its ``values`` as :func:`created`
+    makes them. ``kw`` as :func:`record`."""
     return record(AuditEntry.Action.CREATE, organisation, target=target,
-                  changes=diff({}, {k: v for k, v in values.items() if v not in (None, "")},
-                               secret), **kw)
+                  changes=created(values, secret), **kw)
+
+
+def created(values: dict, secret: frozenset | set = frozenset()) -> dict:
+    """The changes of a ``create`` entry: ``{field: [None, value]}`` for each of
+    ``values`` that is not None or ``""`` (``secret`` ones ``[None, "***"]``)."""
+    return diff({}, {k: v for k, v in values.items() if v not in (None, "")}, secret)
 
 
 # --- reading ----------------------------------------------------------------------------

@@ -119,8 +119,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "accounts.audit.ActorMiddleware",  # who acts, for the audit log; reset per request
     "django.contrib.messages.middleware.MessageMiddleware",
-    # X-Frame-Options and the Content-Security-Policy on every answer (pings go around
-    # Django's middleware: monitors.views.PingRoute); docs/multi-tenant.md
+    # X-Frame-Options and the Content-Security-Policy on every answer of Django's views
+    # (not WhiteNoise's static files, above; not the probes or pings, which go around
+    # Django's middleware); docs/multi-tenant.md
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "cronradar.headers.NoncedCSPMiddleware",
 ]

@@ -16,6 +16,18 @@ from monitors.models import Monitor
 from monitors.runs import rearm
 
 
+# what a monitor's create entry records: the fields the API shows that a caller sets
+# (not the ping URL's uuid: the key to ping with)
+AUDITED = ("name", "slug", "description", "kind", "schedule", "timezone", "cron_semantics",
+           "period", "grace", "max_runtime", "deadline", "min_runtime", "slow_factor",
+           "concurrency", "max_attempts", "tags", "paused", "methods")
+
+
+def audit_values(monitor: Monitor) -> dict:
+    """``monitor``'s :data:`AUDITED` values (its ``create`` entry's changes)."""
+    return audit.fields_of(monitor, AUDITED)
+
+
 @plans.counts("monitors")
 def count(organisation: Organisation) -> int:
     """What a plan's ``max_monitors`` bounds: ``organisation``'s monitors not
@@ -35,7 +47,7 @@ def create(project: Project, monitor: Monitor | dict, now: datetime, *,
            quota: bool = True) -> Monitor:
     """Save ``monitor`` (a Monitor not saved yet, or its fields) as a new monitor of
     ``project``, armed at ``now`` (:func:`monitors.runs.rearm`), and record the
-    ``create`` audit entry; returns it. ``quota``: refuse with
+    ``create`` audit entry (with its :data:`AUDITED` values); returns it. ``quota``: refuse with
     :class:`accounts.plans.PlanLimit` when the plan allows no more (False: the
     operator's commands, or a caller that checked the whole batch with
     :func:`check`). An IntegrityError (a slug or UUID taken meanwhile) leaves
@@ -48,7 +60,7 @@ def create(project: Project, monitor: Monitor | dict, now: datetime, *,
         if quota:
             check(project, 1)
         monitor.save()
-        audit.record("create", project.organisation, target=monitor)
+        audit.record_create(project.organisation, monitor, audit_values(monitor))
     return monitor
 
 
@@ -65,5 +77,5 @@ def create_many(project: Project, monitors: list[Monitor], now: datetime, *,
         if quota:
             check(project, len(monitors))
         Monitor.objects.bulk_create(monitors, batch_size=batch_size)
-        audit.record_each("create", project.organisation, monitors)
+        audit.record_each("create", project.organisation, monitors, audit_values)
     return monitors

@@ -27,8 +27,10 @@ def test_the_admin_lists_plans_and_changes_an_organisations_plan(operator):
     assert resp.status_code == 302
     org.refresh_from_db()
     assert org.plan == free
-    assert list(AuditEntry.objects.values_list("action", "changes")) == [
-        ("plan_change", {"plan": [None, "free"]})]
+    # the actor is the signed-in operator (the request's), not "manage.py setplan"
+    assert list(AuditEntry.objects.values_list("action", "actor", "actor_user__username",
+                                               "changes")) == [
+        ("plan_change", "root", "root", {"plan": [None, "free"]})]
     operator.post(f"/admin/accounts/organisation/{org.pk}/change/", {"name": "acme2",
                                                                      "plan": free.pk})
     assert AuditEntry.objects.count() == 1  # a rename is not a plan change

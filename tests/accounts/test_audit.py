@@ -89,7 +89,7 @@ def test_channels_are_recorded_with_their_secrets_masked(project):
     pk = str(made["id"])
     assert entries() == [
         ("ana", HOME, "create", "channel", pk, "ops",
-         {"name": [None, "ops"], "kind": [None, "slack"], "config.url": ["***", "***"]}),
+         {"name": [None, "ops"], "kind": [None, "slack"], "config.url": [None, "***"]}),
         ("ana", HOME, "update", "channel", pk, "ops2",
          {"name": ["ops", "ops2"], "config.url": ["***", "***"]}),
         ("ana", HOME, "delete", "channel", pk, "ops2", {}),
@@ -105,7 +105,10 @@ def test_a_webhook_secret_and_a_routing_key_are_masked(api, project):
         "routing_key": "ROUTINGKEY123"}}, format="json").json()
     api.patch(f"/api/v1/channels/{pd['id']}/", {"config": {"routing_key": "ROUTINGKEY456"}},
               format="json")
-    assert [e[6] for e in entries()][2] == {"config.routing_key": ["***", "***"]}
+    assert [e[6] for e in entries()] == [
+        {"kind": [None, "webhook"], "config.url": [None, "***"], "config.secret": [None, "***"]},
+        {"kind": [None, "pagerduty"], "config.routing_key": [None, "***"]},
+        {"config.routing_key": ["***", "***"]}]
     assert hook["config"]["url"] not in everything()
     for secret in ("S" * 40, "ROUTINGKEY123", "ROUTINGKEY456", "127.0.0.1:9"):
         assert secret not in everything()
@@ -398,7 +401,23 @@ def test_values_are_kept_as_the_api_shows_them():
         "at": T0, "tags": ("b", "a"), "token": "x"}, secret={"token"}) == {
         "slow_factor": [None, 2.5], "grace": [60, 120], "uuid": [None, str(u)],
         "at": [None, "2026-01-05T12:00:00+00:00"], "tags": [None, ["a", "b"]],
-        "token": ["***", "***"]}
+        "token": [None, "***"]}
+    assert audit.diff({"token": "x"}, {"token": None}, secret={"token"}) == {
+        "token": ["***", None]}
+
+
+def test_a_secret_set_where_there_was_none_and_removed(api, project):
+    made = api.post("/api/v1/channels/", {"kind": "ntfy", "name": "n", "config": {
+        "url": "https://ntfy.test/alerts"}}, format="json").json()
+    url = f"/api/v1/channels/{made['id']}/"
+    assert api.patch(url, {"config": {"url": "https://ntfy.test/alerts", "token": "TOKEN1"}},
+                     format="json").status_code == 200
+    assert api.patch(url, {"config": {"url": "https://ntfy.test/alerts", "token": None}},
+                     format="json").status_code == 200
+    assert Channel.objects.get(pk=made["id"]).config == {"url": "https://ntfy.test/alerts"}
+    assert [e[6] for e in entries(action="update")] == [
+        {"config.token": [None, "***"]}, {"config.token": ["***", None]}]
+    assert "TOKEN1" not in everything()
 
 
 def test_a_person_reads_each_organisation_they_administer(project):

@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
-from accounts.models import ApiKey, Membership, Organisation, Project
+from accounts.models import ApiKey, AuditEntry, Membership, Organisation, Project
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +42,7 @@ def test_the_key_commands(db, settings):
     assert listed[2].endswith("\tlast used never\tactive")
     assert run("revokeapikey", key[:12])[1].startswith(f"revoked API key {row.pk} (")
     assert ApiKey.find(key) is None
+    assert not AuditEntry.objects.exists()  # the operator's key commands write no entry
     Organisation.objects.create(name="other").projects.create(name="ops")
     with pytest.raises(CommandError, match="several projects are called 'ops'"):
         run("createapikey", "--project", "ops")

@@ -7,6 +7,7 @@ import html
 import io
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from django.core import mail
@@ -152,6 +153,39 @@ def test_every_creation_is_audited(project, api, client):
         (project.organisation_id, "monitor", str(Monitor.objects.get(slug="backup"))),
         (project.organisation_id, "monitor", str(Monitor.objects.get(slug="made-by-ping")))]
     assert entries[1].target_id == str(Monitor.objects.get(slug="made-by-ping").pk)
+    assert [e.changes for e in entries] == [CREATED_BACKUP, CREATED_BY_PING]
+
+
+# a monitor's create entry: the values the API shows ({field: [None, value]}; None and ""
+# left out)
+CREATED_BACKUP = {
+    "name": [None, "backup"], "slug": [None, "backup"], "kind": [None, "interval"],
+    "timezone": [None, "UTC"], "cron_semantics": [None, "debian"], "period": [None, 3600],
+    "grace": [None, 60], "concurrency": [None, "allow"], "max_attempts": [None, 1],
+    "tags": [None, []], "paused": [None, False]}
+CREATED_BY_PING = {
+    **CREATED_BACKUP, "name": [None, "made-by-ping"], "slug": [None, "made-by-ping"],
+    "period": [None, 86400], "grace": [None, 3600]}
+
+
+def test_a_bulk_import_records_each_monitors_values_in_one_insert(project):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    made = [Monitor(name=n, slug=n, period=timedelta(minutes=5), grace=timedelta(seconds=30),
+                    tags=["etl"]) for n in ("one", "two")]
+    with CaptureQueriesContext(connection) as seen:
+        creation.create_many(project, made, T0, quota=False)
+    inserts = [q["sql"] for q in seen.captured_queries
+               if q["sql"].startswith('INSERT INTO "accounts_auditentry"')]
+    assert len(inserts) == 1
+    got = {e.target_id: e.changes for e in AuditEntry.objects.filter(action="create")}
+    common = {"kind": [None, "interval"], "timezone": [None, "UTC"],
+              "cron_semantics": [None, "debian"], "period": [None, 300], "grace": [None, 30],
+              "concurrency": [None, "allow"], "max_attempts": [None, 1],
+              "tags": [None, ["etl"]], "paused": [None, False]}
+    assert got == {str(m.pk): {"name": [None, m.name], "slug": [None, m.name], **common}
+                   for m in made}
 
 
 def test_no_plan_no_limit(api, project):
