@@ -179,8 +179,8 @@ def diff(before: dict, after: dict, secret: frozenset | set = frozenset()) -> di
     ``before``'s (a key missing from ``before`` counts as None). Fields named in
     ``secret`` show :data:`MASK` for a value and None for none (a secret set
     where there was none is ``[None, "***"]``, one removed ``["***", None]``: the
-    change is recorded, not the secret). Values go through :func:`plain` (a ``timedelta`` becomes whole
-    seconds, a time ISO 8601)."""
+    change is recorded, not the secret). Values go through :func:`plain` (a
+    ``timedelta`` becomes whole seconds, a time ISO 8601)."""
     changes = {}
     for field, new in after.items():
         old, new = plain(before.get(field)), plain(new)

@@ -15,7 +15,6 @@ from accounts.models import Organisation, Project
 from monitors.models import Monitor
 from monitors.runs import rearm
 
-
 # what a monitor's create entry records: the fields the API shows that a caller sets
 # (not the ping URL's uuid: the key to ping with)
 AUDITED = ("name", "slug", "description", "kind", "schedule", "timezone", "cron_semantics",
