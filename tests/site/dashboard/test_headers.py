@@ -31,7 +31,8 @@ POLICY = {"default-src": "'self'", "style-src": "'self'", "img-src": "'self' dat
 NONCED = re.compile(r"'self' 'nonce-(?P<nonce>[A-Za-z0-9+/]{22}==)'")
 # the answers that are not HTML (they carry both headers too: not asserted)
 NOT_HTML = {"recent_pings": "application/json", "monitors_file_export": "application/json",
-            "organisation_export": "application/json", "badge": "image/svg+xml", "docs_screenshot": "image/png"}
+            "organisation_export": "application/json", "badge": "image/svg+xml",
+            "docs_screenshot": "image/png"}
 
 
 def assert_framed_by_none(response, what: str) -> str:
