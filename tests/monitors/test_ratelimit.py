@@ -68,6 +68,13 @@ def redis_cache(settings, tmp_path):
         server.wait(10)
 
 
+@pytest.fixture
+def memory_cache(settings):
+    """The default cache in this process's memory (the embedded default's counters),
+    also on the PostgreSQL+Redis run of scripts/test, whose REDIS_URL makes it Redis."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
 @pytest.fixture(params=["memory", "redis"])
 def store(request):
     """Each test once with the in-memory counters and once on Redis."""
@@ -75,6 +82,7 @@ def store(request):
         request.getfixturevalue("redis_cache")
         assert isinstance(ratelimit.backend(), ratelimit.Redis)
     else:
+        request.getfixturevalue("memory_cache")
         assert ratelimit.backend() is ratelimit.MEMORY
     return request.param
 
@@ -250,7 +258,7 @@ def test_a_plan_change_applies_once_the_remembered_target_expires(client, make_m
     assert [client.get(f"/ping/{m.uuid}").status_code for _ in range(4)] == [200] * 3 + [429]
 
 
-def test_memory_counters_are_thread_safe():
+def test_memory_counters_are_thread_safe(memory_cache):
     import threading
 
     results = []

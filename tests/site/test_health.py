@@ -540,11 +540,14 @@ def test_granian_probes_answer_within_a_second_while_the_database_hangs(tmp_path
         assert max(took for *_, took in answers) < 2.5  # a second each, two threads each
         began = time.monotonic()
         assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200
-        status, body, took = probe("/readyz")
-        assert (status, body["database"], body["detail"]["database"]) == (
-            503, "unreachable", "no answer within 1 s")
-        assert took < 0.5  # the stuck read is still stuck: at once
-        assert time.monotonic() - began < 1
+        assert time.monotonic() - began < 0.5
+        later = [probe("/readyz") for _ in range(3)]
+        assert {(status, body["database"], body["detail"]["database"])
+                for status, body, _ in later} == {(503, "unreachable", "no answer within 1 s")}
+        # the stuck read is still stuck: at once. A worker the six probes all missed
+        # (the kernel hands connections to either) waits its one second once, then
+        # it has a stuck read too: at most one of three is slow
+        assert max(sorted(took for *_, took in later)[:2]) < 0.5
     finally:
         lock.close()
         web.terminate()
