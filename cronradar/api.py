@@ -13,7 +13,7 @@ from rest_framework import exceptions, permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import tenancy
+from accounts import plans, tenancy
 from accounts.models import Membership
 from cronradar import usage
 from cronradar.dashboard.common import not_found as dashboard_not_found
@@ -52,7 +52,7 @@ USAGE_SCHEMA = inline_serializer("Usage", {
     "organisation": serializers.IntegerField(),
     "plan": serializers.CharField(allow_null=True, help_text="the plan's name; null: none"),
     "month": serializers.CharField(help_text="the UTC month of the ping counts, YYYY-MM"),
-    **{name: _counted(f"Usage{name.title().replace('_', '')}") for name, _ in usage.COUNTED},
+    **{name: _counted(f"Usage{name.title().replace('_', '')}") for name in plans.COUNTED},
     "pings_this_month": serializers.IntegerField(
         help_text="pings accepted this UTC month (added up each minute)"),
     "pings_refused_this_month": serializers.IntegerField(
