@@ -117,12 +117,19 @@ class Profile(models.Model):
     ``/signup/`` has not followed their verification link (they cannot sign in
     until then). Every other way in is verified: a profile is made verified, and a
     person without a profile row (``createsuperuser``) is verified
-    (:func:`accounts.signup.is_verified`)."""
+    (:func:`accounts.signup.is_verified`). ``theme``: the dashboard's colours,
+    ``auto`` (follow the browser's ``prefers-color-scheme``), ``light`` or ``dark``."""
+
+    class Theme(models.TextChoices):
+        AUTO = "auto"
+        LIGHT = "light"
+        DARK = "dark"
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                                 related_name="profile")
     timezone = models.CharField(max_length=64, blank=True, default="")
     email_verified_at = models.DateTimeField(null=True, blank=True, default=now)
+    theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.AUTO)
 
     class Meta:
         db_table = "monitors_profile"  # kept from when the model was monitors'

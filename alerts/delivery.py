@@ -508,15 +508,22 @@ def _catch_up(channel_id: int, at: datetime) -> None:
 
 def transmit(request, client: httpx.Client | None = None, at: datetime | None = None
              ) -> tuple[int | None, str, bool, float | None]:
-    """Send one built request: an HTTP POST, or an email through Django's mail
+    """Send one built request: an HTTP request (its ``method``, POST unless the
+    kind says otherwise), or an email through Django's mail
     backend (its "status code" 250, SMTP's OK, on success). ``at``: when this
     attempt starts (default: now); a signed webhook's ``webhook-timestamp`` and
     ``webhook-signature`` are made for it here, just before the request goes out
     (:meth:`OutgoingRequest.stamped`). Returns (status_code, error, retryable,
-    retry_after); never raises for a failed send."""
+    retry_after); never raises for a failed send. The error never holds the
+    request's ``redact`` strings (each reads ``***``)."""
     if isinstance(request, OutgoingEmail):
         return _mail(request)
-    return _post(client or _shared_client(), request.stamped(at or timezone.now()))
+    code, error, retryable, retry_after = _post(client or _shared_client(),
+                                                request.stamped(at or timezone.now()))
+    for secret in request.redact:
+        if secret:
+            error = error.replace(secret, "***")
+    return code, error, retryable, retry_after
 
 
 def _mail(message: OutgoingEmail) -> tuple[int | None, str, bool, float | None]:
@@ -611,7 +618,7 @@ class _DeadlineStream(httpcore.NetworkStream):
 
 def _post(client: httpx.Client, request: OutgoingRequest
           ) -> tuple[int | None, str, bool, float | None]:
-    """POST ``request``, all of it within twice ``CRONRADAR_DELIVERY_TIMEOUT`` (each
+    """Send ``request`` (its ``method``), all of it within twice ``CRONRADAR_DELIVERY_TIMEOUT`` (each
     read or write within it; the whole within the claim, see :class:`_Deadlines`;
     with the shared client). Reads the answer's body (at most ``DRAIN_MAX`` bytes)
     so its connection can carry the next request (httpx closes a connection whose
@@ -621,7 +628,7 @@ def _post(client: httpx.Client, request: OutgoingRequest
     code = None
     _deadline.end = time.monotonic() + 2 * timeout  # the claim lasts 2 x timeout + 2 s
     try:
-        with client.stream("POST", request.url, content=request.body, headers=request.headers,
+        with client.stream(request.method, request.url, content=request.body, headers=request.headers,
                            timeout=timeout, follow_redirects=False) as response:
             code, snippet, size = response.status_code, b"", 0
             for chunk in response.iter_bytes():

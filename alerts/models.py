@@ -30,6 +30,11 @@ class Channel(models.Model):
         DISCORD = "discord"
         OPSGENIE = "opsgenie"
         NTFY = "ntfy"
+        TELEGRAM = "telegram"
+        GOOGLECHAT = "googlechat"
+        MATTERMOST = "mattermost"
+        PUSHOVER = "pushover"
+        MATRIX = "matrix"
 
     project = models.ForeignKey("accounts.Project", on_delete=models.CASCADE,
                                 related_name="channels")

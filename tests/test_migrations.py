@@ -304,12 +304,12 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
     assert {"monitors_membership", "monitors_project", "monitors_apikey",
             "monitors_ping", "alerts_deliveryattempt",
             "django_admin_log"} <= set(got["same_rows"])
-    # monitors 0018, 0020 and accounts 0003-0005 add columns and keep every value
+    # monitors 0018, 0020 and accounts 0003-0006 add columns and keep every value
     # (no plan, not deleted, a failed run has no reason); every person
     # there was is verified; the permissions there were stay, the new models' join
     assert got["columns_added"] == {"monitors_monitor": ["description", "methods", "n_pings",
                                                          "refused_since", "refused_until"],
-                                    "monitors_profile": ["email_verified_at"],
+                                    "monitors_profile": ["email_verified_at", "theme"],
                                     "monitors_organisation": ["deleted_at", "plan_id"],
                                     "monitors_run": ["reason"]}
     assert got["columns_kept"] and got["monitor_new"] == [["", "", 0]]

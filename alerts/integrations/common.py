@@ -30,17 +30,23 @@ NOTIFY_EVENT_KINDS = frozenset({*IncidentEvent.PAGING, IncidentEvent.Kind.ACKNOW
 
 @dataclass(frozen=True)
 class OutgoingRequest:
-    """One HTTP POST to send: ``body`` is sent byte for byte with ``headers``.
+    """One HTTP request to send: ``body`` is sent byte for byte with ``headers``.
 
     ``signing_key``: the Standard Webhooks key of a request that carries a
     ``webhook-id`` header; :meth:`stamped` adds its ``webhook-timestamp`` and
     ``webhook-signature`` for the time of an attempt (the sender calls it just
-    before each attempt, so a retry after a backoff is never stale)."""
+    before each attempt, so a retry after a backoff is never stale).
+    ``method``: ``POST`` unless the service wants another (Matrix: ``PUT``).
+    ``redact``: credentials inside ``url`` (a Telegram bot token is in its path):
+    the sender replaces each with ``***`` in an attempt's error, so they never
+    reach ``last_error``, the attempt log or the logs."""
 
     url: str
     body: bytes
     headers: dict[str, str]
     signing_key: bytes | None = None
+    method: str = "POST"
+    redact: tuple[str, ...] = ()
 
     def stamped(self, at: datetime) -> OutgoingRequest:
         """This request as sent at ``at``: unchanged without a ``signing_key``; else

@@ -638,3 +638,25 @@ def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_deadline(settings
     assert outcome == (None, "timeout: no complete answer within the attempt's 1s (ReadTimeout)",
                        True, None)
     assert 1.0 <= time.monotonic() - started < 2.0  # 2 x timeout, not the 3.7 s it trickles
+
+
+def test_transmit_sends_the_requests_method_and_redacts_its_credentials():
+    """A kind that wants PUT (Matrix) gets PUT with the exact body; a credential the
+    request names in ``redact`` (a Telegram bot token in its URL) reads ``***`` in
+    the error, wherever the error quotes it."""
+    from alerts.integrations.common import OutgoingRequest
+
+    token = "123456:SECRET-token"
+    receiver = Receiver(httpx.Response(200), httpx.Response(
+        404, text=f"no bot{token} here"), httpx.ConnectError(f"cannot reach /bot{token}/x"))
+    put = OutgoingRequest(f"{HOOK}/txn/7", b'{"a":1}', {"Content-Type": "application/json"},
+                          method="PUT")
+    assert delivery.transmit(put, receiver.client) == (200, "", False, None)
+    sent = receiver.requests[0]
+    assert (sent.method, str(sent.url), sent.content) == ("PUT", f"{HOOK}/txn/7", b'{"a":1}')
+    post = OutgoingRequest(f"{HOOK}/bot{token}/sendMessage", b"{}", {}, redact=(token,))
+    assert delivery.transmit(post, receiver.client) == (404, "HTTP 404: no bot*** here",
+                                                       False, None)
+    assert receiver.requests[1].method == "POST"
+    code, error, retryable, _ = delivery.transmit(post, receiver.client)
+    assert (code, retryable, token in error, "/bot***/x" in error) == (None, True, False, True)
