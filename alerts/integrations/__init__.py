@@ -29,6 +29,8 @@ Every kind module exposes the same functions:
 from alerts.integrations import (
     discord,
     email,
+    googlechat,
+    mattermost,
     ntfy,
     opsgenie,
     pagerduty,
@@ -41,5 +43,5 @@ from alerts.integrations.common import NOTIFY_EVENT_KINDS, OutgoingEmail, Outgoi
 
 KINDS = {"webhook": webhook, "slack": slack, "pagerduty": pagerduty, "email": email,
          "teams": teams, "discord": discord, "opsgenie": opsgenie, "ntfy": ntfy,
-         "telegram": telegram}
+         "telegram": telegram, "googlechat": googlechat, "mattermost": mattermost}
 __all__ = ["KINDS", "NOTIFY_EVENT_KINDS", "OutgoingEmail", "OutgoingRequest"]
