@@ -91,6 +91,16 @@ def describe(event) -> tuple[str, str]:
     return title, event.message or incident.summary
 
 
+def marked(event, marks: dict, removed: str, done: str) -> str:
+    """How a kind marks an incident ``event`` (a severity's emoji, a colour):
+    ``marks[severity]`` while it pages (``critical``'s for a severity it lacks),
+    ``removed`` for ``channel_removed``, ``done`` for an acknowledgement, a
+    resolve or ``stable``."""
+    if event.kind in IncidentEvent.PAGING:
+        return marks.get(event.incident.severity, marks["critical"])
+    return removed if event.kind == IncidentEvent.Kind.CHANNEL_REMOVED else done
+
+
 def facts(event, c: dict | None = None) -> list[tuple[str, str]]:
     """(name, value) pairs every notification shows: monitor, cause, severity,
     opening time, scheduled time, last ping (times in the monitor's time zone

@@ -41,12 +41,8 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     title, text = common.describe(event)
     incident = event.incident
     c = common.context(incident)
-    if event.kind in IncidentEvent.PAGING:
-        subtitle = MARKS.get(incident.severity, MARKS["critical"])
-    elif event.kind == IncidentEvent.Kind.CHANNEL_REMOVED:
-        subtitle = f"ℹ️ {common.TITLES[event.kind].upper()}"  # noqa: RUF001
-    else:
-        subtitle = f"✅ {common.TITLES[event.kind].upper()}"
+    subtitle = common.marked(event, MARKS, f"ℹ️ {common.TITLES[event.kind].upper()}",  # noqa: RUF001
+                             f"✅ {common.TITLES[event.kind].upper()}")
     return _message(channel, title, subtitle, text, common.facts(event, c),
                     common.page_links(c), c["last_ping_body"],
                     thread=f"cronradar-{incident.dedup_key}")

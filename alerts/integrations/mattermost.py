@@ -32,12 +32,7 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     common.check_notifiable(event)
     title, text = common.describe(event)
     c = common.context(event.incident)
-    if event.kind in IncidentEvent.PAGING:
-        colour = COLOURS.get(event.incident.severity, COLOURS["critical"])
-    elif event.kind == IncidentEvent.Kind.CHANNEL_REMOVED:
-        colour = COLOURS["info"]
-    else:
-        colour = RESOLVED_COLOUR
+    colour = common.marked(event, COLOURS, COLOURS["info"], RESOLVED_COLOUR)
     return _post(channel, title, text, colour, c["links"]["incident_page"],
                  common.facts(event, c), common.page_links(c), c["last_ping_body"])
 

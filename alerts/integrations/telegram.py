@@ -46,10 +46,7 @@ def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequ
     title, text = common.describe(event)
     incident = event.incident
     c = common.context(incident)
-    if event.kind in IncidentEvent.PAGING:
-        mark = MARKS.get(incident.severity, MARKS["critical"])
-    else:
-        mark = NOTE if event.kind == IncidentEvent.Kind.CHANNEL_REMOVED else DONE
+    mark = common.marked(event, MARKS, NOTE, DONE)
     return _message(channel, f"{mark} {title}", text, common.facts(event, c),
                     common.page_links(c), c["last_ping_body"],
                     silent=incident.severity == "info")

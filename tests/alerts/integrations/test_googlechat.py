@@ -12,6 +12,7 @@ from tests.alerts.integrations.conftest import (
     FACTS,
     FAILING_TEXT,
     JSON_HEADERS,
+    MISSED_FACTS,
     OUTAGE_TEXT,
     TAIL,
     TEST_TEXT,
@@ -53,13 +54,9 @@ def test_googlechat_opened_exactly(project, event):
 
 def test_googlechat_resolved_exactly(project, resolved):
     req = googlechat.build_request(channel(project, "googlechat", url=HOOK), resolved)
-    rows = [("Monitor", "Nightly backup (acme/nightly-backup)"), ("Cause", "missed"),
-            ("Severity", "critical"), ("Opened", "2025-01-01T13:00:05+01:00"),
-            ("Scheduled", "2025-01-01T13:00:00+01:00"),
-            ("Last ping", "2025-01-01T13:00:04+01:00"), ("Run took", "3s")]
     assert (req.url, json.loads(req.body)) == (THREADED, {
         "text": "Resolved: Nightly backup", "thread": {"threadKey": f"cronradar-{DEDUP}"},
-        "cardsV2": card("Resolved: Nightly backup", "✅ RESOLVED", "ping received", rows,
+        "cardsV2": card("Resolved: Nightly backup", "✅ RESOLVED", "ping received", MISSED_FACTS,
                         page_links(resolved.incident), TAIL)})
 
 
@@ -129,3 +126,14 @@ def test_googlechat_config_is_checked(config, message):
 
 def test_googlechat_config_accepts_a_webhook_url():
     assert googlechat.validate_config({"url": f" {HOOK} "}) == {"url": HOOK}
+
+
+def test_googlechat_subtitles_of_the_other_incident_events(project, incident, removed):
+    from alerts.models import IncidentEvent
+
+    ch = channel(project, "googlechat", url=HOOK)
+    acked = IncidentEvent.objects.create(incident=incident, kind="acknowledged",
+                                         at=incident.opened_at, message="acknowledged")
+    subtitles = [json.loads(googlechat.build_request(ch, e).body)["cardsV2"][0]["card"][
+        "header"]["subtitle"] for e in (acked, removed)]
+    assert subtitles == ["✅ ACKNOWLEDGED", "ℹ️ NO LONGER FOLLOWING"]

@@ -12,6 +12,7 @@ from tests.alerts.integrations.conftest import (
     FACTS,
     FAILING_TEXT,
     JSON_HEADERS,
+    MISSED_FACTS,
     OUTAGE_TEXT,
     TAIL,
     TEST_TEXT,
@@ -49,17 +50,13 @@ def test_mattermost_opened_exactly(project, event):
 
 def test_mattermost_resolved_exactly(project, resolved):
     req = mattermost.build_request(channel(project, "mattermost", url=HOOK), resolved)
-    rows = [("Monitor", "Nightly backup (acme/nightly-backup)"), ("Cause", "missed"),
-            ("Severity", "critical"), ("Opened", "2025-01-01T13:00:05+01:00"),
-            ("Scheduled", "2025-01-01T13:00:00+01:00"),
-            ("Last ping", "2025-01-01T13:00:04+01:00"), ("Run took", "3s")]
     assert json.loads(req.body) == {"text": "Resolved: Nightly backup", "attachments": [{
         "fallback": "Resolved: Nightly backup: ping received", "color": "#2E7D32",
         "title": "Resolved: Nightly backup",
         "title_link": f"{BASE}/incidents/{resolved.incident_id}/",
         "text": (f"ping received\n\n**Last ping body**\n```\n{TAIL}\n```\n\n"
                  f"{links(page_links(resolved.incident))}"),
-        "fields": fields(rows)}]}
+        "fields": fields(MISSED_FACTS)}]}
 
 
 def test_mattermost_notices_exactly(test_notice, project, outage_notice, failing):
@@ -126,3 +123,15 @@ def test_mattermost_config_is_checked(config, message):
     with pytest.raises(ValueError) as exc:
         mattermost.validate_config(config)
     assert str(exc.value).startswith(message)
+
+
+def test_mattermost_colours_of_the_other_incident_events(project, incident, removed):
+    from alerts.models import IncidentEvent
+
+    ch = channel(project, "mattermost", url=HOOK)
+    renotified = IncidentEvent.objects.create(incident=incident, kind="renotified",
+                                              at=incident.opened_at, message="still missing")
+    stable = IncidentEvent.objects.create(incident=incident, kind="stable",
+                                          at=incident.opened_at, message="stable again")
+    assert [json.loads(mattermost.build_request(ch, e).body)["attachments"][0]["color"]
+            for e in (renotified, stable, removed)] == ["#D0021B", "#2E7D32", "#4A90D9"]

@@ -16,6 +16,7 @@ from tests.alerts.integrations.conftest import (
     FACTS,
     FAILING_TEXT,
     JSON_HEADERS,
+    MISSED_FACTS,
     OUTAGE_TEXT,
     RECOVERED_TEXT,
     TAIL,
@@ -63,15 +64,11 @@ def test_telegram_opened_exactly(project, event):
 
 def test_telegram_resolved_exactly(project, resolved):
     req = telegram.build_request(bot(project, api_url="http://127.0.0.1:8081"), resolved)
-    rows = [("Monitor", "Nightly backup (acme/nightly-backup)"), ("Cause", "missed"),
-            ("Severity", "critical"), ("Opened", "2025-01-01T13:00:05+01:00"),
-            ("Scheduled", "2025-01-01T13:00:00+01:00"),
-            ("Last ping", "2025-01-01T13:00:04+01:00"), ("Run took", "3s")]
     assert req == OutgoingRequest(
         url=f"http://127.0.0.1:8081/bot{TOKEN}/sendMessage", headers=JSON_HEADERS,
         redact=(TOKEN,), body=message(
             "<b>✅ Resolved: Nightly backup</b>\nping received\n\n"
-            f"{facts(rows)}\n\n<b>Last ping body</b>\n<pre>{TAIL}</pre>\n\n"
+            f"{facts(MISSED_FACTS)}\n\n<b>Last ping body</b>\n<pre>{TAIL}</pre>\n\n"
             f"{links(page_links(resolved.incident))}", silent=False))
 
 
@@ -186,3 +183,45 @@ def test_telegram_429_retry_after_from_its_json_body(project, event):
     client = httpx.Client(transport=httpx.MockTransport(lambda request: next(answers)))
     assert [delivery.transmit(req, client)[2:] for _ in range(4)] == [
         (True, 35.0), (True, 7.0), (True, None), (False, None)]
+
+
+def test_telegram_marks_every_incident_event(project, incident, removed):
+    """Paging events carry the severity, an acknowledgement / stable a check,
+    a removed channel the information mark; each with the incident's links."""
+    from alerts.models import IncidentEvent
+
+    ch = bot(project)
+    heads = {}
+    for kind in ("opened", "escalated", "renotified", "acknowledged", "stable"):
+        e = IncidentEvent.objects.create(incident=incident, kind=kind, at=incident.opened_at,
+                                         message="m")
+        heads[kind] = json.loads(telegram.build_request(ch, e).body)["text"].split("\n")[0]
+    heads["channel_removed"] = json.loads(telegram.build_request(ch, removed).body)[
+        "text"].split("\n")[0]
+    assert heads == {
+        "opened": "<b>🔴 [CRITICAL] Incident opened: Nightly backup</b>",
+        "escalated": "<b>🔴 [CRITICAL] Escalated: Nightly backup</b>",
+        "renotified": "<b>🔴 [CRITICAL] Still open: Nightly backup</b>",
+        "acknowledged": "<b>✅ Acknowledged: Nightly backup</b>",
+        "stable": "<b>✅ Stable again: Nightly backup</b>",
+        "channel_removed": "<b>ℹ️ No longer following: Nightly backup</b>"}
+    assert json.loads(telegram.build_request(ch, removed).body)["text"].endswith(
+        links(page_links(incident)))
+
+
+def test_telegram_token_is_masked_in_the_api_and_kept_when_left_out(api, project):
+    from accounts.models import ApiKey
+    from tests.helpers import as_key
+
+    made = api.post("/api/v1/channels/", {"kind": "telegram", "name": "tg", "config": {
+        "bot_token": TOKEN, "chat_id": -100123}}, format="json")
+    assert made.status_code == 201, made.json()
+    assert made.json()["config"] == {"bot_token": TOKEN, "chat_id": "-100123"}  # its admin
+    url = f"/api/v1/channels/{made.json()['id']}/"
+    reader = as_key(ApiKey.issue(project, read_only=True)[1])
+    assert reader.get(url).json()["config"] == {"bot_token": "***", "chat_id": "***"}
+    moved = api.patch(url, {"config": {"chat_id": "@ops_room"}}, format="json")
+    assert moved.json()["config"] == {"bot_token": TOKEN, "chat_id": "@ops_room"}
+    bad = api.post("/api/v1/channels/", {"kind": "telegram", "config": {
+        "bot_token": "nope", "chat_id": 1}}, format="json")
+    assert bad.status_code == 400 and "bot_token: must be a bot token" in str(bad.json())
