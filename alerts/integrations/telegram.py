@@ -35,7 +35,7 @@ MARKS = {"critical": "🔴 [CRITICAL]", "error": "🟠 [ERROR]", "warning": "�
          "info": "🔵 [INFO]"}  # docs/integrations.md, "Severity on the newer kinds"
 DONE, NOTE, WARN = "✅", "ℹ️", "⚠️"  # noqa: RUF001 (the emoji are the point)
 TOKEN = re.compile(r"\d{5,20}:[A-Za-z0-9_-]{30,60}")
-CHAT = re.compile(r"-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31}")
+CHAT = re.compile(r"-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{4,31}")  # usernames: 5-32
 
 
 def build_request(channel: Channel, event: IncidentEvent) -> common.OutgoingRequest:
