@@ -4,7 +4,7 @@ kind needs no code here: ``CONFIG_SCHEMA`` (JSON Schema; each property's
 "password"`` is a password input that keeps the stored secret when left empty,
 an ``enum`` is a select, an array a comma-separated list, ``required`` marked),
 ``HELP`` (where to get the URL or key in that service) and the module
-docstring's first sentence (the kind's one line on the chooser).
+docstring's first paragraph (the kind's one line on the chooser).
 
 Pure functions of the module and the submitted form, tested directly.
 """
@@ -62,9 +62,10 @@ def fields(module) -> list[Field]:
 
 
 def summary(module) -> str:
-    """The kind's one line: its module docstring's first sentence (or paragraph)."""
+    """The kind's one line: its module docstring's first paragraph on one line, its
+    reStructuredText literals (````x````) as plain text."""
     doc = (module.__doc__ or "").strip().split("\n\n")[0]
-    return " ".join(doc.split())
+    return " ".join(doc.replace("``", "").split())
 
 
 def config_from(form, asked: list[Field], previous: dict | None = None) -> dict:
