@@ -189,7 +189,10 @@ def testing_text(channel) -> str:
 
 
 def channel_page(channel) -> str:
-    """The absolute URL of ``channel``'s page on the dashboard."""
+    """The absolute URL of ``channel``'s page on the dashboard (a channel not saved,
+    tested before saving: the channels page)."""
+    if channel.pk is None:
+        return f"{settings.CRONRADAR_BASE_URL}{reverse('dashboard:channels')}"
     return f"{settings.CRONRADAR_BASE_URL}{reverse('dashboard:channel', args=[channel.pk])}"
 
 

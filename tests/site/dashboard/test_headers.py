@@ -87,6 +87,7 @@ def urls(project, world, settings):
         "incident_act": (admin, f"/incidents/{incident.pk}/ack/"),
         "channels": (admin, "/channels/"),
         "channel": (admin, f"/channels/{world['hook'].pk}/"),
+        "channel_new": (admin, "/channels/new/webhook/"),
         "channel_test": (admin, f"/channels/{world['hook'].pk}/test/"),
         "channel_delete": (admin, f"/channels/{world['hook'].pk}/delete/"),
         "policies": (admin, "/policies/"),

@@ -85,7 +85,7 @@ def test_the_monitors_list_takes_a_bounded_number_of_queries(admin, project):
 def test_copy_buttons_are_hidden_until_javascript_shows_them(admin, world):
     page = admin.get(f"/monitors/{world['monitor'].pk}/").content.decode()
     buttons = re.findall(r"<button[^>]*data-copy[^>]*>", page)
-    assert len(buttons) == 6 and all(" hidden" in b for b in buttons)
+    assert len(buttons) == 2 + 11 and all(" hidden" in b for b in buttons)  # URLs, snippets
     # their script is a static file (the Content-Security-Policy runs no inline script)
     assert '<script src="/static/cronradar/dashboard.js" nonce="' in page
     script = b"".join(admin.get("/static/cronradar/dashboard.js").streaming_content).decode()
