@@ -132,6 +132,8 @@ def monitor_detail(request, pk: int):
     """``/monitors/<id>/``: everything about one monitor."""
     from django.utils import timezone
 
+    from cronradar.dashboard import events
+
     now = timezone.now()
     m = _monitor(request, pk)
     runs = list(Run.objects.filter(monitor=m).order_by("-pk")[:50])
@@ -167,6 +169,7 @@ def monitor_detail(request, pk: int):
         "can_edit": can(request, ROLE.MEMBER),
         "badges": [(f"#{t}" if t else m.slug, badges.url(m.project, t or m.slug))
                    for t in ["", *m.tags]],
+        **events.sections(m, now, request.zone),  # downtime, run statistics, advice
     }
     return render(request, "dashboard/monitor.html", context)
 
