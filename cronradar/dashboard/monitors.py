@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from accounts import plans
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, EscalationPolicy, Incident
-from cronradar.dashboard import badges, charts, snippets
+from cronradar.dashboard import badges, charts, events, snippets
 from cronradar.dashboard.common import (
     ROLE,
     ago,
@@ -131,8 +131,6 @@ def _monitor(request, pk) -> Monitor:
 def monitor_detail(request, pk: int):
     """``/monitors/<id>/``: everything about one monitor."""
     from django.utils import timezone
-
-    from cronradar.dashboard import events
 
     now = timezone.now()
     m = _monitor(request, pk)

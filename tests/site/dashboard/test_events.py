@@ -195,3 +195,23 @@ def test_a_pings_body_is_for_the_project_only(admin, history, make_monitor):
     assert admin.get(f"/monitors/{theirs_m.pk}/pings/{theirs.pk}/body/").status_code == 404
     assert admin.get(f"/monitors/{m.pk}/pings/{theirs.pk}/body/").status_code == 404
     assert admin.get(f"/monitors/{theirs_m.pk}/events/").status_code == 404
+
+
+def test_a_page_of_runs_reads_the_run_time_index(history):
+    """run_monitor_time (monitors/0022_event_index): a page of runs is a range of the
+    index, not a sort of the monitor's history (bench: 130,000 runs, 0.2-0.4 s a page
+    on SQLite without it, 15 ms with it)."""
+    m = history["monitor"]
+    before = events.parse_cursor(events.timeline(m, ["run"]).events[0].cursor)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":  # a tiny table: a scan would be cheaper
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        for cut in (None, before):
+            with CaptureQueriesContext(connection) as queries:
+                events.timeline(m, ["run"], cut)
+            sql = queries.captured_queries[0]["sql"]
+            prefix = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+            cursor.execute(prefix + sql)
+            plan = " ".join(str(row) for row in cursor.fetchall())
+            assert "run_monitor_time" in plan, plan
+            assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
