@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 
 from accounts import plans
 from alerts.models import Delivery, Incident, IncidentEvent
@@ -229,11 +229,9 @@ def kept(m: Monitor) -> list[str]:
 # --- the views -------------------------------------------------------------------------
 
 def _monitor(request, pk: int) -> Monitor:
-    m = (Monitor.objects.filter(pk=pk, project=request.project, deleted_at__isnull=True)
-         .select_related("project__organisation__plan").first())
-    if m is None:
-        raise Http404
-    return m
+    # with its plan: the page says what retention keeps (kept)
+    return get_object_or_404(Monitor.objects.select_related("project__organisation__plan"),
+                             pk=pk, project=request.project, deleted_at__isnull=True)
 
 
 @page
