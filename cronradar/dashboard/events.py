@@ -30,7 +30,7 @@ from django.shortcuts import get_object_or_404, render
 
 from accounts import plans
 from alerts.models import Delivery, Incident, IncidentEvent
-from cronradar.dashboard.common import duration, local, page
+from cronradar.dashboard.common import MAX_ID, duration, local, page
 from insights import stats
 from insights.api import monitor_advice
 from monitors.models import Monitor, Ping, Run
@@ -92,14 +92,16 @@ def parse_cursor(value: str | None) -> tuple[datetime, int, int] | None:
     :class:`BadQuery` when it is not one."""
     if value is None or value == "":
         return None
+    bad = BadQuery(f"before: not a position in the log: {value[:40]!r}")
     parts = value.split("_")
     if (len(parts) != 3 or parts[1] not in KINDS
-            or not all(p.isascii() and p.isdigit() and len(p) <= 19 for p in parts[::2])):
-        raise BadQuery(f"before: not a position in the log: {value[:40]!r}")
+            or not all(p.isascii() and p.isdigit() and len(p) <= 19 for p in parts[::2])
+            or int(parts[2]) > MAX_ID):
+        raise bad
     try:
         at = EPOCH + timedelta(microseconds=int(parts[0]))
-    except OverflowError:
-        raise BadQuery(f"before: not a position in the log: {value[:40]!r}") from None
+    except OverflowError:  # past the year 9999
+        raise bad from None
     return at, KINDS.index(parts[1]), int(parts[2])
 
 

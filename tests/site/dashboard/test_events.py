@@ -116,6 +116,8 @@ def test_each_kind_filter(admin, history, kinds, expected):
     ("before=1_page_1", "before: not a position in the log: &#x27;1_page_1&#x27;"),
     ("before=9999999999999999999_ping_1",
      "before: not a position in the log: &#x27;9999999999999999999_ping_1&#x27;"),
+    ("before=1_ping_9223372036854775808",  # past the largest id: the database refuses it
+     "before: not a position in the log: &#x27;1_ping_9223372036854775808&#x27;"),
 ])
 def test_a_bad_kind_or_position_is_a_400_saying_which(admin, history, query, message):
     resp = admin.get(f"/monitors/{history['monitor'].pk}/events/?{query}")
