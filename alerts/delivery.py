@@ -244,7 +244,9 @@ class Attempt:
     says why; not retried). After :func:`attempt`: ``started_at`` /
     ``finished_at`` (the clock before and after), ``duration_ms``, the receiver's
     ``status_code`` (None without an answer), ``error`` ("" on success),
-    ``retryable`` and ``retry_after`` (seconds, from ``Retry-After``).
+    ``retryable`` and ``retry_after`` (seconds, from ``Retry-After``);
+    ``answer``: the start of a 2xx answer's body (:data:`BODY_SNIPPET` bytes), which
+    a kind with a ``receipt`` function reads into ``Delivery.receipt``.
     """
 
     claim: Claim
@@ -257,6 +259,7 @@ class Attempt:
     status_code: int | None = None
     retryable: bool = False
     retry_after: float | None = None
+    answer: bytes = b""
 
 
 def prepare(claims: list[Claim]) -> list[Attempt]:
@@ -311,13 +314,16 @@ def _whole(events: list) -> set[int]:
 
 
 def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, str]:
-    """(``delivery``'s request, "") or (None, why it cannot be built)."""
+    """(``delivery``'s request, "") or (None, why it cannot be built). A kind with
+    ``TAKES_DELIVERY`` gets ``delivery=`` too (Matrix: its id is the transaction
+    id; Pushover: the receipts of the incident's earlier deliveries)."""
     channel = delivery.channel
     try:
         kind = KINDS[channel.kind]
+        extra = {"delivery": delivery} if getattr(kind, "TAKES_DELIVERY", False) else {}
         if delivery.event.incident_id is None:  # a notice (alerts.notices)
-            return kind.build_notice(channel, delivery.event), ""
-        return kind.build_request(channel, delivery.event), ""
+            return kind.build_notice(channel, delivery.event, **extra), ""
+        return kind.build_request(channel, delivery.event, **extra), ""
     except Exception as exc:  # any builder failure is a config/data problem: no retry
         with logs.bound(delivery=delivery.pk, incident=delivery.incident_id):
             logger.exception("delivery %s: cannot build the request", delivery.pk)
@@ -329,8 +335,10 @@ def attempt(a: Attempt, client: httpx.Client | None = None, clock=timezone.now) 
     fill in its outcome. Never raises for a failed send."""
     a.started_at, started = clock(), time.monotonic()
     if a.request is not None:
+        answer = bytearray()
         a.status_code, a.error, a.retryable, a.retry_after = transmit(a.request, client,
-                                                                      a.started_at)
+                                                                      a.started_at, answer)
+        a.answer = bytes(answer)
     a.duration_ms = round((time.monotonic() - started) * 1000)
     a.finished_at = clock()
 
@@ -392,7 +400,7 @@ def record(attempts: list[Attempt]) -> list[str]:
 RESULTS = {Delivery.Status.DELIVERED: "delivered", Delivery.Status.PENDING: "retry",
            Delivery.Status.FAILED: "failed"}
 OUTCOME_FIELDS = ("status", "attempts", "last_error", "delivered_at", "next_attempt_at",
-                  "rate_limited")
+                  "rate_limited", "receipt")
 
 
 def _outcome(d: Delivery, a: Attempt, number: int) -> None:
@@ -402,6 +410,9 @@ def _outcome(d: Delivery, a: Attempt, number: int) -> None:
     d.rate_limited = a.status_code == 429
     if a.status_code is not None and 200 <= a.status_code < 300:
         d.status, d.delivered_at, d.next_attempt_at = Delivery.Status.DELIVERED, now, None
+        receipt = getattr(KINDS.get(d.channel.kind), "receipt", None)
+        if receipt is not None:  # what a later delivery needs of the answer (Pushover)
+            d.receipt = receipt(a.answer)
     elif a.retryable and not _exhausted(d, number, now):
         d.status = Delivery.Status.PENDING
         d.next_attempt_at = now + timedelta(seconds=retry_delay(number, a.retry_after))
@@ -508,8 +519,8 @@ def _catch_up(channel_id: int, at: datetime) -> None:
                             ).update(next_attempt_at=at)
 
 
-def transmit(request, client: httpx.Client | None = None, at: datetime | None = None
-             ) -> tuple[int | None, str, bool, float | None]:
+def transmit(request, client: httpx.Client | None = None, at: datetime | None = None,
+             answer: bytearray | None = None) -> tuple[int | None, str, bool, float | None]:
     """Send one built request: an HTTP request (its ``method``, POST unless the
     kind says otherwise), or an email through Django's mail
     backend (its "status code" 250, SMTP's OK, on success). ``at``: when this
@@ -517,12 +528,24 @@ def transmit(request, client: httpx.Client | None = None, at: datetime | None = 
     ``webhook-signature`` are made for it here, just before the request goes out
     (:meth:`OutgoingRequest.stamped`). Returns (status_code, error, retryable,
     retry_after); never raises for a failed send. The error never holds the
-    request's ``redact`` strings (each reads ``***``)."""
+    request's ``redact`` strings (each reads ``***``).
+
+    The request's ``before`` requests go first (:class:`OutgoingRequest`): one to be
+    retried ends the attempt there, its error prefixed ``before <n>: `` (the
+    main request is not sent); any other answer lets the next go. ``answer``:
+    given, it receives the first ``BODY_SNIPPET`` bytes of the main request's 2xx
+    answer (Pushover's receipt)."""
     if isinstance(request, OutgoingEmail):
         return _mail(request)
-    code, error, retryable, retry_after = _post(client or _shared_client(),
-                                                request.stamped(at or timezone.now()))
-    for secret in request.redact:
+    client, at = client or _shared_client(), at or timezone.now()
+    result = None
+    for n, first in enumerate(request.before, 1):
+        code, error, retryable, retry_after = _post(client, first.stamped(at))
+        if retryable:
+            result = code, f"before {n}: {error}", retryable, retry_after
+            break
+    code, error, retryable, retry_after = result or _post(client, request.stamped(at), answer)
+    for secret in {*request.redact, *(s for r in request.before for s in r.redact)}:
         if secret:
             error = error.replace(secret, "***")
     return code, error, retryable, retry_after
@@ -618,14 +641,14 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self.inner.get_extra_info(info)
 
 
-def _post(client: httpx.Client, request: OutgoingRequest
-          ) -> tuple[int | None, str, bool, float | None]:
+def _post(client: httpx.Client, request: OutgoingRequest,
+          answer: bytearray | None = None) -> tuple[int | None, str, bool, float | None]:
     """Send ``request`` (its ``method``), all of it within twice ``CRONRADAR_DELIVERY_TIMEOUT`` (each
     read or write within it; the whole within the claim, see :class:`_Deadlines`;
     with the shared client). Reads the answer's body (at most ``DRAIN_MAX`` bytes)
     so its connection can carry the next request (httpx closes a connection whose
     response was not read to the end); keeps ``BODY_SNIPPET`` bytes of it for the
-    error of a failed attempt."""
+    error of a failed attempt, and in ``answer`` (when given) of a 2xx one."""
     timeout = settings.CRONRADAR_DELIVERY_TIMEOUT
     code = None
     _deadline.end = time.monotonic() + 2 * timeout  # the claim lasts 2 x timeout + 2 s
@@ -658,6 +681,8 @@ def _post(client: httpx.Client, request: OutgoingRequest
     finally:
         _deadline.end = None
     if 200 <= code < 300:
+        if answer is not None:
+            answer += snippet
         return code, "", False, None
     text = snippet.decode("utf-8", "replace").strip()
     error = f"HTTP {code}: {text}" if text else f"HTTP {code}"

@@ -348,6 +348,9 @@ class Delivery(models.Model):
     # A retry waiting because the receiver answered 429 (rate limited): it keeps its
     # time when the channel delivers again (others are released then: alerts.delivery).
     rate_limited = models.BooleanField(default=False)
+    # What the service answered that a later delivery needs (Pushover: the receipt
+    # of an emergency notification, cancelled on acknowledge and resolve); "" none.
+    receipt = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         constraints = [

@@ -31,6 +31,7 @@ class Received:
     headers: dict
     body: bytes
     status: int = 200  # what the receiver answered
+    method: str = "POST"
 
     def json(self):
         return json.loads(self.body)
@@ -38,7 +39,8 @@ class Received:
 
 @dataclass
 class Receiver:
-    """A threaded local HTTP server that records every POST and answers ``status``.
+    """A threaded local HTTP server that records every POST (and PUT: Matrix) and
+    answers ``status``.
 
     delay: seconds to wait before answering; hold: an Event to wait for before
     answering (a receiver that hangs until the test lets it go); fail_every: answer
@@ -63,7 +65,7 @@ class Receiver:
                     n = len(recv.requests) + 1
                     status = 503 if recv.fail_every and n % recv.fail_every == 0 else recv.status
                     recv.requests.append(Received(time.time(), self.path, dict(self.headers),
-                                                  body, status))
+                                                  body, status, self.command))
                 if recv.delay:
                     time.sleep(recv.delay)
                 if recv.hold is not None:
@@ -76,6 +78,8 @@ class Receiver:
                     self.wfile.write(b"ok")
                 except OSError:  # the sender gave up waiting
                     pass
+
+            do_PUT = do_POST
 
             def log_message(self, *args):
                 pass

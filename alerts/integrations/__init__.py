@@ -24,16 +24,24 @@ Every kind module exposes the same functions:
   Raises ``ValueError("<field>: <message>")`` on the first problem found
   (unknown fields are rejected too).
 
+A kind module with ``TAKES_DELIVERY = True`` (Matrix, Pushover) gets the
+:class:`~alerts.models.Delivery` being sent as ``delivery=`` from the delivery
+engine (``None`` for a test notification, which has no delivery row); one with
+``receipt(answer: bytes) -> str`` (Pushover) has the start of each 2xx answer
+read into ``Delivery.receipt``.
+
 :data:`KINDS` maps ``Channel.kind`` to its module.
 """
 from alerts.integrations import (
     discord,
     email,
     googlechat,
+    matrix,
     mattermost,
     ntfy,
     opsgenie,
     pagerduty,
+    pushover,
     slack,
     teams,
     telegram,
@@ -43,5 +51,6 @@ from alerts.integrations.common import NOTIFY_EVENT_KINDS, OutgoingEmail, Outgoi
 
 KINDS = {"webhook": webhook, "slack": slack, "pagerduty": pagerduty, "email": email,
          "teams": teams, "discord": discord, "opsgenie": opsgenie, "ntfy": ntfy,
-         "telegram": telegram, "googlechat": googlechat, "mattermost": mattermost}
+         "telegram": telegram, "googlechat": googlechat, "mattermost": mattermost,
+         "pushover": pushover, "matrix": matrix}
 __all__ = ["KINDS", "NOTIFY_EVENT_KINDS", "OutgoingEmail", "OutgoingRequest"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import html
 import ipaddress
 import json
 from dataclasses import dataclass, replace
@@ -39,7 +40,12 @@ class OutgoingRequest:
     ``method``: ``POST`` unless the service wants another (Matrix: ``PUT``).
     ``redact``: credentials inside ``url`` (a Telegram bot token is in its path):
     the sender replaces each with ``***`` in an attempt's error, so they never
-    reach ``last_error``, the attempt log or the logs."""
+    reach ``last_error``, the attempt log or the logs.
+    ``before``: requests sent first, in order, within the same attempt (Pushover:
+    cancelling an incident's emergency receipts before its acknowledge). Each must
+    be idempotent: one that must be retried (a network error, 429, 5xx) fails the
+    attempt, which is then retried whole, those sent already included; another
+    answer (2xx, or a 4xx: nothing left to do there) lets the attempt go on."""
 
     url: str
     body: bytes
@@ -47,6 +53,7 @@ class OutgoingRequest:
     signing_key: bytes | None = None
     method: str = "POST"
     redact: tuple[str, ...] = ()
+    before: tuple[OutgoingRequest, ...] = ()
 
     def stamped(self, at: datetime) -> OutgoingRequest:
         """This request as sent at ``at``: unchanged without a ``signing_key``; else
@@ -129,6 +136,24 @@ def cut(text: str, limit: int) -> str:
     an ellipsis: integrations truncate to their service's limits, never fail on
     them."""
     return text if len(text) <= limit else text[:max(0, limit - 1)] + ELLIPSIS
+
+
+def escaped_cut(text: str, limit: int, *, br: bool = False) -> str:
+    """``text`` HTML-escaped as element content (``&``, ``<``, ``>``; ``br``:
+    newlines as ``<br>``) in at most ``limit``
+    characters: cut before escaping, so never inside an entity, the cut marked with
+    an ellipsis; it ends within 5 characters of ``limit`` ("" when ``limit`` < 1)."""
+    if limit < 1:
+        return ""
+    n = limit
+    while len(out := _escape(cut(text, n), br)) > limit:
+        n -= max(1, (len(out) - limit) // 5)  # an escaped character is at most 5 long
+    return out
+
+
+def _escape(text: str, br: bool) -> str:
+    out = html.escape(text, quote=False)  # text, not an attribute: & < > only
+    return out.replace("\n", "<br>") if br else out
 
 
 def tail(text: str, limit: int) -> str:
