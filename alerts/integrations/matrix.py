@@ -113,6 +113,12 @@ def _send(channel, delivery, msgtype: str, title: str, text: str, facts, links,
                                   redact=(token,))
 
 
+def shown_config(config: dict) -> dict:
+    """``config`` as the API shows it, to admins too: the access token as ``***``
+    (sent back so, it keeps the stored one)."""
+    return {**config, "access_token": "***"} if "access_token" in config else config
+
+
 HELP = ("Use a bot account's access token (Element: Settings, Help & About, Access token; "
         "or log in through the client-server API) and the room's internal id (Room "
         "settings, Advanced: !…:server), after inviting the bot to the room. The API is "

@@ -156,6 +156,12 @@ def _api(channel) -> str:
     return (channel.config.get("api_url") or API_URL).rstrip("/")
 
 
+def shown_config(config: dict) -> dict:
+    """``config`` as the API shows it, to admins too: the token and the user key as
+    ``***`` (sent back so, they keep the stored ones)."""
+    return {**config, **{k: "***" for k in ("token", "user") if k in config}}
+
+
 HELP = ("Create an application at https://pushover.net/apps/build for its API token; your "
         "user key (or a group's key) is on your dashboard at https://pushover.net/. The API "
         "is described at https://pushover.net/api.")

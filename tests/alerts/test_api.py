@@ -141,6 +141,22 @@ def test_a_webhook_shows_its_standard_webhooks_signing_secret(api, project):
         "url": "***", "secret": "***", "signing_secret": "***"}
 
 
+@pytest.mark.parametrize("kind,config,secrets", [
+    ("matrix", {"homeserver": "https://matrix.example.org", "room_id": "!r:example.org",
+                "access_token": "syt_secret"}, ["access_token"]),
+    ("pushover", {"token": "a" * 30, "user": "u" * 30}, ["token", "user"]),
+])
+def test_paging_tokens_are_never_shown_even_to_admins(api, project, kind, config, secrets):
+    made = api.post("/api/v1/channels/", {"kind": kind, "config": config}, format="json")
+    assert made.status_code == 201, made.json()
+    shown = made.json()["config"]
+    assert shown == {**config, **{k: "***" for k in secrets}}
+    again = api.patch(f"/api/v1/channels/{made.json()['id']}/", {"config": shown},
+                      format="json")  # sent back as shown: the stored ones are kept
+    assert (again.status_code, again.json()["config"]) == (200, shown)
+    assert Channel.objects.get(pk=made.json()["id"]).config == config
+
+
 def test_one_incident_with_its_timeline(api, make_monitor, hook):
     m = make_monitor(period=3600 * S, grace=60 * S, channels=[hook])
     ingest(m.pk, PingInput("fail"), T0)
