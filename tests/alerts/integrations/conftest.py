@@ -206,3 +206,41 @@ def recovered(project):
     return IncidentEvent.objects.create(kind="channel.recovered", project=project,
                                         at=RESOLVED, detail={"channel": BROKEN})
 BROKEN_PAGE = f"{BASE}/channels/9/"  # the dashboard page of BROKEN
+
+
+class Script:
+    """An httpx.MockTransport handler answering from a script of responses; keeps
+    each request as (method, URL, headers, body)."""
+
+    def __init__(self, *answers):
+        self.answers, self.requests = list(answers), []
+
+    def __call__(self, request):
+        self.requests.append((request.method, str(request.url), dict(request.headers),
+                              request.content))
+        return self.answers.pop(0)
+
+    @property
+    def client(self):
+        import httpx
+
+        return httpx.Client(transport=httpx.MockTransport(self))
+
+
+def deliver(event, ch):
+    """A due delivery of ``event`` to ``ch`` (from ``event.at``)."""
+    from alerts.models import Delivery
+
+    return Delivery.objects.create(event=event, incident=event.incident, channel=ch,
+                                   created_at=event.at, next_attempt_at=event.at)
+
+
+def attempt(d, script, now):
+    """Claim delivery ``d`` at ``now`` and make its attempt against ``script``;
+    returns its status after it (``d`` refreshed)."""
+    from alerts.delivery import claim_due, send
+
+    [claim] = [c for c in claim_due(now, 100) if c.delivery_id == d.pk]
+    send(claim, client=script.client, clock=lambda: now)
+    d.refresh_from_db()
+    return d.status

@@ -7,9 +7,8 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from alerts.delivery import claim_due, send
 from alerts.integrations import pushover
-from alerts.models import Delivery, DeliveryAttempt, IncidentEvent
+from alerts.models import DeliveryAttempt, IncidentEvent
 from tests.alerts.integrations.conftest import (
     BROKEN_PAGE,
     FAILING_TEXT,
@@ -18,8 +17,11 @@ from tests.alerts.integrations.conftest import (
     OUTAGE_TEXT,
     RESOLVED,
     TEST_TEXT,
+    Script,
+    attempt,
     channel,
     channel_page,
+    deliver,
     page_links,
 )
 
@@ -140,33 +142,6 @@ def test_the_receipt_of_an_answer(answer, receipt):
     assert pushover.receipt(answer) == receipt
 
 
-class Script:
-    """An httpx.MockTransport handler answering from a script; records requests."""
-
-    def __init__(self, *answers):
-        self.answers, self.requests = list(answers), []
-
-    def __call__(self, request):
-        self.requests.append((request.method, str(request.url), request.content))
-        return self.answers.pop(0)
-
-    @property
-    def client(self):
-        return httpx.Client(transport=httpx.MockTransport(self))
-
-
-def deliver(event, ch) -> Delivery:
-    return Delivery.objects.create(event=event, incident=event.incident, channel=ch,
-                                   created_at=event.at, next_attempt_at=event.at)
-
-
-def attempt(d, script, now):
-    [claim] = [c for c in claim_due(now, 100) if c.delivery_id == d.pk]
-    send(claim, client=script.client, clock=lambda: now)
-    d.refresh_from_db()
-    return d.status
-
-
 ANSWER = ('{"status":1,"request":"647d2300-702c-4b38-8b2f-d56326ae460b","receipt":"'
           f'{RECEIPT}"}}')
 OK = '{"status":1,"request":"6f2a7b3c-0000-4000-8000-000000000000"}'
@@ -182,7 +157,7 @@ def test_an_emergency_receipt_is_kept_and_cancelled_on_acknowledge_and_resolve(p
     script = Script(httpx.Response(200, text=ANSWER))
     assert attempt(opened, script, OPENED) == "delivered"
     assert opened.receipt == RECEIPT
-    [(method, url, body)] = script.requests
+    [(method, url, _, body)] = script.requests
     assert (method, url, dict(httpx.QueryParams(body.decode()))["priority"]) == (
         "POST", MESSAGES, "2")
 
@@ -191,8 +166,8 @@ def test_an_emergency_receipt_is_kept_and_cancelled_on_acknowledge_and_resolve(p
                                                      at=RESOLVED), ch)
         script = Script(httpx.Response(200, text=OK), httpx.Response(200, text=OK))
         assert attempt(later, script, RESOLVED) == "delivered"
-        assert [(m, u, b) for m, u, b in script.requests][:1] == [("POST", *CANCEL)]
-        assert [(m, u) for m, u, _ in script.requests][1:] == [("POST", MESSAGES)]
+        assert [(m, u, b) for m, u, _, b in script.requests][:1] == [("POST", *CANCEL)]
+        assert [(m, u) for m, u, _, _ in script.requests][1:] == [("POST", MESSAGES)]
         assert later.receipt == ""  # a calm message has none
 
 
@@ -206,14 +181,14 @@ def test_a_cancel_to_retry_holds_the_message_and_a_refused_one_does_not(project,
                                                at=RESOLVED), ch)
     script = Script(httpx.Response(503, text="busy"))
     assert attempt(ack, script, RESOLVED) == "pending"  # the message is not sent yet
-    assert [u for _, u, _ in script.requests] == [CANCEL[0]]
+    assert [u for _, u, _, _ in script.requests] == [CANCEL[0]]
     assert ack.last_error == "before 1: HTTP 503: busy"
     # the retry: the receipt expired meanwhile (Pushover refuses the cancel): the
     # message goes, once
     script = Script(httpx.Response(400, text='{"status":0,"errors":["receipt not found"]}'),
                     httpx.Response(200, text=OK))
     assert attempt(ack, script, ack.next_attempt_at) == "delivered"
-    assert [u for _, u, _ in script.requests] == [CANCEL[0], MESSAGES]
+    assert [u for _, u, _, _ in script.requests] == [CANCEL[0], MESSAGES]
     assert DeliveryAttempt.objects.filter(delivery=ack).count() == 2
 
 
