@@ -694,9 +694,15 @@ def _post(client: httpx.Client, request: OutgoingRequest,
 
 def body_retry_after(body: bytes) -> float | None:
     """Seconds from a 429 answer's JSON body, ``{"parameters": {"retry_after": 35}}``
-    (Telegram's Bot API says it there and sends no ``Retry-After`` header), or None."""
+    (Telegram's Bot API says it there and sends no ``Retry-After`` header) or
+    ``{"errcode": "M_LIMIT_EXCEEDED", "retry_after_ms": 2000}`` (Matrix), or None."""
     try:
-        value = json.loads(body)["parameters"]["retry_after"]
+        document = json.loads(body)
+        if isinstance(document, dict) and "retry_after_ms" in document:
+            value = document["retry_after_ms"]
+            value = value / 1000 if isinstance(value, int | float) else None
+        else:
+            value = document["parameters"]["retry_after"]
     except (ValueError, KeyError, TypeError):
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:

@@ -2,6 +2,7 @@
 id: the delivery's, the same on a retry, so a retried delivery never posts twice."""
 import json
 import re
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -145,6 +146,15 @@ def test_a_retry_puts_the_same_transaction_and_another_delivery_another(project,
     assert attempt(other, script, RESOLVED) == "delivered"
     assert [(m, u) for m, u, _, _ in script.requests] == [("PUT", f"{SEND}cronradar-{other.pk}")]
     assert other.pk != d.pk
+
+
+def test_a_rate_limited_send_waits_as_the_homeserver_says(project, event):
+    d = deliver(event, ours(project))
+    script = Script(httpx.Response(429, json={"errcode": "M_LIMIT_EXCEEDED",
+                                              "error": "Too Many Requests",
+                                              "retry_after_ms": 2500}))
+    assert attempt(d, script, OPENED) == "pending"
+    assert d.next_attempt_at - OPENED == timedelta(seconds=2.5)
 
 
 @pytest.mark.parametrize("config,message", [
