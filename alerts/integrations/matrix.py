@@ -9,7 +9,8 @@ Channel config: ``{"homeserver": "https://matrix.example.org", "room_id":
 ``m.text`` for an incident, ``m.notice`` (clients do not alert for it) for an
 ``info`` one and for every notice of no incident. The title starts with
 ``[CRITICAL]`` / ``[ERROR]`` / ``[WARNING]`` / ``[INFO]`` while the incident
-pages, ``✅`` once acknowledged or resolved; then the text, the facts, the tail
+pages, ``✅`` once acknowledged or resolved, ``ℹ️`` (an ``m.notice``) for a
+channel removed from the monitor; then the text, the facts, the tail
 of the last ping's body and the links Acknowledge, Resolve, Incident and
 Monitor.
 
@@ -35,7 +36,9 @@ from alerts.integrations import common
 from alerts.models import Channel, Delivery, IncidentEvent
 
 TEXT_MAX = 4000  # characters of an incident's or a notice's text (also once escaped)
-DONE = "✅"
+MARKS = {"critical": "[CRITICAL]", "error": "[ERROR]", "warning": "[WARNING]",
+         "info": "[INFO]"}  # docs/integrations.md, "Severity on the newer kinds"
+DONE, NOTE = "✅", "ℹ️"  # noqa: RUF001 (acknowledged / resolved / stable; channel removed)
 # The delivery engine passes build_request / build_notice ``delivery=`` (its id is the txnId).
 TAKES_DELIVERY = True
 
@@ -48,9 +51,10 @@ def build_request(channel: Channel, event: IncidentEvent, delivery: Delivery | N
     common.check_notifiable(event)
     severity = event.incident.severity
     title, text = common.describe(event)
-    prefix = f"[{severity.upper()}]" if event.kind in IncidentEvent.PAGING else DONE
+    prefix = common.marked(event, MARKS, NOTE, DONE)
+    quiet = severity == "info" or event.kind == IncidentEvent.Kind.CHANNEL_REMOVED
     c = common.context(event.incident)
-    return _send(channel, delivery, "m.notice" if severity == "info" else "m.text",
+    return _send(channel, delivery, "m.notice" if quiet else "m.text",
                  f"{prefix} {title}", text, common.facts(event, c), common.page_links(c),
                  c["last_ping_body"])
 

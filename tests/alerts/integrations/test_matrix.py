@@ -86,6 +86,14 @@ def test_matrix_acknowledged_and_resolved_exactly(project, event, kind, title):
                                          page_links(event.incident), "disk full")["body"]}
 
 
+def test_a_channel_removed_is_a_notice(project, event):
+    removed = IncidentEvent.objects.create(incident=event.incident, kind="channel_removed",
+                                           at=RESOLVED)
+    document = json.loads(matrix.build_request(ours(project), removed).body)
+    assert (document["msgtype"], document["body"].split("\n")[0]) == (
+        "m.notice", "ℹ️ No longer following: Nightly backup")  # noqa: RUF001
+
+
 def test_an_info_incident_is_a_notice(project, event):
     event.incident.severity = "info"
     document = json.loads(matrix.build_request(ours(project), event).body)
