@@ -45,7 +45,8 @@ PRIORITY = {"critical": 2, "error": 1, "warning": 0, "info": -1}
 CALM, QUIET = 0, -1  # an acknowledgement or resolve; a notice of no incident
 EMERGENCY = {"retry": 60, "expire": 3600}  # seconds (Pushover: retry >= 30, expire <= 10800)
 RECEIPT = re.compile(r"[A-Za-z0-9]{1,64}")
-DONE = "✅ "  # before the title of an acknowledgement or resolve
+# before the title of an acknowledgement, resolve or stable flap; of a channel removed
+DONE, NOTE = "✅ ", "ℹ️ "  # noqa: RUF001 (the emoji are the point)
 # The delivery engine passes build_request / build_notice ``delivery=`` (the receipts).
 TAKES_DELIVERY = True
 FORM = {"Content-Type": "application/x-www-form-urlencoded", "User-Agent": common.USER_AGENT}
@@ -68,7 +69,8 @@ def build_request(channel: Channel, event: IncidentEvent, delivery: Delivery | N
     text = f"{text}\n\n{facts}" + (f"\n\nLast ping body:\n{body}" if body else "")
     links = [(label, url) for label, url in common.page_links(c) if label != "Incident"]
     priority = PRIORITY.get(incident.severity, 2) if paging else CALM
-    document = _message(channel, title if paging else DONE + title, text, priority,
+    mark = common.marked(event, dict.fromkeys(PRIORITY, ""), NOTE, DONE)
+    document = _message(channel, mark + title, text, priority,
                         event, links, ("Incident", c["links"]["incident_page"]))
     cancels = () if paging or delivery is None else tuple(
         _cancel(channel, r) for r in _receipts(delivery))

@@ -90,6 +90,12 @@ def test_pushover_acknowledged_and_resolved_exactly(project, event, kind, title)
         url=page_links(event.incident)[2][1], url_title="Incident")
 
 
+def test_pushover_channel_removed_is_marked_as_information(project, removed):
+    fields = dict(httpx.QueryParams(pushover.build_request(ours(project), removed).body.decode()))
+    assert (fields["title"], fields["priority"]) == (
+        "ℹ️ No longer following: Nightly backup", "0")  # noqa: RUF001
+
+
 def test_pushover_cuts_and_escapes_the_text_keeping_the_links(project, event):
     event.incident.summary = "<b>&" * 600
     title = "T" * 300
