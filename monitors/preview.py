@@ -194,7 +194,7 @@ def caller_zone(request) -> str:
         return "UTC"
 
 
-class FireSerializer(serializers.Serializer):
+class ScheduleFireSerializer(serializers.Serializer):
     """One fire time of the preview."""
 
     at = serializers.DateTimeField(help_text="ISO 8601 with the offset, in `timezone`")
@@ -209,7 +209,7 @@ class FireSerializer(serializers.Serializer):
                                               "occurrence, 1 the second; else null")
 
 
-class PreviewSerializer(serializers.Serializer):
+class SchedulePreviewSerializer(serializers.Serializer):
     """The answer of ``GET /api/v1/schedule-preview/``."""
 
     schedule = serializers.CharField(help_text="the expression normalised (@daily: 0 0 * * *)")
@@ -218,7 +218,7 @@ class PreviewSerializer(serializers.Serializer):
     caller_timezone = serializers.CharField(help_text="the person's profile zone; UTC for a "
                                                       "key")
     cron_semantics = serializers.CharField()
-    fires = FireSerializer(many=True, help_text=f"the next {COUNT} fire times after now")
+    fires = ScheduleFireSerializer(many=True, help_text=f"the next {COUNT} fire times after now")
 
 
 class SchedulePreview(APIView):
@@ -232,7 +232,7 @@ class SchedulePreview(APIView):
         OpenApiParameter("timezone", str, description="IANA zone (default UTC)"),
         OpenApiParameter("cron_semantics", str, enum=list(schedule.SEMANTICS),
                          description="default debian")],
-        responses=PreviewSerializer)
+        responses=SchedulePreviewSerializer)
     def get(self, request):
         from django.utils import timezone
 
