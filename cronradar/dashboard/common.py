@@ -20,6 +20,7 @@ from rest_framework import exceptions
 
 from accounts import tenancy
 from accounts.models import Membership, Organisation, Profile, Project
+from monitors import preview
 
 ROLE = Membership.Role
 log = logging.getLogger(__name__)
@@ -190,47 +191,7 @@ def schedule_words(kind: str, schedule: str, period_seconds: int | None, zone: s
     Friday (Europe/Berlin)"; "every 5 min"), via cron-descriptor."""
     if kind != "cron":
         return f"every {duration(timedelta(seconds=period_seconds or 0))}"
-    from cron_descriptor import CasingTypeEnum, ExpressionDescriptor, Options
-
-    options = Options()
-    options.use_24hour_time_format = True
-    options.casing_type = CasingTypeEnum.Sentence
-    try:
-        words = ExpressionDescriptor(plain_cron(schedule), options).get_description()
-    except Exception:  # an expression it cannot describe: show the expression
-        words = schedule
-    return f"{words} ({zone})"
-
-
-MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-          "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
-          "@hourly": "0 * * * *"}
-
-
-def plain_cron(schedule: str) -> str:
-    """``schedule`` as cron-descriptor reads it best: macros expanded (it does not
-    know them), and a day-of-week field naming Sunday twice (0 and 7: ``0-7``,
-    ``1-7``, ``0,7``) without the repeat ("every day", not "Sunday through
-    Sunday")."""
-    schedule = MACROS.get(schedule.strip().lower(), schedule.strip())
-    fields = schedule.split()
-    if len(fields) != 5:
-        return schedule
-    days: set[int] = set()
-    for part in fields[4].split(","):
-        low, _, high = part.partition("-")
-        if not (low.isascii() and low.isdigit() and (not high or (high.isascii()
-                                                                and high.isdigit()))):
-            return schedule  # names, steps, *: left as they are
-        days.update(d % 7 for d in range(int(low), int(high or low) + 1))
-    if days == set(range(7)):
-        if fields[2] != "*":  # a restricted day of month ORs with it: not the same as *
-            return schedule
-        fields[4] = "*"
-    elif "7" in fields[4].replace("-", ",").split(",") and 0 in days and len(
-            fields[4].split(",")) > 1:
-        fields[4] = ",".join(str(d) for d in sorted(days))
-    return " ".join(fields)
+    return f"{preview.words(schedule)} ({zone})"
 
 
 def now() -> datetime:

@@ -19,7 +19,8 @@ from django.views.decorators.http import require_POST
 from accounts import plans
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, EscalationPolicy, Incident
-from cronradar.dashboard import badges, charts, events, snippets
+from alerts.timeline import alerting_of
+from cronradar.dashboard import badges, charts, events, forms, snippets
 from cronradar.dashboard.common import (
     ROLE,
     ago,
@@ -32,10 +33,11 @@ from cronradar.dashboard.common import (
     require,
     schedule_words,
 )
-from monitors import evaluator, slots, usage
+from monitors import evaluator, preview, slots, usage
 from monitors.api import STATUSES
 from monitors.models import Monitor, Ping, PingUsage, Run
 from monitors.runs import REASONS
+from monitors.schedule import ScheduleError
 
 STRIP = 20
 WORST_FIRST = ("down", "late", "running", "new", "up", "paused")
@@ -173,25 +175,37 @@ def monitor_detail(request, pk: int):
 
 
 def _settings_rows(m: Monitor) -> list[tuple[str, str]]:
+    a = alerting_of(m)
     return [("Kind", m.kind), ("Schedule", m.schedule or f"every {duration(m.period)}"),
             ("Time zone", m.timezone), ("Cron semantics", m.cron_semantics),
             ("Grace", duration(m.grace)), ("Max runtime", duration(m.max_runtime)),
             ("Min runtime", duration(m.min_runtime)), ("Deadline", duration(m.deadline)),
+            ("Slow factor", str(m.slow_factor) if m.slow_factor is not None else "off"),
             ("Concurrency", m.concurrency), ("Max attempts", str(m.max_attempts)),
-            ("Tags", ", ".join(m.tags) or "–"), ("Slug", m.slug)]
+            ("Ping methods", m.methods or "any"),
+            ("Failure threshold", str(a.failure_threshold)),
+            ("Recovery threshold", str(a.recovery_threshold)),
+            ("Renotify", duration(a.renotify) if a.renotify else "never"),
+            ("Urgency", a.urgency), ("Severity", a.severity or "from the cause"),
+            ("Tags", ", ".join(m.tags) or "–"), ("Slug", m.slug),
+            ("Description", forms.linked_text(m.description) if m.description else "–")]
 
 
-FORM_FIELDS = ["name", "slug", "kind", "schedule", "timezone", "cron_semantics", "period",
-               "grace", "max_runtime", "deadline", "min_runtime", "concurrency",
-               "max_attempts", "tags", "severity", "urgency", "escalation_policy", "channels"]
+FORM_FIELDS = ["name", "slug", "description", "kind", "schedule", "timezone", "cron_semantics",
+               "period", "grace", "max_runtime", "deadline", "min_runtime", "slow_factor",
+               "concurrency", "max_attempts", "methods", "paused", "tags", "severity",
+               "urgency", "escalation_policy", "renotify", "failure_threshold",
+               "recovery_threshold", "channels"]
+DURATIONS = ("period", "grace", "max_runtime", "deadline", "min_runtime", "renotify")
 OPTIONAL = {"period", "max_runtime", "deadline", "min_runtime", "severity",
-            "escalation_policy"}
+            "escalation_policy", "slow_factor", "renotify"}
 
 
 def _form_data(post) -> tuple[dict, dict]:
-    """The edit form's fields as the API takes them (empty optional fields: null),
-    and the errors of values that are not even of the right shape (a channel that
-    is not an id)."""
+    """The edit form's fields as the API takes them (empty optional fields: null;
+    durations from a number and its ``<name>_unit``, in seconds), and the errors of
+    values that are not even of the right shape (a channel that is not an id, a
+    duration that is not whole seconds)."""
     data, errors = {}, {}
     for name in FORM_FIELDS:
         if name == "channels":
@@ -201,6 +215,13 @@ def _form_data(post) -> tuple[dict, dict]:
             data["channels"] = "all" if post.get("all_channels") else ids
         elif name == "tags":
             data["tags"] = [t.strip() for t in post.get("tags", "").split(",") if t.strip()]
+        elif name in DURATIONS and name in post:
+            data[name], problem = forms.join_seconds(post.get(name, ""),
+                                                     post.get(f"{name}_unit", "seconds"))
+            if problem:
+                errors[name] = problem
+        elif name == "description" and name in post:
+            data[name] = post.get(name, "").replace("\r\n", "\n")
         elif name in post:
             value = post.get(name, "").strip()
             data[name] = None if (value == "" and name in OPTIONAL) else value
@@ -209,14 +230,41 @@ def _form_data(post) -> tuple[dict, dict]:
     return data, errors
 
 
+def _durations(values) -> dict[str, tuple[str, str]]:
+    """Each duration field as (number, unit) for the form: as typed on a redisplay
+    (a POST), else from the stored seconds."""
+    if hasattr(values, "getlist"):
+        return {n: (values.get(n, ""), values.get(f"{n}_unit", "seconds")) for n in DURATIONS}
+    return {n: forms.split_seconds(values.get(n)) for n in DURATIONS}
+
+
+def _preview(request, values) -> dict | None:
+    """The schedule preview of the form's values (None for an interval monitor or an
+    empty schedule): {"preview": Preview} or {"error": the engine's message}."""
+    from django.utils import timezone
+
+    expr = (values.get("schedule") or "").strip()
+    if values.get("kind", "cron") != "cron" or not expr:
+        return None
+    try:
+        return {"preview": preview.preview(
+            expr, values.get("timezone") or "UTC", values.get("cron_semantics") or "debian",
+            request.zone.key, timezone.now())}
+    except ScheduleError as e:
+        return {"error": str(e)}
+
+
 @page
 def monitor_edit(request, pk: int | None = None):
     """``/monitors/new/`` and ``/monitors/<id>/edit/``: the form; the POST is checked
-    by the API's serializer and its messages are shown by each field."""
+    by the API's serializer and its messages are shown by each field. A POST with
+    ``preview`` saves nothing: it shows the form again with the schedule preview."""
     require(request, ROLE.MEMBER)
     instance = _monitor(request, pk) if pk else None
     errors, values, refused = {}, {}, ""
-    if request.method == "POST":
+    if request.method == "POST" and "preview" in request.POST:
+        values = request.POST
+    elif request.method == "POST":
         data, errors = _form_data(request.POST)
         serializer = MonitorSerializer(instance, data={**data, "project": request.project.pk},
                                        partial=instance is not None,
@@ -232,21 +280,28 @@ def monitor_edit(request, pk: int | None = None):
         values = request.POST
     elif instance is not None:
         values = MonitorSerializer(instance, context={"request": request}).data
+    else:
+        values = {"timezone": request.zone.key, "failure_threshold": 1,
+                  "recovery_threshold": 1, "max_attempts": 1}
     channels = Channel.objects.filter(project=request.project, deleted_at__isnull=True)
     chosen = values.get("channels", "all") if not hasattr(values, "getlist") else (
         "all" if values.get("all_channels") else form_ids(values.getlist("channels"))[0])
     labels = {"non_field_errors": "Monitor", "detail": "Monitor", "max_attempts": "Attempts",
               "cron_semantics": "Cron semantics", "escalation_policy": "Escalation policy",
               "max_runtime": "Max runtime", "min_runtime": "Min runtime",
-              "concurrency": "Overlapping runs"}
+              "concurrency": "Overlapping runs", "slow_factor": "Slow factor",
+              "failure_threshold": "Failure threshold",
+              "recovery_threshold": "Recovery threshold", "methods": "Ping methods"}
     error_list = [(labels.get(k, k.replace("_", " ").capitalize()), v)
                   for k, v in errors.items()]
     return render(request, "dashboard/monitor_form.html", {
         "m": instance, "values": values, "errors": errors, "error_list": error_list,
-        "channels": channels,
+        "channels": channels, "durations": _durations(values), "units": list(forms.UNITS),
+        "zones": forms.zone_names(), "preview": _preview(request, values),
         "chosen": chosen, "policies": EscalationPolicy.objects.filter(project=request.project),
         "tags_text": ", ".join(values.get("tags", [])) if isinstance(values.get("tags"), list)
         else values.get("tags", ""),
+        "paused": str(values.get("paused", False)).lower() in ("true", "1", "on"),
         "plan_limit": "" if instance is not None or refused
         else plans.refusal(request.project.organisation, "monitors"),
     }, status=403 if refused else 400 if errors else 200)

@@ -31,7 +31,7 @@ from alerts.channels import delete_channel, send_test, send_test_config
 from alerts.integrations import KINDS
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
 from cronradar import usage
-from cronradar.dashboard import channel_form
+from cronradar.dashboard import channel_form, forms
 from cronradar.dashboard.common import (
     ROLE,
     can,
@@ -43,6 +43,7 @@ from cronradar.dashboard.common import (
     page,
     require,
 )
+from monitors import schedule
 from monitors.models import Monitor
 
 TIERS = 5  # tier rows on the policy form
@@ -284,9 +285,19 @@ def windows(request, pk: int | None = None):
         data["name"] = data["name"] or ""
         data["tag"] = data["tag"] or ""
         data["schedule"] = data["schedule"] or ""
-        data["timezone"] = data["timezone"] or "UTC"
+        data["timezone"] = data["timezone"] or request.zone.key
+        data["duration"], problem = forms.join_seconds(data["duration"] or "",
+                                                       request.POST.get("duration_unit", "seconds"))
+        if problem:
+            errors["duration"] = problem
+        try:  # a one-off's start and end are read in the window's zone
+            zone = schedule.validate_timezone(data["timezone"])
+        except schedule.ScheduleError as e:
+            errors["timezone"] = str(e)
         for field in ("starts_at", "ends_at"):
-            data[field], problem = _moment(data[field], request.zone)
+            if "timezone" in errors:
+                break
+            data[field], problem = _moment(data[field], zone)
             if problem:
                 errors[field] = problem
         if not errors:
@@ -303,15 +314,19 @@ def windows(request, pk: int | None = None):
                        "until": local(datetime.fromisoformat(until), request.zone)
                        if until else None})
     values = request.POST
+    typed_duration = (values.get("duration", ""), values.get("duration_unit", "seconds"))
     if request.method != "POST":
         values = MaintenanceWindowSerializer(instance, context={"request": request}).data \
-            if instance else {}
-        if instance:  # shown as entered: in the person's zone, with the offset
-            values = {**values, **{f: getattr(instance, f).astimezone(request.zone).isoformat()
+            if instance else {"timezone": request.zone.key}
+        typed_duration = forms.split_seconds(values.get("duration"))
+        if instance:  # shown as entered: wall times in the window's zone
+            zone = schedule.validate_timezone(instance.timezone or "UTC")
+            values = {**values, **{f: forms.local_input(getattr(instance, f), zone)
                                    for f in ("starts_at", "ends_at") if getattr(instance, f)}}
     return render(request, "dashboard/windows.html", {
         "rows": listed, "instance": instance, "errors": errors, "values": values,
-        "zone": request.zone.key,
+        "zone": request.zone.key, "zones": forms.zone_names(), "units": list(forms.UNITS),
+        "duration": typed_duration,
         "monitors": Monitor.objects.filter(project=request.project, deleted_at__isnull=True),
         "can_edit": can(request, ROLE.MEMBER),
     }, status=400 if errors else 200)
@@ -321,19 +336,17 @@ FIRST_YEAR, LAST_YEAR = 2000, 2100
 
 
 def _moment(value: str | None, zone) -> tuple[str | None, str]:
-    """A start or end as typed: ISO 8601, with an offset, or without one and then
-    in the person's zone. (value for the serializer, a problem or ""). A value that
-    does not parse goes to the serializer, whose message says what it takes."""
+    """A start or end as typed (a ``datetime-local`` value, or ISO 8601 with an
+    offset) read in ``zone`` (the window's) by :func:`forms.read_local` when it has
+    no offset: (value for the serializer, a problem or ""). A value that does not
+    parse goes to the serializer, whose message says what it takes."""
     if not value:
         return value, ""
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+    moment = forms.read_local(value, zone)
+    if moment is None:
         return value, ""
     if not FIRST_YEAR <= moment.year <= LAST_YEAR:
         return value, f"the year must be {FIRST_YEAR} to {LAST_YEAR}"
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=zone)
     return moment.isoformat(), ""
 
 

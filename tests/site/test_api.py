@@ -27,7 +27,8 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
         "/api/v1/monitors/{id}/stats/",
         "/api/v1/organisation/", "/api/v1/organisation/export/",
         "/api/v1/organisations/", "/api/v1/organisations/{id}/",
-        "/api/v1/projects/", "/api/v1/projects/{id}/", "/api/v1/usage/"]
+        "/api/v1/projects/", "/api/v1/projects/{id}/", "/api/v1/schedule-preview/",
+        "/api/v1/usage/"]
     monitor = doc["components"]["schemas"]["Monitor"]["properties"]
     assert monitor["grace"]["type"] == "integer"
     assert doc["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"

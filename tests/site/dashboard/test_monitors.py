@@ -3,6 +3,7 @@ pause and delete, form errors, and a bounded number of queries."""
 import html
 import re
 from datetime import UTC, date, datetime
+from html.parser import HTMLParser
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -283,3 +284,199 @@ def test_at_the_plans_limit_the_list_and_the_form_say_so(admin, project, make_mo
     assert refused.status_code == 403
     assert f"<li>Monitor: {sentence}</li>" in html.unescape(text(refused))
     assert Monitor.objects.count() == 1
+
+
+# ---------------------------------------------------------------- every field in the form
+
+class _Form(HTMLParser):
+    """What a browser submits for the page's #monitor-form as it is shown (the first
+    submit button aside): text and number inputs, checked boxes, each select's
+    selected option (else its first), each textarea's text (its first newline
+    dropped, as HTML does)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.fields, self.inside, self.select, self.options, self.area = [], False, None, [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "form":
+            self.inside = a.get("id") == "monitor-form"
+        elif not self.inside:
+            return
+        elif tag == "input" and a.get("name"):
+            if a.get("type") not in ("checkbox", "radio") or "checked" in a:
+                self.fields.append((a["name"], a.get("value", "")))
+        elif tag == "select":
+            self.select, self.options = a["name"], []
+        elif tag == "option" and self.select:
+            self.options.append((a.get("value"), "selected" in a))
+        elif tag == "textarea":
+            self.area = [a["name"], ""]
+
+    def handle_data(self, data):
+        if self.area is not None:
+            self.area[1] += data
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self.inside = False
+        elif tag == "select" and self.select:
+            chosen = [v for v, s in self.options if s] or [self.options[0][0]]
+            self.fields.append((self.select, chosen[0]))
+            self.select = None
+        elif tag == "textarea" and self.area is not None:
+            self.fields.append((self.area[0], self.area[1].removeprefix("\n")))
+            self.area = None
+
+
+def submitted(page: str) -> dict[str, list[str]]:
+    parser = _Form()
+    parser.feed(page)
+    out: dict[str, list[str]] = {}
+    for name, value in parser.fields:
+        out.setdefault(name, []).append(value)
+    return out
+
+
+EVERY_FIELD = {"name": "Nightly export", "slug": "export", "kind": "cron",
+               "description": "Exports the ledger.\nRunbook: https://wiki.example/runbook?a=1&b=2",
+               "schedule": "15 3 * * 1-5", "timezone": "Europe/Berlin",
+               "cron_semantics": "kubernetes", "grace": 5400, "max_runtime": 7200,
+               "deadline": 90, "min_runtime": 61, "slow_factor": 2.5, "concurrency": "forbid",
+               "max_attempts": 3, "tags": ["db", "nightly"], "paused": True, "methods": "POST",
+               "urgency": "low", "severity": "warning", "renotify": 86400,
+               "failure_threshold": 2, "recovery_threshold": 3}
+
+
+def test_a_monitor_set_through_the_api_saves_unchanged_through_the_form(admin, api, world):
+    hook, policy = world["hook"], world["policy"]
+    made = api.post("/api/v1/monitors/", {**EVERY_FIELD, "channels": [hook.pk],
+                                          "escalation_policy": policy.pk}, format="json")
+    assert made.status_code == 201, made.json()
+    before = api.get(f"/api/v1/monitors/{made.json()['id']}/").json()
+    page = admin.get(f"/monitors/{before['id']}/edit/").content.decode()
+    form = submitted(page)
+    assert (form["grace"], form["grace_unit"]) == (["90"], ["minutes"])
+    assert (form["renotify"], form["renotify_unit"]) == (["1"], ["days"])
+    assert (form["max_runtime"], form["max_runtime_unit"]) == (["2"], ["hours"])
+    assert (form["deadline"], form["deadline_unit"]) == (["90"], ["seconds"])
+    assert form["channels"] == [str(hook.pk)] and "all_channels" not in form
+    saved = admin.post(f"/monitors/{before['id']}/edit/", form)
+    assert saved.status_code == 302, text(saved)
+    after = api.get(f"/api/v1/monitors/{before['id']}/").json()
+    assert after == before
+    assert {k: after[k] for k in EVERY_FIELD} == EVERY_FIELD
+    assert (after["channels"], after["escalation_policy"]) == ([hook.pk], policy.pk)
+
+
+def test_the_form_shows_and_takes_every_field(admin, api, world):
+    policy = world["policy"]
+    form = {"name": "job", "slug": "job", "description": "see https://x.example/a", "kind": "cron",
+            "schedule": "0 3 * * *", "timezone": "America/New_York",
+            "cron_semantics": "debian", "grace": "1.5", "grace_unit": "hours",
+            "max_runtime": "2", "max_runtime_unit": "days", "min_runtime": "90",
+            "min_runtime_unit": "seconds", "deadline": "", "deadline_unit": "minutes",
+            "period": "", "period_unit": "seconds", "slow_factor": "3",
+            "concurrency": "replace", "max_attempts": "2", "methods": "", "paused": "false",
+            "tags": "a, b", "severity": "", "urgency": "high",
+            "escalation_policy": str(policy.pk), "renotify": "30", "renotify_unit": "minutes",
+            "failure_threshold": "4", "recovery_threshold": "5", "all_channels": "1"}
+    made = admin.post("/monitors/new/", form)
+    assert made.status_code == 302, text(made)
+    m = Monitor.objects.get(slug="job")
+    body = api.get(f"/api/v1/monitors/{m.pk}/").json()
+    assert {k: body[k] for k in ("description", "timezone", "grace", "max_runtime",
+                                 "min_runtime", "deadline", "slow_factor", "concurrency",
+                                 "max_attempts", "methods", "paused", "tags", "severity",
+                                 "urgency", "escalation_policy", "renotify",
+                                 "failure_threshold", "recovery_threshold", "channels")} == {
+        "description": "see https://x.example/a", "timezone": "America/New_York",
+        "grace": 5400, "max_runtime": 172800, "min_runtime": 90, "deadline": None,
+        "slow_factor": 3.0, "concurrency": "replace", "max_attempts": 2, "methods": "",
+        "paused": False, "tags": ["a", "b"], "severity": None, "urgency": "high",
+        "escalation_policy": policy.pk, "renotify": 1800, "failure_threshold": 4,
+        "recovery_threshold": 5, "channels": "all"}
+    page = text(admin.get(f"/monitors/{m.pk}/"))
+    assert ('<dt>Description</dt><dd>see <a href="https://x.example/a" rel="nofollow">'
+            'https://x.example/a</a></dd>') in page.replace("> <", "><")
+    assert "<dt>Renotify</dt> <dd>30 min</dd>" in page or "<dt>Renotify</dt><dd>30 min</dd>" \
+        in page
+
+
+def test_a_description_is_plain_text_with_links(admin, api, world):
+    m = world["monitor"]
+    api.patch(f"/api/v1/monitors/{m.pk}/", {"description": "<b>x</b> & http://a.example/?q=1"},
+              format="json")
+    page = admin.get(f"/monitors/{m.pk}/").content.decode()
+    assert ('&lt;b&gt;x&lt;/b&gt; &amp; <a href="http://a.example/?q=1" rel="nofollow">'
+            'http://a.example/?q=1</a>') in page
+    assert "<b>x</b>" not in page
+
+
+@pytest.mark.parametrize("number, unit, seconds", [
+    ("1", "hours", 3600), ("90", "seconds", 90), ("1.5", "minutes", 90), ("2", "days", 172800),
+    ("0.25", "hours", 900)])
+def test_durations_take_a_unit_and_show_the_stored_seconds_exactly(admin, number, unit,
+                                                                    seconds):
+    made = admin.post("/monitors/new/", {"name": "job", "kind": "interval", "period": number,
+                                         "period_unit": unit, "grace": "1",
+                                         "grace_unit": "minutes", "timezone": "UTC",
+                                         "all_channels": "1"})
+    assert made.status_code == 302, text(made)
+    m = Monitor.objects.get(name="job")
+    assert m.period == seconds * S
+    shown = submitted(admin.get(f"/monitors/{m.pk}/edit/").content.decode())
+    assert (shown["period"], shown["period_unit"]) == {
+        3600: (["1"], ["hours"]), 90: (["90"], ["seconds"]), 172800: (["2"], ["days"]),
+        900: (["15"], ["minutes"])}[seconds]
+
+
+@pytest.mark.parametrize("number, unit, message", [
+    ("1.5", "seconds", "1.5 seconds is not a whole number of seconds"),
+    ("1", "weeks", "unknown unit &#x27;weeks&#x27;: use days, hours, minutes, seconds")])
+def test_a_duration_that_is_not_whole_seconds_is_refused(admin, number, unit, message):
+    resp = admin.post("/monitors/new/", {"name": "job", "kind": "interval", "period": number,
+                                         "period_unit": unit, "grace": "60",
+                                         "timezone": "UTC", "all_channels": "1"})
+    assert resp.status_code == 400
+    assert text(resp).count(message) == 2  # the list, the field
+    assert not Monitor.objects.exists()
+
+
+def test_a_new_monitor_defaults_to_the_persons_zone_from_the_list(admin):
+    form = submitted(admin.get("/monitors/new/").content.decode())
+    assert form["timezone"] == ["Europe/Berlin"]
+    page = admin.get("/monitors/new/").content.decode()
+    assert '<input id="f-timezone" type="text" name="timezone" list="zones"' in page
+    assert '<option value="Pacific/Auckland">' in page and '<option value="localtime">' not in page
+
+
+def test_an_unknown_zone_is_refused_by_the_server(admin):
+    resp = admin.post("/monitors/new/", {"name": "job", "kind": "cron", "schedule": "0 3 * * *",
+                                         "timezone": "Europe/Atlantis", "grace": "60",
+                                         "all_channels": "1"})
+    assert resp.status_code == 400
+    assert "unknown time zone &#x27;Europe/Atlantis&#x27;" in text(resp)
+
+
+def test_the_preview_button_shows_the_next_fire_times_and_saves_nothing(admin, monkeypatch):
+    from datetime import UTC, datetime
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 10, 23, 12, tzinfo=UTC))
+    resp = admin.post("/monitors/new/", {"name": "job", "kind": "cron",
+                                         "schedule": "30 2 * * *", "timezone": "Europe/Berlin",
+                                         "cron_semantics": "kubernetes", "preview": "1"})
+    assert resp.status_code == 200 and not Monitor.objects.exists()
+    page = text(resp)
+    assert "<strong>At 02:30</strong>" in page
+    assert re.findall(r'<time datetime="([^"]+)">', page) == [
+        "2026-10-24T02:30:00+02:00", "2026-10-25T02:30:00+02:00", "2026-10-25T02:30:00+01:00",
+        "2026-10-26T02:30:00+01:00", "2026-10-27T02:30:00+01:00"]
+    assert "2026-10-25 02:30 CET +01:00</time> · <span class=\"muted\">2026-10-25 02:30 CET " \
+           "+01:00</span> <strong class=\"dst\">DST: UTC offset changed; a repeated hour, " \
+           "second time</strong>" in page
+    never = admin.post("/monitors/new/", {"name": "job", "kind": "cron",
+                                          "schedule": "0 0 31 2 *", "timezone": "UTC",
+                                          "preview": "1"})
+    assert ("schedule &#x27;0 0 31 2 *&#x27; never fires: no date matches its day-of-month, "
+            "month and day-of-week fields") in text(never)

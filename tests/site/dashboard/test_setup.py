@@ -127,9 +127,12 @@ def test_maintenance_windows_are_in_the_persons_zone(admin, project):
     page = text(admin.get("/maintenance/"))
     assert "2030-01-01 00:00:00 PST → 2030-01-01 02:00:00 PST" in page
     assert "Times in America/Los_Angeles" in page and "2030-01-01T00:00:00Z" not in page
-    assert "in your time zone, America/Los_Angeles" in page
+    assert ('<input id="w-tz" type="text" name="timezone" list="zones" autocomplete="off" '
+            'value="America/Los_Angeles">') in page  # a new window's zone: the person's
+    assert w.timezone == "America/Los_Angeles"
     edit = text(admin.get(f"/maintenance/{w.pk}/"))
-    assert 'value="2030-01-01T00:00:00-08:00"' in edit
+    assert ('<input id="w-start" type="datetime-local" name="starts_at" '
+            'value="2030-01-01T00:00">') in edit
     for bad in ("1999-12-31T00:00:00Z", "2101-01-01 00:00", "0001-01-01 00:00"):
         resp = admin.post("/maintenance/", {"name": "odd", "tag": "db", "starts_at": bad,
                                             "ends_at": "2030-01-01T10:00:00Z"})
@@ -328,3 +331,39 @@ def test_a_viewer_reads_a_channels_page_without_its_secrets_or_form(project, wor
     assert viewer.post(f"/channels/{world['hook'].pk}/", {"name": "x",
                                                           "action": "test"}).status_code == 403
     assert viewer.get("/channels/new/webhook/").status_code == 403
+
+@pytest.mark.parametrize("typed, stored", [
+    ("2026-07-01T12:00", "2026-07-01T10:00:00+00:00"),  # CEST
+    ("2026-03-29T02:30", "2026-03-29T01:30:00+00:00"),  # skipped: read with CET, 03:30 CEST
+    ("2026-10-25T02:30", "2026-10-25T00:30:00+00:00"),  # twice: the first, CEST
+    ("2026-10-25T02:30:00+01:00", "2026-10-25T01:30:00+00:00")])  # an offset is kept
+def test_a_windows_times_are_read_in_its_chosen_zone(admin, typed, stored):
+    made = admin.post("/maintenance/", {"name": "upgrade", "tag": "db", "starts_at": typed,
+                                        "ends_at": "2026-12-31T00:00",
+                                        "timezone": "Europe/Berlin"})
+    assert made.status_code == 302, text(made)
+    w = MaintenanceWindow.objects.get(name="upgrade")
+    assert (w.starts_at.isoformat(), w.timezone) == (stored, "Europe/Berlin")
+    assert w.ends_at.isoformat() == "2026-12-30T23:00:00+00:00"
+
+
+def test_a_window_with_an_unknown_zone_is_refused(admin):
+    resp = admin.post("/maintenance/", {"name": "upgrade", "tag": "db",
+                                        "starts_at": "2026-07-01T12:00",
+                                        "ends_at": "2026-07-01T13:00",
+                                        "timezone": "Europe/Atlantis"})
+    assert resp.status_code == 400
+    assert "timezone: unknown time zone &#x27;Europe/Atlantis&#x27;" in text(resp)
+    assert not MaintenanceWindow.objects.exists()
+
+
+def test_a_recurring_windows_duration_takes_a_unit(admin):
+    made = admin.post("/maintenance/", {"name": "nightly", "tag": "db", "schedule": "0 2 * * *",
+                                        "timezone": "UTC", "duration": "2",
+                                        "duration_unit": "hours"})
+    assert made.status_code == 302, text(made)
+    w = MaintenanceWindow.objects.get(name="nightly")
+    assert w.duration.total_seconds() == 7200
+    edit = text(admin.get(f"/maintenance/{w.pk}/"))
+    assert 'name="duration" value="2">' in edit
+    assert '<option value="hours" selected>hours</option>' in edit
