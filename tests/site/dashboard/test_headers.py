@@ -82,6 +82,8 @@ def urls(project, world, settings):
         "monitor_pause": (admin, f"/monitors/{m.pk}/pause/"),
         "monitor_delete": (admin, f"/monitors/{m.pk}/delete/"),
         "import_healthchecks": (admin, "/import/healthchecks/"),
+        "import_crontab": (admin, "/import/crontab/"),
+        "import_k8s": (admin, "/import/k8s/"),
         "incidents": (admin, "/incidents/"),
         "incident": (admin, f"/incidents/{incident.pk}/"),
         "incident_act": (admin, f"/incidents/{incident.pk}/ack/"),
