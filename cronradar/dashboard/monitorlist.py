@@ -207,7 +207,8 @@ def link(query, **changes) -> str:
 def monitor_list(request):
     """``/``: a page of the current project's monitors (:func:`listing`);
     ``?fragment=rows`` answers only that page's table body (the page's refresh
-    fetches it every 10 s). A bad parameter is a 400 page with the message."""
+    fetches it every 10 s), with the counts (``X-Counts: new=0,up=5,...``) and the
+    title (``X-Title``) as headers. A bad parameter is a 400 page with the message."""
     from django.utils import timezone
 
     now = timezone.now()
@@ -225,9 +226,13 @@ def monitor_list(request):
     context = {"rows": found.rows, "query": query, "as_of": as_of,
                "can_edit": can(request, ROLE.MEMBER),
                "filtered": bool(query.get("status") or found.chosen or query.get("q"))}
+    title = f"Monitors ({found.counts['down']} down)" if found.counts["down"] else "Monitors"
     if request.GET.get("fragment") == "rows":
         response = render(request, "dashboard/_monitor_rows.html", context)
         response["X-As-Of"] = as_of  # the refresh shows it: the server's clock, their zone
+        # and the counts and the title, refreshed with the rows (status=count,...)
+        response["X-Counts"] = ",".join(f"{s}={n}" for s, n in found.counts.items())
+        response["X-Title"] = title
         return response
     wanted = query.get("status", "")
     context.update({
@@ -240,7 +245,6 @@ def monitor_list(request):
                         for t in found.chosen],
         "previous": link(query, page=found.page - 1) if found.page > 1 else "",
         "next": link(query, page=found.page + 1) if found.page < found.pages else "",
-        "title": f"Monitors ({found.counts['down']} down)" if found.counts["down"]
-        else "Monitors",
+        "title": title,
         "plan_limit": plans.refusal(request.project.organisation, "monitors")})
     return render(request, "dashboard/monitors.html", context)

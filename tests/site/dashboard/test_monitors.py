@@ -125,7 +125,8 @@ def _shaped(project, now) -> dict[str, list[Monitor]]:
 
 def _counts(page: str) -> dict[str, int]:
     return {s: int(n) for s, n in re.findall(
-        r'<span class="status status-(\w+)">\1</span> <strong>(\d+)</strong></a>', page)}
+        r'<span class="status status-(\w+)">\1</span> '
+        r'<strong data-count="\1">(\d+)</strong></a>', page)}
 
 
 def test_the_counts_cover_every_monitor_the_search_and_tags_match(admin, project):
@@ -133,7 +134,8 @@ def test_the_counts_cover_every_monitor_the_search_and_tags_match(admin, project
     page = text(admin.get("/?per_page=2"))
     assert _counts(page) == {"new": 1, "up": 5, "running": 0, "late": 3, "down": 2,
                              "paused": 1}
-    assert "all <strong>12</strong>" in page and "Page 1 of 6 (12 monitors, 2 a page)" in page
+    assert 'all <strong data-count="all">12</strong>' in page
+    assert "Page 1 of 6 (12 monitors, 2 a page)" in page
     assert "<title>Monitors (2 down) · CronRadar</title>" in page
     tagged = text(admin.get("/?tag=b&per_page=2&status=late&sort=status"))
     assert _counts(tagged) == {"new": 0, "up": 5, "running": 0, "late": 3, "down": 0,
@@ -153,13 +155,17 @@ def test_the_counts_cover_every_monitor_the_search_and_tags_match(admin, project
     rows = admin.get("/?tag=b&per_page=2&status=late&sort=status&page=2&fragment=rows")
     assert re.findall(r'href="/monitors/\d+/">([\w-]+)</a>', rows.content.decode()) == [
         "late-2"]
+    # the refresh brings the counts and the title with the rows
+    assert (rows["X-Counts"], rows["X-Title"]) == (
+        "new=0,up=5,running=0,late=3,down=0,paused=0", "Monitors")
+    assert admin.get("/?fragment=rows")["X-Title"] == "Monitors (2 down)"
 
 
 def test_several_tags_filter_by_all_of_them_and_each_can_be_removed(admin, project):
     _shaped(project, timezone.now())
     page = text(admin.get("/?tag=a&tag=b"))
     assert re.findall(r'href="/monitors/\d+/">([\w-]+)</a>', page) == ["late-0", "up-0"]
-    assert _counts(page)["up"] == 1 and "all <strong>2</strong>" in page
+    assert _counts(page)["up"] == 1 and 'all <strong data-count="all">2</strong>' in page
     assert 'Tagged with all of: <a class="tag-remove" href="?tag=b">remove #a</a>' in page
     assert '<a class="tag-remove" href="?tag=a">remove #b</a>' in page
     assert '<input type="hidden" name="tag" value="a"><input type="hidden" name="tag" ' \
