@@ -86,11 +86,14 @@ def test_where_sign_up_is_open_a_pasted_answer_cannot_take_uuids(admin, settings
     assert not Monitor.objects.exists()
 
 
-def test_a_viewer_sees_the_page_but_cannot_import(project):
+@pytest.mark.parametrize("path,given", [("/import/healthchecks/", "answer"),
+                                        ("/import/crontab/", "crontab"),
+                                        ("/import/k8s/", "manifest")])
+def test_a_viewer_sees_the_page_but_cannot_import(project, path, given):
     viewer = signed_in(project, "viewer")
-    assert "Importing needs the member role." in text(viewer.get("/import/healthchecks/"))
-    assert viewer.post("/import/healthchecks/", {"text": ANSWER, "apply": "1"}
-                       ).status_code == 403
+    assert "Importing needs the member role." in text(viewer.get(path))
+    body = {"answer": ANSWER, "crontab": CRONTAB, "manifest": MANIFEST}[given]
+    assert viewer.post(path, {"text": body, "apply": "1"}).status_code == 403
     assert not Monitor.objects.exists()
 
 
@@ -171,9 +174,3 @@ def test_over_the_plans_limit_nothing_is_imported(admin, project, make_monitor):
     assert "this organisation&#x27;s plan (free) allows 1 monitor" in text(resp)
     assert not Monitor.objects.exists()
 
-
-def test_a_viewer_cannot_import_a_crontab(project):
-    viewer = signed_in(project, "viewer")
-    assert "Importing needs the member role." in text(viewer.get("/import/crontab/"))
-    assert viewer.post("/import/crontab/", {"text": CRONTAB, "apply": "1"}).status_code == 403
-    assert not Monitor.objects.exists()
