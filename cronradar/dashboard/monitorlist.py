@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
+from typing import NamedTuple
 
 from django.db.models import (
     Case,
@@ -52,6 +53,19 @@ LEGEND = (("succeeded", "succeeded"), ("failed", "failed"), ("running", "running
           ("stuck", "stuck (past max runtime)"), ("replaced", "replaced by a newer start"),
           ("missed", "missed (no ping)"), ("skipped", "skipped (the last run was still on)"),
           ("unknown", "unknown (CronRadar was down)"))
+
+
+class StripRun(NamedTuple):
+    """What a run of the strip shows (as :class:`monitors.models.Run`'s fields)."""
+
+    id: int
+    monitor_id: int
+    outcome: str
+    slot_at: datetime | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    exit_status: int | None
+    duration = Run.duration  # the model's own: ended_at - started_at, or None
 
 
 class BadQuery(ValueError):
@@ -162,13 +176,14 @@ def _rows(monitors: list[Monitor], now: datetime, zone) -> list[dict]:
     recent = (Run.objects.filter(monitor__in=[m.pk for m in monitors])
               .annotate(n=Window(RowNumber(), partition_by=[F("monitor_id")],
                                  order_by=F("id").desc()))
-              .filter(n__lte=STRIP).only("monitor_id", "outcome", "slot_at", "started_at",
-                                         "ended_at", "exit_status"))
-    for run in recent if monitors else ():
+              .filter(n__lte=STRIP)
+              # tuples, not 1,000 model instances: a fifth of the page's time
+              .values_list(*StripRun._fields))
+    for run in map(StripRun._make, recent if monitors else ()):
         strips[run.monitor_id].append(run)
     out = []
     for m in monitors:
-        runs = sorted(strips[m.pk], key=lambda r: r.pk)
+        runs = sorted(strips[m.pk], key=lambda r: r.id)
         out.append({"monitor": m, "status": m.status, "acknowledged": m.acknowledged,
                     "schedule": schedule_words(m.kind, m.schedule,
                                                int(m.period.total_seconds()) if m.period
