@@ -1,18 +1,13 @@
-"""Dashboard pages about monitors: the list (status, schedule in words, last ping,
-next expected, the last 20 runs), one monitor (settings, ping URLs and snippets,
-runs with a duration chart, pings with bodies, incidents), create and edit
-(validated by the API's serializer, so the rules are the API's), pause/resume
-and delete with confirmation."""
+"""Dashboard pages about monitors (the list: :mod:`cronradar.dashboard.monitorlist`):
+one monitor (settings, ping URLs and snippets, runs with a duration chart, pings
+with bodies, incidents), create and edit (validated by the API's serializer, so
+the rules are the API's), pause/resume and delete with confirmation."""
 from __future__ import annotations
 
-from collections import defaultdict
-
-from django.db.models import Exists, F, OuterRef, Q, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Exists, OuterRef
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -34,88 +29,15 @@ from cronradar.dashboard.common import (
     schedule_words,
 )
 from monitors import evaluator, preview, slots, usage
-from monitors.api import STATUSES
 from monitors.models import Monitor, Ping, PingUsage, Run
 from monitors.runs import REASONS
 from monitors.schedule import ScheduleError
-
-STRIP = 20
-WORST_FIRST = ("down", "late", "running", "new", "up", "paused")
-SORTS = {"name": lambda r: r["monitor"].name.lower(),
-         "status": lambda r: (WORST_FIRST.index(r["status"]), r["monitor"].name.lower()),
-         "last_ping": lambda r: -(r["monitor"].last_ping_at.timestamp()
-                                  if r["monitor"].last_ping_at else 0)}
-
-
-def rows(request, now) -> tuple[list[dict], list[str]]:
-    """The current project's monitors as table rows, filtered and sorted by the
-    query (``status``, ``tag``, ``q``, ``sort``), and every tag in use. Three
-    queries whatever the number of monitors: monitors (with running and open-
-    incident flags), the last ``STRIP`` runs of each (one window query), tags."""
-    qs = (Monitor.objects.filter(project=request.project, deleted_at__isnull=True)
-          .annotate(is_running=Exists(Run.objects.open().filter(monitor=OuterRef("pk"))),
-                    incident_open=Exists(Incident.objects.filter(
-                        monitor=OuterRef("pk"), resolved_at__isnull=True))))
-    if text := request.GET.get("q", "").strip():
-        qs = qs.filter(Q(name__icontains=text) | Q(slug__icontains=text))
-    monitors = list(qs)
-    strips = defaultdict(list)
-    recent = (Run.objects.filter(monitor__in=[m.pk for m in monitors])
-              .annotate(n=Window(RowNumber(), partition_by=[F("monitor_id")],
-                                 order_by=F("id").desc()))
-              .filter(n__lte=STRIP).only("monitor_id", "outcome", "slot_at", "started_at",
-                                         "ended_at", "exit_status"))
-    for run in recent:
-        strips[run.monitor_id].append(run)
-    tags = sorted({t for m in monitors for t in m.tags})
-    wanted_status, wanted_tag = request.GET.get("status", ""), request.GET.get("tag", "")
-    out = []
-    for m in monitors:
-        status = slots.status(m, now, running=m.is_running, incident_open=m.incident_open)
-        if (wanted_status and status != wanted_status) or (wanted_tag and wanted_tag not in
-                                                           m.tags):
-            continue
-        runs = sorted(strips[m.pk], key=lambda r: r.pk)
-        out.append({"monitor": m, "status": status,
-                    "schedule": schedule_words(m.kind, m.schedule,
-                                               int(m.period.total_seconds()) if m.period
-                                               else None, m.timezone),
-                    "last_ping": ago(m.last_ping_at, now),
-                    "last_ping_exact": local(m.last_ping_at, request.zone),
-                    "next": local(m.next_expected_at, request.zone) if not m.paused else "–",
-                    "href": f"/monitors/{m.pk}/",
-                    # built here, not in the template: 1,000 rows x 20 runs (bench/README.md)
-                    "strip": format_html_join("", '<span class="status-{}" title="{}"></span>',
-                                              ((r.outcome, _run_title(r, request.zone))
-                                               for r in runs)),
-                    "strip_label": ", ".join(r.outcome for r in runs) or "none"})
-    out.sort(key=SORTS.get(request.GET.get("sort"), SORTS["name"]))
-    return out, tags
 
 
 def _run_title(run: Run, zone) -> str:
     when = run.slot_at or run.started_at or run.ended_at
     code = f", exit {run.exit_status}" if run.exit_status is not None else ""
     return f"{local(when, zone)}: {run.outcome}{code}, took {duration(run.duration)}"
-
-
-@page
-def monitor_list(request):
-    """``/``: every monitor of the current project; ``?fragment=rows`` answers only
-    the table body (the page's refresh fetches it every 10 s)."""
-    from django.utils import timezone
-
-    now = timezone.now()
-    table, tags = rows(request, now)
-    as_of = f"{now.astimezone(request.zone):%H:%M:%S} {request.zone.key}"
-    context = {"rows": table, "tags": tags, "statuses": STATUSES, "query": request.GET,
-               "can_edit": can(request, ROLE.MEMBER), "as_of": as_of}
-    if request.GET.get("fragment") == "rows":
-        response = render(request, "dashboard/_monitor_rows.html", context)
-        response["X-As-Of"] = as_of  # the refresh shows it: the server's clock, their zone
-        return response
-    context["plan_limit"] = plans.refusal(request.project.organisation, "monitors")
-    return render(request, "dashboard/monitors.html", context)
 
 
 def _monitor(request, pk) -> Monitor:

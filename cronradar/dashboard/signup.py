@@ -22,8 +22,7 @@ from accounts import firstrun, invitations, plans, signup, throttle
 from accounts.tenancy import at_least
 from alerts.models import Channel
 from core.edge import client_address
-from cronradar.dashboard import monitors as monitor_pages
-from cronradar.dashboard import snippets
+from cronradar.dashboard import monitorlist, snippets
 from cronradar.dashboard.common import ROLE, page
 from monitors.models import Monitor, Ping
 from monitors.pings import PingInput, ingest
@@ -59,7 +58,7 @@ def home(request):
     """``/``: "Create the first account" while nobody exists, else the monitors."""
     if not request.user.is_authenticated and firstrun.nobody_yet():
         return first_run(request)
-    return monitor_pages.monitor_list(request)
+    return monitorlist.monitor_list(request)
 
 
 def first_run(request):

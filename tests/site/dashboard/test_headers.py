@@ -84,6 +84,8 @@ def urls(project, world, settings):
         "monitor_events": (admin, f"/monitors/{m.pk}/events/"),
         "ping_body": (admin, f"/monitors/{m.pk}/pings/{m.pings.latest('pk').pk}/body/"),
         "import_healthchecks": (admin, "/import/healthchecks/"),
+        "import_crontab": (admin, "/import/crontab/"),
+        "import_k8s": (admin, "/import/k8s/"),
         "incidents": (admin, "/incidents/"),
         "incident": (admin, f"/incidents/{incident.pk}/"),
         "incident_act": (admin, f"/incidents/{incident.pk}/ack/"),

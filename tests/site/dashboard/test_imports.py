@@ -86,9 +86,91 @@ def test_where_sign_up_is_open_a_pasted_answer_cannot_take_uuids(admin, settings
     assert not Monitor.objects.exists()
 
 
-def test_a_viewer_sees_the_page_but_cannot_import(project):
+@pytest.mark.parametrize("path,given", [("/import/healthchecks/", "answer"),
+                                        ("/import/crontab/", "crontab"),
+                                        ("/import/k8s/", "manifest")])
+def test_a_viewer_sees_the_page_but_cannot_import(project, path, given):
     viewer = signed_in(project, "viewer")
-    assert "Importing needs the member role." in text(viewer.get("/import/healthchecks/"))
-    assert viewer.post("/import/healthchecks/", {"text": ANSWER, "apply": "1"}
-                       ).status_code == 403
+    assert "Importing needs the member role." in text(viewer.get(path))
+    body = {"answer": ANSWER, "crontab": CRONTAB, "manifest": MANIFEST}[given]
+    assert viewer.post(path, {"text": body, "apply": "1"}).status_code == 403
     assert not Monitor.objects.exists()
+
+
+CRONTAB = "MAILTO=ops@example.com\n# cronradar: slug=backup\n0 3 * * * /usr/local/bin/backup.sh\n"
+MANIFEST = """apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report}
+spec:
+  schedule: "30 4 * * *"
+  timeZone: Europe/Rome
+  jobTemplate: {spec: {template: {spec: {containers: [{name: r, image: busybox}]}}}}
+"""
+
+
+def test_a_crontab_is_previewed_as_a_diff_then_imported(admin, project, make_monitor):
+    page = text(admin.get("/"))
+    assert 'href="/import/crontab/"' in page and 'href="/import/k8s/"' in page
+    make_monitor(name="backup", kind="cron", schedule="0 2 * * *", timezone="UTC")
+    preview = admin.post("/import/crontab/", {"text": CRONTAB + "15 * * * * ./sync.sh\n",
+                                              "timezone": "Europe/Berlin", "apply": "0"})
+    page = text(preview)
+    assert preview.status_code == 200 and "Preview: nothing changed yet" in page
+    assert "1 to create, 1 to update, 0 unchanged, 0 not imported." in page
+    assert "schedule <code>0 2 * * *</code> → <code>0 3 * * *</code>" in page
+    assert "timezone <code>UTC</code> → <code>Europe/Berlin</code>" in page
+    assert sorted(Monitor.objects.values_list("slug", flat=True)) == ["backup"]
+    assert '<input type="hidden" name="timezone" value="Europe/Berlin">' in page
+    done = text(admin.post("/import/crontab/", {"text": CRONTAB + "15 * * * * ./sync.sh\n",
+                                                "timezone": "Europe/Berlin", "apply": "1"}))
+    assert "Imported" in done and "1 created, 1 updated, 0 unchanged, 0 not imported." in done
+    made = Monitor.objects.exclude(slug="backup").get()
+    assert (made.kind, made.schedule, made.timezone, made.tags) == (
+        "cron", "15 * * * *", "Europe/Berlin", ["crontab"])
+    backup = Monitor.objects.get(slug="backup")
+    assert (backup.schedule, backup.timezone) == ("0 3 * * *", "Europe/Berlin")
+    assert "The crontab, each job wrapped" in done and backup.ping_url in done
+    again = text(admin.post("/import/crontab/", {"text": CRONTAB, "timezone": "Europe/Berlin",
+                                                 "apply": "0"}))
+    assert "0 to create, 0 to update, 1 unchanged, 0 not imported." in again
+
+
+def test_kubernetes_manifests_are_uploaded_previewed_and_imported(admin, project):
+    upload = SimpleUploadedFile("cronjobs.yaml", MANIFEST.encode(), "application/yaml")
+    page = text(admin.post("/import/k8s/", {"file": upload, "apply": "0"}))
+    assert "1 to create, 0 to update, 0 unchanged, 0 not imported." in page
+    assert "schedule <code>30 4 * * *</code>" in page and not Monitor.objects.exists()
+    done = text(admin.post("/import/k8s/", {"text": MANIFEST, "apply": "1"}))
+    assert "1 created" in done
+    m = Monitor.objects.get()
+    assert (m.slug, m.schedule, m.timezone) == ("report", "30 4 * * *", "Europe/Rome")
+    assert f'href="/monitors/{m.pk}/">report</a>' in done
+
+
+@pytest.mark.parametrize("path,data,status,message", [
+    ("/import/k8s/", {"text": "a: [1"}, 400, "not YAML"),
+    ("/import/crontab/", {"text": CRONTAB, "timezone": "Mars/Base"}, 400,
+     "time zone: unknown time zone"),
+    ("/import/crontab/", {"text": CRONTAB, "wrap": "nohup"}, 400,
+     "wrap must be curl or exec, not &#x27;nohup&#x27;"),
+    ("/import/crontab/", {"file": SimpleUploadedFile("c", b"\xff\xfe")}, 400,
+     "the file is not UTF-8 text"),
+])
+def test_what_cannot_be_imported_is_a_4xx_saying_why(admin, project, path, data, status,
+                                                     message):
+    resp = admin.post(path, {**data, "apply": "1"})
+    assert resp.status_code == status and message in text(resp)
+    assert not Monitor.objects.exists()
+
+
+def test_over_the_plans_limit_nothing_is_imported(admin, project, make_monitor):
+    from accounts.models import Organisation, Plan
+
+    plan = Plan.objects.create(name="free", max_monitors=1)
+    Organisation.objects.filter(pk=project.organisation_id).update(plan=plan)
+    resp = admin.post("/import/k8s/", {"text": MANIFEST + "---\n" + MANIFEST.replace(
+        "name: report", "name: other"), "apply": "1"})
+    assert resp.status_code == 403
+    assert "this organisation&#x27;s plan (free) allows 1 monitor" in text(resp)
+    assert not Monitor.objects.exists()
+
