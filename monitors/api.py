@@ -66,6 +66,9 @@ class Seconds(serializers.IntegerField):
         self.hint = hint
         kw.setdefault("error_messages", {"invalid": "must be a whole number of seconds"})
         super().__init__(**kw)
+        # for the schema's minimum and maximum only: the check is to_internal_value's
+        # (IntegerField's validators would compare the timedelta with a number)
+        self.min_value, self.max_value = minimum, self.MAXIMUM
 
     def to_representation(self, value):
         return None if value is None else int(value.total_seconds())
@@ -80,6 +83,14 @@ class Seconds(serializers.IntegerField):
 
 
 SLOW_RANGE = "must be more than 1 and at most 100 (or null: off)"
+
+
+@extend_schema_field({"type": "number", "format": "double", "minimum": 1,
+                      "exclusiveMinimum": True, "maximum": 100})
+class SlowFactor(serializers.DecimalField):
+    """``slow_factor``: more than 1, at most 100, two decimal places (checked by
+    :meth:`MonitorSerializer.validate_slow_factor`; the schema says so, where a
+    plain ``DecimalField`` would say -1000 to 1000)."""
 
 
 class MonitorWarningSerializer(serializers.Serializer):
@@ -98,7 +109,7 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     max_runtime = Seconds(minimum=1, required=False, allow_null=True)
     deadline = Seconds(minimum=1, required=False, allow_null=True)
     min_runtime = Seconds(minimum=1, required=False, allow_null=True)
-    slow_factor = serializers.DecimalField(
+    slow_factor = SlowFactor(
         max_digits=5, decimal_places=2, coerce_to_string=False, required=False, allow_null=True,
         error_messages={"max_digits": SLOW_RANGE, "max_whole_digits": SLOW_RANGE,
                         "max_decimal_places": "at most 2 decimal places"},
