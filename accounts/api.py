@@ -233,8 +233,8 @@ class MemberSerializer(RejectUnknown, serializers.ModelSerializer):
     organisation = serializers.PrimaryKeyRelatedField(
         queryset=Organisation.objects.none(), required=False,
         error_messages={"does_not_exist": "no organisation with id {pk_value} that you can see"})
-    username = serializers.CharField(source="user.username", required=False)
-    email = serializers.EmailField(source="user.email", required=False)
+    username = serializers.CharField(source="user.username", required=False, max_length=150)
+    email = serializers.EmailField(source="user.email", required=False, max_length=254)
 
     class Meta:
         model = Membership
@@ -357,8 +357,6 @@ def _user(given: dict, acting):
                 users.username_validator(username)
             except DjangoValidationError as e:
                 raise serializers.ValidationError({"username": e.messages}) from None
-            if len(username) > users._meta.get_field("username").max_length:
-                raise serializers.ValidationError({"username": ["150 characters or fewer"]})
         return None
     raise serializers.ValidationError({"username" if username else "email": [people.NOT_FOUND]})
 

@@ -382,7 +382,7 @@ def _throttle(request: HttpRequest) -> None:
 def endpoint(*methods: str, reads: tuple[str, ...] = ("GET",)) -> Callable:
     """Decorator of a v3 view answering ``methods``: CSRF-exempt (keys, not
     cookies), CORS open as Healthchecks' (``Access-Control-Allow-Origin: *``),
-    405 for other methods, the body parsed (``request.hc_json``), the key
+    405 for other methods (``Allow`` on every answer), the body parsed (``request.hc_json``), the key
     authenticated (``request.auth``, the project ``request.project``) and
     rate-limited; a read-only key may only use ``reads`` (401 otherwise, as
     Healthchecks answers it). An :class:`HcError` becomes its answer."""
@@ -398,6 +398,7 @@ def endpoint(*methods: str, reads: tuple[str, ...] = ("GET",)) -> Callable:
                 response = error("method not allowed", 405)
             else:
                 response = _answer(view, request, reads, *args, **kwargs)
+            response["Allow"] = allowed  # on every answer, a 405 and OPTIONS with it
             response["Access-Control-Allow-Origin"] = "*"
             response["Access-Control-Allow-Headers"] = "X-Api-Key"
             response["Access-Control-Allow-Methods"] = allowed

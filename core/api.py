@@ -16,25 +16,46 @@ MAX_LIMIT = 1000
 MAX_PK = 2**63 - 1
 LIMIT = OpenApiParameter("limit", int, description=f"at most this many, 1-{MAX_LIMIT} "
                          "(default 100)")
-PAGING = [LIMIT,
-          OpenApiParameter("cursor", str, description="where the previous page ended: take "
-                           'it from the `Link: <…>; rel="next"` header'),
+CURSOR = OpenApiParameter("cursor", str, description="where the previous page ended: take "
+                          'it from the `Link: <…>; rel="next"` header')
+PAGING = [LIMIT, CURSOR,
           OpenApiParameter("since", str, description="only from this time on (ISO 8601, with "
                            "an offset)"),
           OpenApiParameter("until", str, description="only before this time (ISO 8601)")]
 
 
+NOT_A_STRING = "must be a string"
+
+
 class RejectUnknown:
-    """Serializer mixin: a body field the serializer does not have is a 400
-    (``{"colour": ["unknown field"]}``) instead of being ignored. Read-only fields
-    are accepted and ignored, so what a GET returned can be sent back."""
+    """Serializer mixin for every serializer the API reads a body with: a body
+    field the serializer does not have is a 400 (``{"colour": ["unknown field"]}``)
+    instead of being ignored, and a string field (any ``CharField``: slugs, URLs,
+    e-mail addresses; also each item of a list of strings) given a number or a
+    boolean is a 400 (``{"note": ["must be a string"]}``) where DRF would turn it
+    into text: the schema says ``type: string``. Read-only fields are accepted and
+    ignored, so what a GET returned can be sent back."""
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+            if wrong := {name: [NOT_A_STRING] for name, value in data.items()
+                         if not self.fields[name].read_only
+                         and not _string_shaped(self.fields[name], value)}:
+                raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)
+
+
+def _string_shaped(field, value) -> bool:
+    """False when ``field`` takes strings (or a list of them) and ``value`` is not
+    one (null and other shapes are left to the field's own checks)."""
+    field = getattr(field, "inner", field)  # alerts.api.AlertingValue wraps its field
+    if isinstance(field, serializers.ListField) and isinstance(value, list):
+        return all(_string_shaped(field.child, item) for item in value)
+    return not (isinstance(field, serializers.CharField)
+                and isinstance(value, (bool, int, float)))
 
 
 def moment(request, name: str) -> datetime | None:
@@ -72,21 +93,35 @@ class CursorList:
             qs = qs.filter(**{f"{self.time_field}__gte": since})
         if until is not None:
             qs = qs.filter(**{f"{self.time_field}__lt": until})
-        cursor = request.query_params.get("cursor")
-        if cursor is not None:
-            if not (cursor.isascii() and cursor.isdigit() and 0 < int(cursor) <= MAX_PK):
-                raise serializers.ValidationError({"cursor": ["not a cursor of this list: "
-                                                              "use the Link header's URL"]})
-            qs = qs.filter(pk__lt=int(cursor))
+        if (after := cursor(request)) is not None:
+            qs = qs.filter(pk__lt=after)
         n = limit(request)
         rows = list(qs.order_by("-pk")[:n + 1])
         response = Response(self.get_serializer(rows[:n], many=True).data)
         if len(rows) > n:
-            query = request.query_params.copy()
-            query["cursor"] = str(rows[n - 1].pk)
-            url = request.build_absolute_uri(request.path) + "?" + query.urlencode()
-            response["Link"] = f'<{url}>; rel="next"'
+            link_next(request, response, rows[n - 1].pk)
         return response
+
+
+def cursor(request) -> int | None:
+    """``?cursor=``: the id where the previous page ended (from the ``Link``
+    header), None when absent; 400 when it is not an id."""
+    raw = request.query_params.get("cursor")
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_PK):
+        raise serializers.ValidationError({"cursor": ["not a cursor of this list: "
+                                                      "use the Link header's URL"]})
+    return int(raw)
+
+
+def link_next(request, response, last: int) -> None:
+    """Set ``response``'s ``Link: <url>; rel="next"``: this request's URL with every
+    query parameter kept (filters, ``limit``) and ``cursor`` the ``last`` id sent."""
+    query = request.query_params.copy()
+    query["cursor"] = str(last)
+    url = request.build_absolute_uri(request.path) + "?" + query.urlencode()
+    response["Link"] = f'<{url}>; rel="next"'
 
 
 def exception_handler(exc, context):

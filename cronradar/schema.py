@@ -6,6 +6,7 @@ from drf_spectacular.extensions import (
     OpenApiSerializerFieldExtension,
 )
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from rest_framework import serializers
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -30,7 +31,19 @@ ERRORS = {"400": "bad input: a message per field", "401": "no valid API key or s
 
 class AutoSchema(SpectacularAutoSchema):
     """drf-spectacular's schema generator, with the JSON error answers every
-    endpoint can give (``ERRORS``) documented on each operation."""
+    endpoint can give (``ERRORS``) documented on each operation, and the bounds
+    of a list of objects (``TierSerializer(many=True, min_length=1,
+    max_length=20)``) as ``minItems``/``maxItems``, which drf-spectacular leaves
+    out."""
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, serializers.ListSerializer) and schema.get("type") == "array":
+            if field.min_length is not None:
+                schema["minItems"] = field.min_length
+            if field.max_length is not None:
+                schema["maxItems"] = field.max_length
+        return schema
 
     def _get_response_bodies(self, direction="response"):
         bodies = super()._get_response_bodies(direction)

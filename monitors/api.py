@@ -17,14 +17,24 @@ from django.http import Http404
 from django.utils import timezone
 from django.utils.text import slugify
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
-from rest_framework import generics, serializers, viewsets
+from rest_framework import generics, mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 
 from accounts import tenancy
 from accounts.models import Membership, Project
-from core.api import MAX_PK, CursorList, RejectUnknown, get_or_404
+from core.api import (
+    CURSOR,
+    LIMIT,
+    MAX_PK,
+    CursorList,
+    RejectUnknown,
+    cursor,
+    get_or_404,
+    limit,
+    link_next,
+)
 from monitors import creation, evaluator, schedule, slots, usage
 from monitors.models import (
     UUID_TAKEN,
@@ -39,6 +49,7 @@ from monitors.runs import REASONS
 
 MAX_TAGS = 50
 STATUSES = ("new", "up", "running", "late", "down", "paused")
+FILTER_BATCH = 500  # monitors read at a time by a list filtered by tag or status
 
 
 class Seconds(serializers.IntegerField):
@@ -55,6 +66,9 @@ class Seconds(serializers.IntegerField):
         self.hint = hint
         kw.setdefault("error_messages", {"invalid": "must be a whole number of seconds"})
         super().__init__(**kw)
+        # for the schema's minimum and maximum only: the check is to_internal_value's
+        # (IntegerField's validators would compare the timedelta with a number)
+        self.min_value, self.max_value = minimum, self.MAXIMUM
 
     def to_representation(self, value):
         return None if value is None else int(value.total_seconds())
@@ -69,6 +83,14 @@ class Seconds(serializers.IntegerField):
 
 
 SLOW_RANGE = "must be more than 1 and at most 100 (or null: off)"
+
+
+@extend_schema_field({"type": "number", "format": "double", "minimum": 1,
+                      "exclusiveMinimum": True, "maximum": 100})
+class SlowFactor(serializers.DecimalField):
+    """``slow_factor``: more than 1, at most 100, two decimal places (checked by
+    :meth:`MonitorSerializer.validate_slow_factor`; the schema says so, where a
+    plain ``DecimalField`` would say -1000 to 1000)."""
 
 
 class MonitorWarningSerializer(serializers.Serializer):
@@ -87,7 +109,7 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
     max_runtime = Seconds(minimum=1, required=False, allow_null=True)
     deadline = Seconds(minimum=1, required=False, allow_null=True)
     min_runtime = Seconds(minimum=1, required=False, allow_null=True)
-    slow_factor = serializers.DecimalField(
+    slow_factor = SlowFactor(
         max_digits=5, decimal_places=2, coerce_to_string=False, required=False, allow_null=True,
         error_messages={"max_digits": SLOW_RANGE, "max_whole_digits": SLOW_RANGE,
                         "max_decimal_places": "at most 2 decimal places"},
@@ -263,9 +285,30 @@ def refused_this_month(now):
                     .values("refused")[:1])
 
 
-class MonitorViewSet(viewsets.ModelViewSet):
+def matching(qs, tags: list[str], statuses: list[str], n: int, status_of) -> list[Monitor]:
+    """The first ``n`` monitors of ``qs`` (in id order) having every tag of ``tags``
+    and, when ``statuses`` is not empty, a status among them (``status_of(m)``).
+    Tags and status are decided in Python (a status needs the clock and the open
+    runs), so with a filter ``qs`` is read in batches until ``n`` match."""
+    if not tags and not statuses:
+        return list(qs[:n])
+    found, last = [], 0
+    while len(found) < n:
+        batch = list(qs.filter(pk__gt=last)[:FILTER_BATCH])
+        found += [m for m in batch if all(t in m.tags for t in tags)
+                  and (not statuses or status_of(m) in statuses)]
+        if len(batch) < FILTER_BATCH:
+            break
+        last = batch[-1].pk
+    return found[:n]
+
+
+class MonitorViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin,
+                     mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """``/api/v1/monitors/`` list/create, ``/api/v1/monitors/<id>/`` get/patch/delete.
 
+    No PUT on ``/monitors/<id>/`` (a 405, and ``Allow`` does not list it): PATCH
+    changes the fields sent, ``PUT /monitors/by-slug/<slug>/`` declares a monitor.
     The route serves the alerting side's subclass (``alerts.api.MonitorViewSet``),
     which adds a monitor's channels and its incident to what is here."""
 
@@ -280,21 +323,30 @@ class MonitorViewSet(viewsets.ModelViewSet):
                           refused_this_month=refused_this_month(timezone.now()))
                 .order_by("pk"))
 
-    @extend_schema(exclude=True)  # PUT /monitors/<id>/ is a 405: PATCH, or PUT by slug
-    def update(self, request, *args, **kwargs):
-        if not kwargs.get("partial"):  # PUT is only for by-slug
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        if request.method == "PUT" and "pk" in kwargs:
             raise MethodNotAllowed("PUT", detail="use PATCH, or PUT on /monitors/by-slug/<slug>/")
-        return super().update(request, *args, **kwargs)
+        return super().http_method_not_allowed(request, *args, **kwargs)
+
+    def partial_update(self, request, *args, **kwargs):
+        """``PATCH /api/v1/monitors/<id>/``: the fields sent change, the others keep
+        their values."""
+        serializer = self.get_serializer(self.get_object(), data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        serializer.save()
+        return Response(serializer.data)
 
     @extend_schema(parameters=[
         OpenApiParameter("status", str, description="only these statuses, comma-separated: "
                          + ", ".join(STATUSES)),
         OpenApiParameter("tag", str, many=True, description="only monitors with this tag "
                          "(repeat for several: all of them)"),
-        OpenApiParameter("q", str, description="text in the name or slug")])
+        OpenApiParameter("q", str, description="text in the name or slug"), LIMIT, CURSOR])
     def list(self, request, *args, **kwargs):
-        """Every monitor the caller can see, in id order, filtered by ``?status=``,
-        ``?tag=`` (repeatable) and ``?q=``."""
+        """The monitors the caller can see, in id order, filtered by ``?status=``,
+        ``?tag=`` (repeatable) and ``?q=``: a page of ``?limit=`` (default 100), and
+        when more follow a ``Link: <url>; rel="next"`` header (filters kept,
+        ``cursor`` the last id sent; see :class:`core.api.CursorList`)."""
         qs = self.get_queryset()
         if text := request.query_params.get("q", "").strip():
             qs = qs.filter(Q(name__icontains=text) | Q(slug__icontains=text))
@@ -302,10 +354,15 @@ class MonitorViewSet(viewsets.ModelViewSet):
         if unknown := [w for w in wanted if w not in STATUSES]:
             raise serializers.ValidationError(
                 {"status": [f"unknown status '{unknown[0]}': use {', '.join(STATUSES)}"]})
-        tags = request.query_params.getlist("tag")
-        data = self.get_serializer([m for m in qs if all(t in m.tags for t in tags)],
-                                   many=True).data
-        return Response([d for d in data if not wanted or d["status"] in wanted])
+        if (after := cursor(request)) is not None:
+            qs = qs.filter(pk__gt=after)
+        n = limit(request)
+        rows = matching(qs, request.query_params.getlist("tag"), wanted, n + 1,
+                        self.get_serializer().get_status)
+        response = Response(self.get_serializer(rows[:n], many=True).data)
+        if len(rows) > n:
+            link_next(request, response, rows[n - 1].pk)
+        return response
 
     @extend_schema(request=None)
     @action(detail=True, methods=["post"])

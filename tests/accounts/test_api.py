@@ -85,3 +85,18 @@ def test_projects_and_their_ping_keys(project):
     key = as_key(ApiKey.issue(project)[1])
     assert key.get("/api/v1/projects/").json()[0]["ping_key"] == project.ping_key
     assert key.post("/api/v1/projects/", {"name": "x"}, format="json").status_code == 403
+
+
+@pytest.mark.parametrize("body,error", [
+    ({"username": "u" * 151, "email": "new@example.com"},
+     {"username": ["Ensure this field has no more than 150 characters."]}),
+    ({"email": "e" * 243 + "@example.com"},
+     {"email": ["Ensure this field has no more than 254 characters."]}),
+    ({"username": 7}, {"username": ["must be a string"]}),
+])
+def test_a_members_username_and_email_have_the_schemas_bounds(project, body, error):
+    admin = as_person(person("ana", project.organisation, "admin"))
+    resp = admin.post("/api/v1/members/", {**body, "organisation": project.organisation.pk},
+                      format="json")
+    assert (resp.status_code, resp.json()) == (400, error)
+    assert Membership.objects.count() == 1

@@ -435,3 +435,13 @@ def test_patching_a_channel_with_masked_credentials_keeps_the_stored_ones(api, p
         "api_key": "***"}}, format="json")
     assert (new.status_code, new.json()) == (400, {"config": [
         "api_key: '***' keeps a stored secret, and this channel is new: give the secret"]})
+
+
+@pytest.mark.parametrize("body", [{"note": 0}, {"note": 1.5}, {"by": True}])
+def test_an_incident_actions_strings_must_be_strings(api, make_monitor, body):
+    m = make_monitor(period=s(3600), grace=s(60))
+    ingest(m.pk, PingInput("fail"), T0)
+    incident = Incident.objects.get()
+    resp = api.post(f"/api/v1/incidents/{incident.pk}/ack/", body, format="json")
+    assert (resp.status_code, resp.json()) == (400, {next(iter(body)): ["must be a string"]})
+    assert Incident.objects.get().acknowledged_at is None

@@ -665,3 +665,11 @@ def test_bad_keys_from_one_address_are_refused_without_a_lookup(
     assert (over.status_code, over["Retry-After"], over.json()) == (429, "45", {
         "error": "too many invalid API keys from your address: try again in 45 seconds"})
     assert curl("GET", "/api/v3/checks/", api_key).status_code == 429  # that address waits
+
+
+def test_list_checks_stays_unpaged(make_monitor, api_key):
+    """/api/v1/monitors/ pages by 100; Healthchecks' list has no paging."""
+    for i in range(101):
+        make_monitor(name=f"job-{i}", period=s(3600))
+    resp = curl("GET", "/api/v3/checks/?limit=5", api_key)
+    assert (len(resp.json()["checks"]), resp.has_header("Link")) == (101, False)

@@ -1,7 +1,8 @@
 """schemathesis against the live schema of a running `manage.py serve`: every
 documented operation, generated valid and invalid input, and no answer may be a
 5xx, an undocumented status code or content type, or a body that breaks the
-schema. Marked ``live``; it runs in the SQLite pass of scripts/test (the service
+schema, and input the schema forbids must be refused (a 4xx:
+negative_data_rejection). Marked ``live``; it runs in the SQLite pass of scripts/test (the service
 under test is the embedded default either way).
 
 CRONRADAR_FUZZ_SEED picks another seed (default fixed, so CI is repeatable);
@@ -20,6 +21,7 @@ pytestmark = [pytest.mark.live,
               pytest.mark.skipif(bool(os.environ.get("DATABASE_URL")),
                                  reason="runs once, in the SQLite pass")]
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
+          "negative_data_rejection,"
           "response_schema_conformance")
 
 

@@ -388,3 +388,75 @@ def test_a_monitor_shows_its_refused_pings_this_month_and_runs_their_reason(api,
     assert api.get(f"/api/v1/monitors/{m.pk}/").json()["pings_refused"] == 4
     [run] = api.get(f"/api/v1/monitors/{m.pk}/runs/").json()
     assert (run["outcome"], run["reason"]) == ("unknown", "rate_limited")
+
+
+def test_the_monitors_list_is_paged_in_id_order_with_a_link(api, make_monitor):
+    ids = [make_monitor(name=f"job-{i:03}", period=3600 * S).pk for i in range(105)]
+    first = api.get("/api/v1/monitors/")
+    assert [m["id"] for m in first.json()] == ids[:100]
+    assert first["Link"] == (f'<http://testserver/api/v1/monitors/?cursor={ids[99]}>; '
+                             'rel="next"')
+    rest = api.get("/api/v1/monitors/", {"cursor": ids[99]})
+    assert [m["id"] for m in rest.json()] == ids[100:]
+    assert "Link" not in rest
+
+
+def test_the_monitors_lists_next_link_keeps_limit_and_filters(api, make_monitor):
+    now = timezone.now()
+    made = [make_monitor(name=f"job-{i}", tags=["db"] if i % 2 else [], period=3600 * S,
+                         paused=i % 3 == 0, created=now) for i in range(8)]
+    want = [m.pk for m in made if "db" in m.tags and not m.paused]
+    assert want == [made[1].pk, made[5].pk, made[7].pk]
+    query = {"tag": "db", "status": "new", "q": "job", "limit": 2}
+    page = api.get("/api/v1/monitors/", query)
+    assert [m["id"] for m in page.json()] == want[:2]
+    assert page["Link"] == ('<http://testserver/api/v1/monitors/?tag=db&status=new&q=job'
+                            f'&limit=2&cursor={want[1]}>; rel="next"')
+    nxt = api.get(page["Link"][1:page["Link"].index(">")])
+    assert [m["id"] for m in nxt.json()] == want[2:]
+    assert "Link" not in nxt
+
+
+@pytest.mark.parametrize("query,error", [
+    ({"limit": "0"}, {"limit": ["must be an integer from 1 to 1000"]}),
+    ({"limit": "1001"}, {"limit": ["must be an integer from 1 to 1000"]}),
+    ({"cursor": "x"}, {"cursor": ["not a cursor of this list: use the Link header's URL"]}),
+])
+def test_the_monitors_lists_limit_and_cursor_are_checked(api, query, error):
+    resp = api.get("/api/v1/monitors/", query)
+    assert (resp.status_code, resp.json()) == (400, error)
+
+
+def test_the_monitors_list_reads_filtered_monitors_in_batches(api, make_monitor, monkeypatch):
+    from monitors import api as monitors_api
+
+    made = [make_monitor(name=f"job-{i}", tags=["db"] if i >= 5 else [], period=3600 * S)
+            for i in range(8)]
+    monkeypatch.setattr(monitors_api, "FILTER_BATCH", 2)
+    page = api.get("/api/v1/monitors/", {"tag": "db", "limit": 2})
+    assert [m["id"] for m in page.json()] == [made[5].pk, made[6].pk]
+    assert page["Link"].endswith(f'cursor={made[6].pk}>; rel="next"')
+
+
+def test_put_on_a_monitor_is_a_405_that_allow_does_not_list(api, make_monitor):
+    m = make_monitor()
+    resp = api.put(f"/api/v1/monitors/{m.pk}/", {"name": "x"}, format="json")
+    assert (resp.status_code, resp.json()) == (405, {
+        "detail": "use PATCH, or PUT on /monitors/by-slug/<slug>/"})
+    assert resp["Allow"] == "GET, PATCH, DELETE, HEAD, OPTIONS"
+    assert api.options(f"/api/v1/monitors/{m.pk}/")["Allow"] == resp["Allow"]
+    assert api.options("/api/v1/monitors/")["Allow"] == "GET, POST, HEAD, OPTIONS"
+
+
+@pytest.mark.parametrize("body,error", [
+    ({"name": 5}, {"name": ["must be a string"]}),
+    ({"slug": 12, "description": False}, {"slug": ["must be a string"],
+                                          "description": ["must be a string"]}),
+    ({"tags": ["db", 3]}, {"tags": ["must be a string"]}),
+    ({"urgency": 1}, {"urgency": ['"1" is not a valid choice.']}),
+])
+def test_a_number_where_a_string_is_expected_is_a_400(api, make_monitor, body, error):
+    m = make_monitor(name="job")
+    resp = api.patch(f"/api/v1/monitors/{m.pk}/", body, format="json")
+    assert (resp.status_code, resp.json()) == (400, error)
+    assert Monitor.objects.get().name == "job"

@@ -23,6 +23,12 @@ def test_list_follows_link_next_through_every_page(stub):
     assert {r[2]["Authorization"] for r in s.requests} == {f"Bearer {KEY}"}
 
 
+def test_an_older_server_that_does_not_page_is_one_page(stub):
+    s = stub({("GET", "/api/v1/monitors/"): lambda q, b, st: (200, {}, MONITORS)})
+    assert s.client().list("monitors/") == MONITORS
+    assert [r[1] for r in s.requests] == ["/api/v1/monitors/"]
+
+
 def test_get_reads_only_the_first_page(stub):
     s = stub({("GET", "/api/v1/monitors/"): paged(MONITORS, 100)})
     assert s.client().get("/monitors/") == MONITORS[:100]
@@ -189,6 +195,18 @@ def test_live_list_follows_the_service_s_own_link_header(service):
     assert len(client.get(f"monitors/{m['id']}/pings/", {"limit": 100})) == 100
     assert len(pings) == 150 and len({p["id"] for p in pings}) == 150
     assert [p["id"] for p in pings] == sorted((p["id"] for p in pings), reverse=True)
+
+
+@pytest.mark.live
+@pytest.mark.once
+def test_live_the_monitors_list_is_read_through_its_pages(service):
+    client = client_of(service, "sdk-api-monitors-paged")
+    made = [client.put(f"monitors/by-slug/job-{i:03}/", {"name": f"job {i}", "period": 3600,
+                                                         "grace": 60})["id"] for i in range(102)]
+    assert [m["id"] for m in client.get("monitors/")] == made[:100]
+    assert [m["id"] for m in client.list("monitors/")] == made
+    assert [m["id"] for m in client.list("monitors/", {"limit": 2, "q": "job 10"})] == [
+        made[10], *made[100:]]
 
 
 @pytest.mark.live

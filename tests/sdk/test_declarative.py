@@ -573,7 +573,7 @@ def test_live_150_monitors_are_read_exported_and_pruned_to_the_one_left_out(cr, 
     status, lines, _ = cr("apply", "-f", str(out), "--prune")
     assert (status, lines[-2:]) == (0, ["pruned monitor job-149",
                                         "0 created, 0 changed, 149 unchanged, 1 pruned"])
-    assert len(cr.api.get("/monitors/").json()) == 149
+    assert len(cr.api.get("/monitors/", params={"limit": 1000}).json()) == 149
 
 
 @pytest.mark.live

@@ -42,3 +42,115 @@ def test_the_schema_has_a_monitors_chosen_uuid_description_methods_and_n_pings(c
     assert request["uuid"]["format"] == "uuid" and "uuid" in answer
     assert {"description", "methods"} <= set(request) and "n_pings" not in request
     assert answer["n_pings"]["readOnly"] is True
+
+
+# --- every bound the schema states is the server's -------------------------------------------
+
+BOUNDED = ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems")
+# body components not walked, and why
+NOT_WALKED = {
+    "IncidentActionRequest": "acting once changes the incident (tests/alerts/test_api.py "
+                             "test_ack_and_resolve_through_the_api sends the 201st character)",
+    "CrontabInputRequest": "an import (tests/monitors/imports)",
+    "MemberRequest": "the people of the organisation (tests/accounts/test_api.py)",
+    "PatchedMemberRequest": "username and email cannot be changed",
+}
+# a value at the bound that passes every other check too, where "a" * n would not
+AT_BOUND = {"timezone": None, "schedule": None}  # no zone or cron expression is that long
+
+
+def bounds(prop: dict, item=None):
+    """(value the server must refuse, value it must accept or None) for each bound of
+    one property's schema (``oneOf`` branches: the first with bounds); ``item``:
+    an item of a list of objects."""
+    for branch in prop.get("oneOf", [prop]):
+        if any(k in branch for k in BOUNDED):
+            prop = branch
+            break
+    if prop.get("type") == "array" and "items" in prop and "$ref" not in prop["items"]:
+        for outside, inside in bounds(prop["items"]):
+            yield [outside], None if inside is None else [inside]
+    step = 1 if prop.get("type") == "integer" else 0.01
+    if "minimum" in prop:
+        m = prop["minimum"]
+        yield (m, m + step) if prop.get("exclusiveMinimum") else (m - step, m)
+    if "maximum" in prop:
+        m = prop["maximum"]
+        yield (m, m - step) if prop.get("exclusiveMaximum") else (m + step, m)
+    if "maxLength" in prop:
+        yield "a" * (prop["maxLength"] + 1), "a" * prop["maxLength"]
+    if prop.get("minLength", 0) > 0:
+        yield "a" * (prop["minLength"] - 1), "a" * prop["minLength"]
+    if "maxItems" in prop:
+        items = [f"t{i}" if item is None else item for i in range(prop["maxItems"] + 1)]
+        yield items, items[1:]
+    if prop.get("minItems", 0) > 0:
+        yield [], None
+
+
+@pytest.fixture
+def targets(project, make_monitor):
+    """The owner's client, an item of each list of ids or objects, and for each
+    walked component the URL that
+    PATCHes one of its objects and how a property's value is sent (a tier's fields
+    inside ``tiers``)."""
+    from alerts.models import Channel
+    from tests.helpers import as_person, person
+
+    owner = as_person(person("olga", project.organisation, "owner"))
+    channel = Channel.objects.create(project=project, kind="email", name="mail",
+                                     config={"to": ["a@example.com"]})
+    made = lambda path, body: owner.post(path, body, format="json").json()["id"]  # noqa: E731
+    policy = made("/api/v1/escalation-policies/", {"project": project.pk, "name": "p", "tiers": [
+        {"delay": 0, "channels": [channel.pk]}]})
+    window = made("/api/v1/maintenance-windows/", {
+        "project": project.pk, "name": "w", "tag": "db", "schedule": "0 2 * * *",
+        "timezone": "UTC", "duration": 3600})
+    key = made("/api/v1/api-keys/", {"project": project.pk, "name": "ci"})
+    plain = lambda name, value: {name: value}  # noqa: E731
+    tier = lambda name, value: {"tiers": [  # noqa: E731
+        {"delay": 0, "channels": [channel.pk], name: value}]}
+    return owner, {"tiers": {"delay": 0, "channels": [channel.pk]}, "channels": channel.pk}, {
+        "PatchedMonitorRequest": (f"/api/v1/monitors/{make_monitor().pk}/", plain),
+        "PatchedEscalationPolicyRequest": (f"/api/v1/escalation-policies/{policy}/", plain),
+        "TierRequest": (f"/api/v1/escalation-policies/{policy}/", tier),
+        "PatchedMaintenanceWindowRequest": (f"/api/v1/maintenance-windows/{window}/", plain),
+        "PatchedChannelRequest": (f"/api/v1/channels/{channel.pk}/", plain),
+        "PatchedApiKeyRequest": (f"/api/v1/api-keys/{key}/", plain),
+        "PatchedProjectRequest": (f"/api/v1/projects/{project.pk}/", plain),
+        "PatchedOrganisationRequest": (f"/api/v1/organisations/{project.organisation.pk}/",
+                                       plain),
+    }
+
+
+def test_the_server_refuses_just_outside_each_bound_the_schema_states_and_takes_the_bound(
+        client, targets, settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}
+    owner, items, walked = targets
+    schemas = client.get("/api/v1/schema/?format=json").json()["components"]["schemas"]
+    wrong, checked = [], 0
+    for component, schema in schemas.items():
+        props = {k: v for k, v in schema.get("properties", {}).items()
+                 if not v.get("readOnly") and list(bounds(v))}
+        twin = "Patched" + component
+        if not props or not component.endswith("Request") or twin in schemas \
+                or component in NOT_WALKED:
+            continue
+        url, body = walked[component]  # a KeyError: a new component to walk (or exempt)
+        for name, prop in props.items():
+            for outside, inside in bounds(prop, items.get(name)):
+                checked += 1
+                resp = owner.patch(url, body(name, outside), format="json")
+                key = "tiers" if component == "TierRequest" else name
+                if resp.status_code != 400 or key not in resp.json():
+                    wrong.append(f"{component}.{name}={str(outside)[:20]}: {resp.status_code}")
+                if inside is None or (name in AT_BOUND and isinstance(inside, str)):
+                    continue
+                before = owner.get(url).json()
+                resp = owner.patch(url, body(name, inside), format="json")
+                if resp.status_code != 200:
+                    wrong.append(f"{component}.{name}={str(inside)[:20]}: "
+                                 f"{resp.status_code} {resp.json()}")
+                key in before and owner.patch(url, {key: before[key]}, format="json")
+    assert "\n".join(wrong) == ""
+    assert checked >= 50
