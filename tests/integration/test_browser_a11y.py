@@ -35,8 +35,7 @@ pytestmark = [*BROWSER, pytest.mark.skipif(not AXE.exists() and not REQUIRED,
                                            reason=f"{AXE} not found (npm ci)")]
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 # routes that answer GET with 405: actions behind a POST form of another page
-POST_ONLY = {"test_ping", "monitor_pause", "incident_act", "channel_test", "channel_delete",
-             "policy_delete", "window_delete", "key_revoke", "badge_key", "member_remove",
+POST_ONLY = {"test_ping", "monitor_pause", "incident_act", "channel_test", "badge_key",
              "switch", "logout"}
 # beside the dashboard's routes in the urls fixture: walked, or why not
 EXTRA = {"incident-link": True,  # templates/incident_link.html (plain.css)
