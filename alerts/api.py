@@ -21,7 +21,13 @@ from rest_framework.response import Response
 from accounts import audit, plans, tenancy
 from accounts.models import AuditEntry, Membership
 from alerts import escalation, incidents, maintenance
-from alerts.channels import delete_channel, send_test, set_alerting, set_channels
+from alerts.channels import (
+    delete_channel,
+    send_test,
+    send_test_config,
+    set_alerting,
+    set_channels,
+)
 from alerts.integrations import KINDS
 from alerts.models import (
     Alerting,
@@ -586,6 +592,61 @@ class ChannelTest(generics.GenericAPIView):
                              deleted_at__isnull=True)
         self.check_object_permissions(request, channel)
         status_code, error = send_test(channel, timezone.now())
+        return Response({"ok": error == "", "status_code": status_code, "error": error})
+
+
+class TestResultSerializer(serializers.Serializer):
+    """What a test notification's receiver said."""
+
+    ok = serializers.BooleanField(help_text="delivered (a 2xx answer, or the mail sent)")
+    status_code = serializers.IntegerField(allow_null=True, help_text="the receiver's HTTP "
+                                           "status; null when no answer came")
+    error = serializers.CharField(help_text='why it failed ("" when delivered)')
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class ProjectId(tenancy.ProjectField):
+    """A ``project`` id outside a model serializer (the schema cannot derive its type)."""
+
+
+class ChannelTestConfigSerializer(RejectUnknown, serializers.Serializer):
+    """A channel not saved, to test: the fields a new channel is created with."""
+
+    project = ProjectId(help_text="the project's id (default: the key's project, or your "
+                        "only one)")
+    kind = serializers.ChoiceField(choices=sorted(KINDS))
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    config = ConfigField(required=False, default=dict)
+
+    def validate(self, attrs):
+        tenancy.project_for(self, attrs, Membership.Role.ADMIN)  # as creating a channel
+        if not isinstance(attrs["config"], dict):
+            raise serializers.ValidationError({"config": ["must be an object"]})
+        attrs["config"] = keep_secrets(attrs["config"], None)  # "***": nothing stored to keep
+        return attrs
+
+
+class ChannelTestConfig(generics.GenericAPIView):
+    """``POST /api/v1/channels/test/``: the test notification of a channel not saved
+    (``{project, kind, name?, config}``, checked as a new channel is: admins and
+    up, the kind's config rules), sent now without storing a channel
+    (:func:`alerts.channels.send_test_config`); answers what the receiver said,
+    ``{"ok", "status_code", "error"}``."""
+
+    serializer_class = ChannelTestConfigSerializer
+    write_role = Membership.Role.ADMIN
+
+    @extend_schema(operation_id="channels_test_config", responses={200: TestResultSerializer})
+    def post(self, request):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            status_code, error = send_test_config(data["project"], data["kind"],
+                                                  data["config"], timezone.now(),
+                                                  name=data["name"])
+        except ValueError as e:
+            raise serializers.ValidationError({"config": [str(e)]}) from None
         return Response({"ok": error == "", "status_code": status_code, "error": error})
 
 

@@ -11,6 +11,7 @@ router.register("maintenance-windows", api.MaintenanceWindowViewSet,
 urlpatterns = [
     path("channels/", api.ChannelList.as_view(), name="channels"),
     path("channels/<int:pk>/", api.ChannelDetail.as_view(), name="channel"),
+    path("channels/test/", api.ChannelTestConfig.as_view(), name="channel-test-config"),
     path("channels/<int:pk>/test/", api.ChannelTest.as_view(), name="channel-test"),
     # by name: a name may hold any character, "/" included (path, not str)
     path("channels/by-name/<path:name>/", api.ChannelByName.as_view(), name="channel-by-name"),

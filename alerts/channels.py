@@ -2,8 +2,9 @@
 (:func:`set_channels`) and a monitor's alerting settings (:func:`set_alerting`),
 a resolve for a notified channel that stops following (:func:`channels_removed`),
 deleting a channel (:func:`delete_channel`) and removing it once its last
-notifications are done (:func:`purge_deleted`), a test notification
-(:func:`send_test`) and an outage summary to a project's channels
+notifications are done (:func:`purge_deleted`), a test notification to a saved
+channel (:func:`send_test`) or to a config not saved yet
+(:func:`send_test_config`) and an outage summary to a project's channels
 (:func:`notify_outage`), and the count a plan's ``max_channels`` bounds
 (:func:`count`). Incidents themselves are written by :mod:`alerts.incidents`.
 """
@@ -106,6 +107,22 @@ def send_test(channel: Channel, at: datetime) -> tuple[int | None, str]:
     if error == "" and hasattr(kind, "build_test_close"):  # leave no test alert open there
         transmit(kind.build_test_close(channel, event))
     return status_code, error
+
+
+def send_test_config(project, kind: str, config: dict, at: datetime, *, name: str = "",
+                     previous: dict | None = None) -> tuple[int | None, str]:
+    """Send the test notification of a channel not saved (the setup page's "send
+    test" before saving, ``POST /api/v1/channels/test/``): ``config`` is checked
+    by the kind's ``validate_config`` (``previous``: the stored config of the
+    channel being edited, whose secrets a config leaving them out keeps), then
+    sent as :func:`send_test` sends a saved channel's (same builder, transport and
+    SSRF guard); no channel is stored. ``name`` is the name it would have ("" :
+    "new <kind> channel"). Returns (status_code, error) as :func:`send_test`.
+    Raises ``KeyError`` for a kind not in ``KINDS`` and ``ValueError("<field>:
+    <message>")`` for a config the kind refuses."""
+    cleaned = KINDS[kind].validate_config(config, previous)
+    return send_test(Channel(project=project, kind=kind, config=cleaned,
+                             name=name or f"new {kind} channel"), at)
 
 
 def notify_outage(impact) -> IncidentEvent:

@@ -16,7 +16,8 @@ runs it (the ``serve`` loop, a Celery worker on beat's tick, a test):
 
    - 2xx: ``delivered``.
    - a network error, a timeout, a DNS failure, 429 or 5xx: ``pending`` again, due
-     after ``Retry-After`` (capped at ``CRONRADAR_DELIVERY_RETRY_AFTER_CAP``) or an
+     after ``Retry-After`` (or a 429's JSON ``parameters.retry_after``, Telegram's;
+     capped at ``CRONRADAR_DELIVERY_RETRY_AFTER_CAP``) or an
      exponential backoff with jitter; once the delivery is older than
      ``CRONRADAR_DELIVERY_MAX_AGE`` (or has made ``CRONRADAR_DELIVERY_MAX_ATTEMPTS``
      attempts, when that is set) it is ``failed``: given up, and visible.
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import json
 import logging
 import random
 import smtplib
@@ -659,8 +661,22 @@ def _post(client: httpx.Client, request: OutgoingRequest
         return code, "", False, None
     text = snippet.decode("utf-8", "replace").strip()
     error = f"HTTP {code}: {text}" if text else f"HTTP {code}"
-    return code, error, code == 429 or code >= 500, parse_retry_after(
-        response.headers.get("Retry-After"))
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    if retry_after is None and code == 429:
+        retry_after = body_retry_after(snippet)
+    return code, error, code == 429 or code >= 500, retry_after
+
+
+def body_retry_after(body: bytes) -> float | None:
+    """Seconds from a 429 answer's JSON body, ``{"parameters": {"retry_after": 35}}``
+    (Telegram's Bot API says it there and sends no ``Retry-After`` header), or None."""
+    try:
+        value = json.loads(body)["parameters"]["retry_after"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return float(value)
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:

@@ -47,7 +47,9 @@ from monitors.models import Monitor, Ping, Run
 
 # CronRadar's channel kinds as Healthchecks names them (its ``Channel.kind``).
 KINDS = {"webhook": "webhook", "slack": "slack", "pagerduty": "pd", "email": "email",
-         "teams": "msteams", "discord": "discord", "opsgenie": "opsgenie", "ntfy": "ntfy"}
+         "teams": "msteams", "discord": "discord", "opsgenie": "opsgenie", "ntfy": "ntfy",
+         "telegram": "telegram", "googlechat": "googlechat", "mattermost": "mattermost",
+         "pushover": "po", "matrix": "matrix"}
 # CronRadar's display status (monitors.slots.status, without ``running``) as
 # Healthchecks' ``status``: ``late`` is Healthchecks' ``grace``.
 STATUSES = {"new": "new", "up": "up", "late": "grace", "down": "down", "paused": "paused"}

@@ -56,6 +56,22 @@ def missed_streak(monitor: Monitor, limit: int) -> int:
     return streak
 
 
+def monitor_advice(monitor: Monitor, now, *, can_skip: bool = False,
+                   parallel_safe: bool = False) -> advisor.Advice:
+    """The advisor's answer for ``monitor`` at ``now`` (two queries: its last
+    ``CRONRADAR_ADVICE_RUNS`` finished runs and its missed streak), as
+    ``/advice/`` gives it and the dashboard's monitor page shows it."""
+    durations, succeeded, failed = observed_runs(monitor, settings.CRONRADAR_ADVICE_RUNS)
+    return advisor.advise(
+        kind=monitor.kind, expr=monitor.schedule, tz=monitor.timezone,
+        semantics=monitor.cron_semantics, period=monitor.period,
+        concurrency=monitor.concurrency, max_attempts=monitor.max_attempts,
+        durations=durations, succeeded=succeeded, failed=failed,
+        missed_streak=missed_streak(monitor, settings.CRONRADAR_ADVICE_RUNS),
+        now=now, min_runs=settings.CRONRADAR_ADVICE_MIN_RUNS,
+        can_skip=can_skip, parallel_safe=parallel_safe)
+
+
 # --- the answer's shape (OpenAPI through drf-spectacular) ------------------------------
 
 class AdviceRunsSerializer(serializers.Serializer):
@@ -231,15 +247,8 @@ class MonitorAdvice(generics.GenericAPIView):
         monitor = get_or_404(tenancy.visible(request, Monitor.objects), pk,
                              deleted_at__isnull=True)
         can_skip, parallel_safe = flag(request, "can_skip"), flag(request, "parallel_safe")
-        durations, succeeded, failed = observed_runs(monitor, settings.CRONRADAR_ADVICE_RUNS)
-        advice = advisor.advise(
-            kind=monitor.kind, expr=monitor.schedule, tz=monitor.timezone,
-            semantics=monitor.cron_semantics, period=monitor.period,
-            concurrency=monitor.concurrency, max_attempts=monitor.max_attempts,
-            durations=durations, succeeded=succeeded, failed=failed,
-            missed_streak=missed_streak(monitor, settings.CRONRADAR_ADVICE_RUNS),
-            now=timezone.now(), min_runs=settings.CRONRADAR_ADVICE_MIN_RUNS,
-            can_skip=bool(can_skip), parallel_safe=bool(parallel_safe))
+        advice = monitor_advice(monitor, timezone.now(), can_skip=bool(can_skip),
+                                parallel_safe=bool(parallel_safe))
         return Response(AdviceSerializer(advice, context={"monitor": monitor,
                                                           "request": request}).data)
 

@@ -10,7 +10,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 
 from accounts.models import Project
 from monitors import schedule
@@ -249,6 +250,11 @@ class Run(models.Model):
                          condition=Q(outcome__in=["missed", "unknown", "skipped"])),
             # a monitor's newest runs (retention keeps them; lists, statistics)
             models.Index(fields=["monitor", "-id"], name="run_monitor_latest"),
+            # the dashboard's event log pages a monitor's runs by their time (start,
+            # else end, else slot) newest first: without it each page sorts the
+            # monitor's whole history (130,000 runs: 0.2-0.4 s on SQLite)
+            models.Index(F("monitor"), Coalesce("started_at", "ended_at", "slot_at").desc(),
+                         F("id").desc(), name="run_monitor_time"),
             # monitors.drift.slow reads a monitor's latest succeeded runs by end
             # on every success of a monitor with a slow_factor: no history scan.
             models.Index(fields=["monitor", "-ended_at"], name="run_succeeded_end",

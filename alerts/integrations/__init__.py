@@ -26,9 +26,22 @@ Every kind module exposes the same functions:
 
 :data:`KINDS` maps ``Channel.kind`` to its module.
 """
-from alerts.integrations import discord, email, ntfy, opsgenie, pagerduty, slack, teams, webhook
+from alerts.integrations import (
+    discord,
+    email,
+    googlechat,
+    mattermost,
+    ntfy,
+    opsgenie,
+    pagerduty,
+    slack,
+    teams,
+    telegram,
+    webhook,
+)
 from alerts.integrations.common import NOTIFY_EVENT_KINDS, OutgoingEmail, OutgoingRequest
 
 KINDS = {"webhook": webhook, "slack": slack, "pagerduty": pagerduty, "email": email,
-         "teams": teams, "discord": discord, "opsgenie": opsgenie, "ntfy": ntfy}
+         "teams": teams, "discord": discord, "opsgenie": opsgenie, "ntfy": ntfy,
+         "telegram": telegram, "googlechat": googlechat, "mattermost": mattermost}
 __all__ = ["KINDS", "NOTIFY_EVENT_KINDS", "OutgoingEmail", "OutgoingRequest"]

@@ -91,6 +91,16 @@ def describe(event) -> tuple[str, str]:
     return title, event.message or incident.summary
 
 
+def marked(event, marks: dict, removed: str, done: str) -> str:
+    """How a kind marks an incident ``event`` (a severity's emoji, a colour):
+    ``marks[severity]`` while it pages (``critical``'s for a severity it lacks),
+    ``removed`` for ``channel_removed``, ``done`` for an acknowledgement, a
+    resolve or ``stable``."""
+    if event.kind in IncidentEvent.PAGING:
+        return marks.get(event.incident.severity, marks["critical"])
+    return removed if event.kind == IncidentEvent.Kind.CHANNEL_REMOVED else done
+
+
 def facts(event, c: dict | None = None) -> list[tuple[str, str]]:
     """(name, value) pairs every notification shows: monitor, cause, severity,
     opening time, scheduled time, last ping (times in the monitor's time zone
@@ -179,7 +189,10 @@ def testing_text(channel) -> str:
 
 
 def channel_page(channel) -> str:
-    """The absolute URL of ``channel``'s page on the dashboard."""
+    """The absolute URL of ``channel``'s page on the dashboard (a channel not saved,
+    tested before saving: the channels page)."""
+    if channel.pk is None:
+        return f"{settings.CRONRADAR_BASE_URL}{reverse('dashboard:channels')}"
     return f"{settings.CRONRADAR_BASE_URL}{reverse('dashboard:channel', args=[channel.pk])}"
 
 

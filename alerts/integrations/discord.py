@@ -91,10 +91,13 @@ def _wait(url: str) -> str:
     return urlunsplit(parts._replace(query="&".join([*kept, "wait=true"])))
 
 
+HELP = ("In Discord, open the channel's settings, Integrations, Webhooks, create a "
+        "webhook and copy its URL: "
+        "https://support.discord.com/hc/en-us/articles/228383668")
 CONFIG_SCHEMA = {"type": "object", "title": "discord", "required": ["url"],
                  "additionalProperties": False, "properties": {
                      "url": {"type": "string", "format": "uri",
-                             "description": "Discord webhook URL (https)"}}}
+                             "description": "Discord webhook URL (https://discord.com/api/webhooks/...)"}}}
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:

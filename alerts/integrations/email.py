@@ -78,9 +78,12 @@ def _message(channel, subject, text, html) -> common.OutgoingEmail:
                                 subject=common.cut(one_line, 200), text=text, html=html)
 
 
+HELP = ("Mail is sent by this CronRadar's own mail server (EMAIL_URL); give the "
+        "addresses that should receive it.")
 CONFIG_SCHEMA = {"type": "object", "title": "email", "required": ["to"],
                  "additionalProperties": False, "properties": {
-                     "to": {"oneOf": [{"type": "string", "format": "email"},
+                     "to": {"description": "email addresses (1 to 20)",
+                            "oneOf": [{"type": "string", "format": "email"},
                                       {"type": "array", "minItems": 1, "maxItems": 20,
                                        "items": {"type": "string", "format": "email"}}]}}}
 

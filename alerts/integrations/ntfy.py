@@ -90,11 +90,15 @@ def _split(url: str) -> tuple[str, str]:
     return urlunsplit((parts.scheme, parts.netloc, path, "", "")), topic
 
 
+HELP = ("Pick a topic name hard to guess on ntfy.sh or your own ntfy server and "
+        "subscribe to it in the app; a protected topic needs an access token: "
+        "https://docs.ntfy.sh/publish/")
 CONFIG_SCHEMA = {"type": "object", "title": "ntfy", "required": ["url"],
                  "additionalProperties": False, "properties": {
                      "url": {"type": "string", "format": "uri",
                              "description": "topic URL, e.g. https://ntfy.sh/my-topic"},
-                     "token": {"type": "string", "description": "access token (optional)"}}}
+                     "token": {"type": "string", "format": "password",
+                               "description": "access token (a protected topic)"}}}
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:

@@ -113,10 +113,15 @@ def _post(channel, url, document) -> common.OutgoingRequest:
     return common.json_post(url, document, Authorization=f"GenieKey {channel.config['api_key']}")
 
 
+HELP = ("In Opsgenie, add an API integration to a team (Teams, Integrations, Add "
+        "integration, API) and copy its API key: "
+        "https://support.atlassian.com/opsgenie/docs/create-a-default-api-integration/")
 CONFIG_SCHEMA = {"type": "object", "title": "opsgenie", "required": ["api_key"],
                  "additionalProperties": False, "properties": {
-                     "api_key": {"type": "string", "description": "API integration key"},
-                     "region": {"type": "string", "enum": ["us", "eu"], "default": "us"},
+                     "api_key": {"type": "string", "format": "password",
+                                 "description": "API integration key"},
+                     "region": {"type": "string", "enum": ["us", "eu"], "default": "us",
+                                "description": "region of your Opsgenie account"},
                      "api_url": {"type": "string", "format": "uri", "description":
                                  "another API base URL (a proxy, a test receiver); "
                                  "overrides region"}}}

@@ -159,10 +159,14 @@ def _channel_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingRe
     return common.json_post(events_url.removesuffix("/enqueue") + "/change/enqueue", document)
 
 
+HELP = ("In PagerDuty, add an Events API V2 integration to the service (Service, "
+        "Integrations) and copy its Integration Key: "
+        "https://support.pagerduty.com/main/docs/services-and-integrations")
 CONFIG_SCHEMA = {"type": "object", "title": "pagerduty", "required": ["routing_key"],
                  "additionalProperties": False, "properties": {
-                     "routing_key": {"type": "string", "description": "Events API v2 "
-                                     "integration (routing) key"},
+                     "routing_key": {"type": "string", "format": "password",
+                                     "description": "Events API v2 integration (routing) "
+                                     "key"},
                      "events_url": {"type": "string", "format": "uri", "description":
                                     "another Events API endpoint (default: PagerDuty's)"}}}
 

@@ -122,10 +122,12 @@ def build_notice(channel: Channel, event: IncidentEvent) -> common.OutgoingReque
                             {"text": _escape(f"CronRadar: {text}"), "blocks": blocks})
 
 
+HELP = ("In Slack, create an app with Incoming Webhooks turned on, add a webhook to the "
+        "channel and copy its URL: https://api.slack.com/messaging/webhooks")
 CONFIG_SCHEMA = {"type": "object", "title": "slack", "required": ["url"],
                  "additionalProperties": False, "properties": {
                      "url": {"type": "string", "format": "uri",
-                             "description": "Slack incoming-webhook URL (https)"}}}
+                             "description": "Slack incoming-webhook URL (https://hooks.slack.com/...)"}}}
 
 
 def validate_config(config: dict, previous: dict | None = None) -> dict:

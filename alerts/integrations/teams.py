@@ -83,6 +83,10 @@ def _card(channel, title, text, facts, actions, body: str = "") -> common.Outgoi
             body = common.tail(body, len(body) // 2)
 
 
+HELP = ("In Teams, add the Workflows template \"Post to a channel when a webhook request "
+        "is received\" to the channel and copy the URL it shows: "
+        "https://support.microsoft.com/office/create-incoming-webhooks-with-workflows-"
+        "for-microsoft-teams-8ae491c7-0394-4861-ba59-055e33f75498")
 CONFIG_SCHEMA = {"type": "object", "title": "teams", "required": ["url"],
                  "additionalProperties": False, "properties": {
                      "url": {"type": "string", "format": "uri",

@@ -238,12 +238,16 @@ def shown_config(config: dict) -> dict:
     return {**config, "signing_secret": signing_secret(config["secret"])}
 
 
+HELP = ("Any HTTP endpoint of yours that accepts a POST; verify the signatures as "
+        "https://github.com/standard-webhooks/standard-webhooks describes (examples in "
+        "CronRadar's docs/integrations.md).")
 CONFIG_SCHEMA = {"type": "object", "title": "webhook", "required": ["url"],
                  "additionalProperties": False, "properties": {
-                     "url": {"type": "string", "format": "uri", "description": "http(s) URL"},
-                     "secret": {"type": "string", "description": "HMAC key of both "
-                                "signatures, its UTF-8 bytes (generated when left out: 32 "
-                                "random bytes, hex)"},
+                     "url": {"type": "string", "format": "uri",
+                             "description": "URL the JSON is POSTed to (http or https)"},
+                     "secret": {"type": "string", "format": "password", "description":
+                                "signing secret, the HMAC key of both signatures (left "
+                                "out: 32 random bytes, hex)"},
                      "signing_secret": {"type": "string", "readOnly": True, "description":
                                         "the secret in Standard Webhooks' form: whsec_ and "
                                         "base64 of its UTF-8 bytes (ignored when sent)"}}}

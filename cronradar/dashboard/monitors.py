@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from accounts import plans
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, EscalationPolicy, Incident
-from cronradar.dashboard import badges, charts, snippets
+from cronradar.dashboard import badges, charts, events, snippets
 from cronradar.dashboard.common import (
     ROLE,
     ago,
@@ -167,6 +167,7 @@ def monitor_detail(request, pk: int):
         "can_edit": can(request, ROLE.MEMBER),
         "badges": [(f"#{t}" if t else m.slug, badges.url(m.project, t or m.slug))
                    for t in ["", *m.tags]],
+        **events.sections(m, now, request.zone),  # downtime, run statistics, advice
     }
     return render(request, "dashboard/monitor.html", context)
 

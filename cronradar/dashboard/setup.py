@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from accounts import audit, plans
 from accounts.api import ApiKeySerializer, MemberSerializer, MemberViewSet, revoke_key
@@ -26,10 +27,11 @@ from alerts.api import (
     delete_policy,
     delete_window,
 )
-from alerts.channels import delete_channel, send_test
+from alerts.channels import delete_channel, send_test, send_test_config
 from alerts.integrations import KINDS
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
 from cronradar import usage
+from cronradar.dashboard import channel_form
 from cronradar.dashboard.common import (
     ROLE,
     can,
@@ -43,9 +45,6 @@ from cronradar.dashboard.common import (
 )
 from monitors.models import Monitor
 
-# what the channel form asks for: every kind's config fields but the read-only ones
-CONFIG_FIELDS = sorted({f for m in KINDS.values() for f, spec in
-                        m.CONFIG_SCHEMA["properties"].items() if not spec.get("readOnly")})
 TIERS = 5  # tier rows on the policy form
 
 
@@ -108,44 +107,80 @@ def _channel(request, pk: int) -> Channel:
 
 
 @page
-def channels(request, pk: int | None = None):
-    """``/channels/`` (list + create) and ``/channels/<id>/`` (edit)."""
-    instance = None
-    if pk is not None:
-        instance = _channel(request, pk)
-    errors, result = {}, request.session.pop("channel_test", None)
-    if request.method == "POST":
-        require(request, ROLE.ADMIN)
-        config = {f: request.POST[f].strip() for f in CONFIG_FIELDS
-                  if request.POST.get(f, "").strip()}
-        if "to" in config:
-            config["to"] = [a.strip() for a in config["to"].split(",") if a.strip()]
-        data = {"name": request.POST.get("name", ""), "config": config}
-        if instance is None:
-            data["kind"] = request.POST.get("kind", "")
-        saved, errors = _save(request, ChannelSerializer, instance, data)
-        if saved is not None:
-            return redirect("dashboard:channels")
-    refused = PLAN in errors
-    plan_limit = _plan_limit(request, errors, "channels") if instance is None else ""
+@require_GET
+def channels(request):
+    """``/channels/``: the project's channels (each with "send test") and the kind
+    chooser, one link per kind to its setup page."""
+    result = request.session.pop("channel_test", None)
     rows = [{"c": c, "config": ChannelSerializer(c, context={"request": request}).data["config"]}
             for c in Channel.objects.filter(project=request.project, deleted_at__isnull=True)
             .order_by("name", "pk")]
     return render(request, "dashboard/channels.html", {
-        "rows": rows, "kinds": list(KINDS), "errors": errors, "instance": instance,
-        "values": request.POST if request.method == "POST" else _channel_values(instance),
-        "config_fields": CONFIG_FIELDS, "can_admin": can(request, ROLE.ADMIN),
-        "can_test": can(request, ROLE.MEMBER), "test_result": result, "plan_limit": plan_limit,
+        "rows": rows, "kinds": [(k, channel_form.summary(m)) for k, m in KINDS.items()],
+        "can_admin": can(request, ROLE.ADMIN), "can_test": can(request, ROLE.MEMBER),
+        "test_result": result, "plan_limit": plans.refusal(request.project.organisation,
+                                                           "channels")})
+
+
+@page
+def channel_new(request, kind: str):
+    """``/channels/new/<kind>/``: the setup page of a new channel of ``kind`` (admins):
+    only its fields, where to get them, "send test" before saving, then create."""
+    require(request, ROLE.ADMIN)
+    if kind not in KINDS:
+        raise Http404("no such kind of channel")
+    return _channel_setup(request, kind, None)
+
+
+@page
+def channel(request, pk: int):
+    """``/channels/<id>/``: a channel's page (the links of its notifications come
+    here): its state, and for admins the setup form of its kind."""
+    return _channel_setup(request, None, _channel(request, pk))
+
+
+def _channel_setup(request, kind: str | None, instance: Channel | None):
+    """The setup page of a new channel of ``kind`` or of ``instance``. A POST with
+    ``action=test`` sends the entered config's test notification (nothing stored);
+    any other POST saves through the API's serializer (plan limits included)."""
+    kind = kind or instance.kind
+    module = KINDS[kind]
+    asked = channel_form.fields(module)
+    previous = instance.config if instance is not None else None
+    errors, result = {}, None
+    values = {"name": instance.name, **channel_form.values_of(instance.config, asked)} \
+        if instance is not None else {}
+    if request.method == "POST":
+        require(request, ROLE.ADMIN)
+        values = request.POST
+        config = channel_form.config_from(request.POST, asked, previous)
+        name = request.POST.get("name", "").strip()
+        if request.POST.get("action") == "test":
+            try:
+                status, error = send_test_config(request.project, kind, config,
+                                                 timezone.now(), name=name, previous=previous)
+                result = {"channel": name or f"the new {kind} channel", "ok": error == "",
+                          "status": status, "error": error}
+            except ValueError as e:
+                errors = {"config": str(e)}
+        else:
+            data = {"name": name, "config": config}
+            if instance is None:
+                data["kind"] = kind
+            saved, errors = _save(request, ChannelSerializer, instance, data)
+            if saved is not None:
+                return redirect("dashboard:channels")
+    refused = PLAN in errors
+    plan_limit = _plan_limit(request, errors, "channels") if instance is None else ""
+    shown = ChannelSerializer(instance, context={"request": request}).data \
+        if instance is not None else None
+    return render(request, "dashboard/channel.html", {
+        "kind": kind, "summary": channel_form.summary(module),
+        "help": getattr(module, "HELP", ""), "fields": asked, "instance": instance,
+        "shown": shown, "values": values, "errors": errors, "test_result": result,
+        "plan_limit": plan_limit, "can_admin": can(request, ROLE.ADMIN),
+        "can_test": can(request, ROLE.MEMBER),
     }, status=_status(refused, errors))
-
-
-def _channel_values(channel) -> dict:
-    if channel is None:
-        return {}
-    values = {"name": channel.name, "kind": channel.kind, **channel.config}
-    if isinstance(values.get("to"), list):
-        values["to"] = ", ".join(values["to"])
-    return values
 
 
 @page

@@ -1,7 +1,14 @@
 """Ready-to-paste ways to ping a monitor, shown on its page: a crontab line, a
-``cronradar exec`` line, a Kubernetes CronJob and a systemd service. Each mirrors
-docs/pinging.md (the same curl flags, the same exit-status
-handling), filled in with the monitor's own schedule, zone and limits.
+``cronradar exec`` line, a Kubernetes CronJob and a systemd service, and the same
+in code (:data:`LANGUAGES`: Python with requests and with the standard library,
+Node, Go, PHP, Ruby, PowerShell). Each mirrors docs/pinging.md (the same curl
+flags, the same exit-status handling), filled in with the monitor's own URL,
+schedule, zone and limits.
+
+The code snippets all do the same: a fresh run id, ``POST <url>/start?rid=<id>``,
+the job, then ``<url>/0?rid=<id>`` or, when it raised, ``<url>/1?rid=<id>`` with
+the error as the body (1: the status the program then exits with). Each ping
+gives up after 5 seconds and never fails the job when CronRadar is unreachable.
 
 Pure functions of the monitor's fields, so each snippet is tested on its text.
 """
@@ -141,6 +148,240 @@ def systemd(m, url: str) -> str:
         f"else s=fail; fi; {CURL} \"$$PING/$$s\"'", ""])
 
 
+PING_URL = "PING_URL"  # where the monitor's URL goes in the templates below
+
+# the two Python snippets' run: the same whichever library pings
+PYTHON_RUN = """
+def job():
+    ...  # your job here
+
+
+ping("start")
+try:
+    job()
+except Exception as e:
+    ping("1", repr(e))  # 1: the exit status the script ends with
+    raise
+ping("0")
+"""
+
+PYTHON_REQUESTS = """\
+import uuid
+
+import requests
+
+PING = "PING_URL"
+RID = str(uuid.uuid4())  # pairs the start with the end: overlapping runs stay apart
+
+
+def ping(action, body=""):
+    try:
+        requests.post(f"{PING}/{action}", params={"rid": RID}, data=body.encode(), timeout=5)
+    except requests.RequestException:
+        pass  # CronRadar unreachable: the job goes on
+
+""" + PYTHON_RUN
+
+PYTHON_STDLIB = """\
+import urllib.request
+import uuid
+
+PING = "PING_URL"
+RID = str(uuid.uuid4())  # pairs the start with the end: overlapping runs stay apart
+
+
+def ping(action, body=""):
+    try:
+        urllib.request.urlopen(f"{PING}/{action}?rid={RID}", data=body.encode(), timeout=5)
+    except OSError:
+        pass  # CronRadar unreachable (URLError and timeouts are OSErrors): the job goes on
+
+""" + PYTHON_RUN
+
+NODE = """\
+// Node.js 18 or later (fetch and AbortSignal.timeout)
+const { randomUUID } = require("node:crypto");
+
+const PING = "PING_URL";
+const RID = randomUUID(); // pairs the start with the end: overlapping runs stay apart
+
+async function ping(action, body = "") {
+  try {
+    await fetch(`${PING}/${action}?rid=${RID}`,
+      { method: "POST", body, signal: AbortSignal.timeout(5000) });
+  } catch {
+    // CronRadar unreachable: the job goes on
+  }
+}
+
+async function job() {
+  // your job here
+}
+
+(async () => {
+  await ping("start");
+  try {
+    await job();
+  } catch (e) {
+    await ping("1", String(e && e.stack || e)); // 1: the exit status the script ends with
+    process.exit(1);
+  }
+  await ping("0");
+})();
+"""
+
+GO = """\
+package main
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+const ping = "PING_URL"
+
+var client = &http.Client{Timeout: 5 * time.Second}
+
+// newRID is a random (version 4) UUID: it pairs the start with the end.
+func newRID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func send(rid, action, body string) {
+	resp, err := client.Post(ping+"/"+action+"?rid="+rid, "text/plain", strings.NewReader(body))
+	if err == nil { // on error CronRadar is unreachable: the job goes on
+		resp.Body.Close()
+	}
+}
+
+func job() error {
+	return nil // your job here
+}
+
+func main() {
+	rid := newRID()
+	send(rid, "start", "")
+	if err := job(); err != nil {
+		send(rid, "1", err.Error()) // 1: the exit status the program ends with
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	send(rid, "0", "")
+}
+"""
+
+PHP = """\
+<?php
+$ping = 'PING_URL';
+$rid = sprintf('%04x%04x-%04x-%04x-%04x-%04x%04x%04x', random_int(0, 0xffff),
+    random_int(0, 0xffff), random_int(0, 0xffff), random_int(0, 0x0fff) | 0x4000,
+    random_int(0, 0x3fff) | 0x8000, random_int(0, 0xffff), random_int(0, 0xffff),
+    random_int(0, 0xffff)); // pairs the start with the end: overlapping runs stay apart
+
+function ping(string $action, string $body = ''): void {
+    global $ping, $rid;
+    // @: CronRadar unreachable never stops the job
+    @file_get_contents("$ping/$action?rid=$rid", false, stream_context_create(['http' => [
+        'method' => 'POST', 'header' => 'Content-Type: text/plain', 'content' => $body,
+        'timeout' => 5, 'ignore_errors' => true]]));
+}
+
+function job(): void {
+    // your job here
+}
+
+ping('start');
+try {
+    job();
+} catch (Throwable $e) {
+    ping('1', (string) $e); // 1: the exit status the script ends with
+    fwrite(STDERR, $e . PHP_EOL);
+    exit(1);
+}
+ping('0');
+"""
+
+RUBY = """\
+require "net/http"
+require "securerandom"
+
+PING = "PING_URL"
+RID = SecureRandom.uuid # pairs the start with the end: overlapping runs stay apart
+
+def ping(action, body = "")
+  uri = URI("#{PING}/#{action}?rid=#{RID}")
+  Net::HTTP.start(uri.host, uri.port, use_ssl: uri.scheme == "https",
+                  open_timeout: 5, read_timeout: 5, write_timeout: 5) do |http|
+    http.post(uri.request_uri, body)
+  end
+rescue StandardError
+  nil # CronRadar unreachable: the job goes on
+end
+
+def job
+  # your job here
+end
+
+ping("start")
+begin
+  job
+rescue StandardError => e
+  ping("1", e.full_message) # 1: the exit status the script ends with
+  raise
+end
+ping("0")
+"""
+
+POWERSHELL = """\
+$Ping = "PING_URL"
+$Rid = [guid]::NewGuid().ToString()  # pairs the start with the end: overlapping runs stay apart
+
+function Send-Ping([string]$Action, [string]$Body = "") {
+    try {
+        Invoke-RestMethod -Method Post -Uri "$Ping/$($Action)?rid=$Rid" -Body $Body `
+            -ContentType "text/plain" -TimeoutSec 5 | Out-Null
+    } catch {
+        # CronRadar unreachable: the job goes on
+    }
+}
+
+function Invoke-Job {
+    # your job here
+}
+
+Send-Ping "start"
+try {
+    Invoke-Job
+} catch {
+    Send-Ping "1" "$_"  # 1: the exit status the script ends with
+    Write-Error $_
+    exit 1
+}
+Send-Ping "0"
+"""
+
+# the code snippets by the name the monitor page shows
+LANGUAGES = {"Python (requests)": PYTHON_REQUESTS, "Python (standard library)": PYTHON_STDLIB,
+             "Node.js": NODE, "Go": GO, "PHP": PHP, "Ruby": RUBY, "PowerShell": POWERSHELL}
+
+
+def code(language: str, url: str) -> str:
+    """The :data:`LANGUAGES` snippet ``language`` filled in with the ping ``url``
+    (the monitor's own: ``https://…/ping/<uuid>`` or by ping key and slug). Raises
+    ``KeyError`` for another language."""
+    return LANGUAGES[language].replace(PING_URL, url)
+
+
 def all_snippets(m, url: str) -> dict[str, str]:
+    """Every snippet of monitor ``m`` pinging ``url``, by the name the page shows:
+    the shell ones first, then :data:`LANGUAGES`."""
     return {"crontab": crontab(m, url), "cronradar exec": cronradar_exec(m, url),
-            "Kubernetes CronJob": cronjob(m, url), "systemd": systemd(m, url)}
+            "Kubernetes CronJob": cronjob(m, url), "systemd": systemd(m, url),
+            **{language: code(language, url) for language in LANGUAGES}}

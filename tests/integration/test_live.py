@@ -284,6 +284,9 @@ def test_a_two_tier_policy_end_to_end(api, receiver):
         second.close()
 
 
+TG_TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+
+
 def test_a_notification_of_each_kind_links_the_dashboard_and_carries_the_body_tail(
         service, api, receiver):
     """A real failure on `serve` notifies a channel of every kind at a local
@@ -302,6 +305,9 @@ def test_a_notification_of_each_kind_links_the_dashboard_and_carries_the_body_ta
         "opsgenie": {"api_key": "K", "api_url": f"{receiver.url}/og"},
         "pagerduty": {"routing_key": "R", "events_url": f"{receiver.url}/pd/v2/enqueue"},
         "email": {"to": ["ops@example.com"]},
+        "telegram": {"bot_token": TG_TOKEN, "chat_id": "-100123", "api_url": f"{receiver.url}/tg"},
+        "googlechat": {"url": f"{receiver.url}/v1/spaces/A/messages?key=k&token=t"},
+        "mattermost": {"url": f"{receiver.url}/hooks/mm"},
     }
     made = {}
     for kind, config in configs.items():
@@ -314,7 +320,10 @@ def test_a_notification_of_each_kind_links_the_dashboard_and_carries_the_body_ta
     assert httpx.post(m["ping_url"] + "/fail", content=body.encode()).status_code == 200
     paths = {"/hook": "webhook", "/slack": "slack", "/teams": "teams",
              "/discord?wait=true": "discord", "/ntfy/": "ntfy", "/og/v2/alerts": "opsgenie",
-             "/pd/v2/enqueue": "pagerduty"}
+             "/pd/v2/enqueue": "pagerduty", f"/tg/bot{TG_TOKEN}/sendMessage": "telegram",
+             "/v1/spaces/A/messages?key=k&token=t"
+             "&messageReplyOption=REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD": "googlechat",
+             "/hooks/mm": "mattermost"}
     for path in paths:
         receiver.wait_for(lambda r, path=path: r.path == path, timeout=15)
     got = {paths[r.path]: r for r in receiver.requests if r.path in paths}

@@ -10,8 +10,8 @@ def test_openapi_schema_is_public_and_lists_endpoints(client):
     doc = resp.json()
     assert sorted(doc["paths"]) == [
         "/api/v1/api-keys/", "/api/v1/api-keys/{id}/", "/api/v1/audit-log/",
-        "/api/v1/channels/", "/api/v1/channels/by-name/{name}/", "/api/v1/channels/{id}/",
-        "/api/v1/channels/{id}/test/",
+        "/api/v1/channels/", "/api/v1/channels/by-name/{name}/", "/api/v1/channels/test/",
+        "/api/v1/channels/{id}/", "/api/v1/channels/{id}/test/",
         "/api/v1/deliveries/",
         "/api/v1/escalation-policies/", "/api/v1/escalation-policies/by-name/{name}/",
         "/api/v1/escalation-policies/{id}/",

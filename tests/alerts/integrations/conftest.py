@@ -154,6 +154,13 @@ FACTS = [("Monitor", "Nightly backup (acme/nightly-backup)"), ("Cause", "failed"
          ("Run took", "3s")]
 
 
+# the facts of ``monitor``'s incident (``opened`` / ``resolved``: missed, critical)
+MISSED_FACTS = [("Monitor", "Nightly backup (acme/nightly-backup)"), ("Cause", "missed"),
+                ("Severity", "critical"), ("Opened", "2025-01-01T13:00:05+01:00"),
+                ("Scheduled", "2025-01-01T13:00:00+01:00"),
+                ("Last ping", "2025-01-01T13:00:04+01:00"), ("Run took", "3s")]
+
+
 TEST_TEXT = ("This is a test notification from CronRadar to channel ops: all is well. Nothing "
              "is wrong with your monitors.")
 

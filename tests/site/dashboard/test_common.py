@@ -40,8 +40,9 @@ def test_viewers_see_no_buttons_and_cannot_post(project, world):
     page = text(viewer.get(f"/monitors/{m.pk}/"))
     assert "Edit" not in page and "Pause" not in page and m.ping_url not in page
     assert "s3cret" not in text(viewer.get("/channels/"))
+    assert "/channels/new/" not in text(viewer.get("/channels/"))  # no kind chooser
     for url in (f"/monitors/{m.pk}/pause/", f"/incidents/{world['incident'].pk}/ack/",
-                "/channels/", "/keys/", "/monitors/new/", f"/monitors/{m.pk}/delete/"):
+                "/channels/new/webhook/", "/keys/", "/monitors/new/", f"/monitors/{m.pk}/delete/"):
         assert viewer.post(url, {"name": "x"}).status_code == 403, url
     assert Monitor.objects.get(pk=m.pk).paused is False
 
@@ -100,7 +101,7 @@ def test_the_404_page_is_html_with_navigation(admin):
 def test_a_refusal_is_a_403_page_logged_in_one_line(project, world, caplog):
     viewer = signed_in(project, "viewer")
     with caplog.at_level("INFO"):
-        resp = viewer.post("/channels/", {"name": "x"})
+        resp = viewer.post("/channels/new/webhook/", {"name": "x"})
     assert resp.status_code == 403 and "this needs the admin role" in text(resp)
     assert 'href="/incidents/"' in text(resp)  # a page with the navigation
     refusals = [r for r in caplog.records if "Forbidden" in r.getMessage()]

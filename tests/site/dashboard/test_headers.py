@@ -32,7 +32,7 @@ NONCED = re.compile(r"'self' 'nonce-(?P<nonce>[A-Za-z0-9+/]{22}==)'")
 # the answers that are not HTML (they carry both headers too: not asserted)
 NOT_HTML = {"recent_pings": "application/json", "monitors_file_export": "application/json",
             "organisation_export": "application/json", "badge": "image/svg+xml",
-            "docs_screenshot": "image/png"}
+            "docs_screenshot": "image/png", "ping_body": "text/plain"}
 
 
 def assert_framed_by_none(response, what: str) -> str:
@@ -81,12 +81,15 @@ def urls(project, world, settings):
         "monitor_edit": (admin, f"/monitors/{m.pk}/edit/"),
         "monitor_pause": (admin, f"/monitors/{m.pk}/pause/"),
         "monitor_delete": (admin, f"/monitors/{m.pk}/delete/"),
+        "monitor_events": (admin, f"/monitors/{m.pk}/events/"),
+        "ping_body": (admin, f"/monitors/{m.pk}/pings/{m.pings.latest('pk').pk}/body/"),
         "import_healthchecks": (admin, "/import/healthchecks/"),
         "incidents": (admin, "/incidents/"),
         "incident": (admin, f"/incidents/{incident.pk}/"),
         "incident_act": (admin, f"/incidents/{incident.pk}/ack/"),
         "channels": (admin, "/channels/"),
         "channel": (admin, f"/channels/{world['hook'].pk}/"),
+        "channel_new": (admin, "/channels/new/webhook/"),
         "channel_test": (admin, f"/channels/{world['hook'].pk}/test/"),
         "channel_delete": (admin, f"/channels/{world['hook'].pk}/delete/"),
         "policies": (admin, "/policies/"),

@@ -1,6 +1,9 @@
 """The monitor pages (cronradar.dashboard.monitors): the list, a monitor, create, edit,
 pause and delete, form errors, and a bounded number of queries."""
+import html
 import re
+from datetime import UTC, date, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
@@ -8,6 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from cronradar.dashboard import events
 from monitors.models import Monitor, Run
 from tests.conftest import S
 from tests.site.dashboard.conftest import text
@@ -85,7 +89,7 @@ def test_the_monitors_list_takes_a_bounded_number_of_queries(admin, project):
 def test_copy_buttons_are_hidden_until_javascript_shows_them(admin, world):
     page = admin.get(f"/monitors/{world['monitor'].pk}/").content.decode()
     buttons = re.findall(r"<button[^>]*data-copy[^>]*>", page)
-    assert len(buttons) == 6 and all(" hidden" in b for b in buttons)
+    assert len(buttons) == 2 + 11 and all(" hidden" in b for b in buttons)  # URLs, snippets
     # their script is a static file (the Content-Security-Policy runs no inline script)
     assert '<script src="/static/cronradar/dashboard.js" nonce="' in page
     script = b"".join(admin.get("/static/cronradar/dashboard.js").streaming_content).decode()
@@ -149,6 +153,114 @@ def test_the_monitor_page_shows_refused_pings_and_why_a_run_is_unknown(admin, wo
     assert ('<span class="status status-unknown">unknown</span> <span class="small muted" '
             'title="its first ping was refused by a ping rate limit (429)">rate_limited: its '
             'first ping was refused by a ping rate limit (429)</span>') in page
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The pages' clock (django.utils.timezone.now): 2026-03-10 12:00 UTC."""
+    at = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    monkeypatch.setattr("django.utils.timezone.now", lambda: at)
+    return at
+
+
+def test_downtime_per_month_splits_at_midnight_of_the_1st_in_the_zone():
+    berlin = ZoneInfo("Europe/Berlin")
+    now = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    # 23:30 on 28 February to 00:45 on 1 March in Berlin (UTC+1): all of February in UTC
+    across = (datetime(2026, 2, 28, 22, 30, tzinfo=UTC), datetime(2026, 2, 28, 23, 45,
+                                                                    tzinfo=UTC))
+    still_open = (datetime(2026, 3, 10, 11, 0, tzinfo=UTC), None)
+    assert events.downtime([across, still_open], now, berlin) == [
+        events.Month(date(2026, 3, 1), 1, 105 * 60 * S),  # 45 min of it, the open hour
+        events.Month(date(2026, 2, 1), 1, 30 * 60 * S),  # where it opened: counted here
+        events.Month(date(2026, 1, 1), 0, 0 * S), events.Month(date(2025, 12, 1), 0, 0 * S),
+        events.Month(date(2025, 11, 1), 0, 0 * S), events.Month(date(2025, 10, 1), 0, 0 * S)]
+    assert events.downtime([across], now, UTC, months=2) == [
+        events.Month(date(2026, 3, 1), 0, 0 * S), events.Month(date(2026, 2, 1), 1, 75 * 60 * S)]
+
+
+def test_the_monitor_page_shows_downtime_per_month_in_the_persons_zone(admin, world, clock):
+    from alerts.models import Incident
+
+    m = world["monitor"]
+    Incident.objects.filter(monitor=m).delete()
+    for cause, opened, resolved in [
+            ("failed", datetime(2026, 2, 28, 22, 30, tzinfo=UTC),
+             datetime(2026, 2, 28, 23, 45, tzinfo=UTC)),
+            ("missed", datetime(2026, 1, 3, 8, 0, tzinfo=UTC),
+             datetime(2026, 1, 3, 10, 0, tzinfo=UTC)),
+            ("slow", datetime(2026, 3, 2, 8, 0, tzinfo=UTC),  # the job did its work
+             datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+            # opened in September (23:00 in Berlin), before the six months: October gets
+            # its hour after midnight, without the count
+            ("deadline", datetime(2025, 9, 30, 21, 0, tzinfo=UTC),
+             datetime(2025, 9, 30, 23, 0, tzinfo=UTC))]:
+        Incident.objects.create(monitor=m, cause=cause, summary=cause, opened_at=opened,
+                                resolved_at=resolved)
+    page = text(admin.get(f"/monitors/{m.pk}/"))
+    rows = re.findall(r"<tr><td>(\w+ \d{4})</td><td>(\d+)</td><td>([^<]+)</td></tr>", page)
+    assert rows == [("March 2026", "0", "45 min"), ("February 2026", "1", "30 min"),
+                    ("January 2026", "1", "2 h"), ("December 2025", "0", "0"),
+                    ("November 2025", "0", "0"), ("October 2025", "0", "1 h")]
+    assert ("Incidents whose cause means the job did not do its work (missed, stuck, deadline, "
+            "failed; not overlap, too fast, slow, skipped, double launch), by calendar month "
+            "in your time zone. An incident counts in the month it opened; its time is split "
+            "at midnight of the 1st") in page
+
+
+def test_the_monitor_page_shows_the_run_statistics_and_the_advice(admin, make_monitor, clock):
+    from insights.api import monitor_advice
+
+    m = make_monitor(name="every-minute", period=60 * S, grace=S)
+    first = clock - 30 * 60 * S
+    Run.objects.bulk_create(
+        Run(monitor=m, slot_at=first + i * 60 * S, started_at=first + (i * 60 + 5) * S,
+            ended_at=first + (i * 60 + 95) * S, outcome="failed" if i == 7 else "succeeded",
+            exit_status=2 if i == 7 else 0) for i in range(20))
+    page = text(admin.get(f"/monitors/{m.pk}/"))
+    assert ("Over the last 20 runs: success rate 95.0% (19 of 20 judged: succeeded, failed, "
+            "stuck or missed); duration p50 1 min 30 s, p95 1 min 30 s, max 1 min 30 s; late "
+            "start p50 5 s, p95 5 s; 0 missed, 0 skipped, 19 overlapping, 0 double launches."
+            ) in page
+    assert f'<a href="/api/v1/monitors/{m.pk}/stats/">' in page
+    advice = monitor_advice(m, clock)
+    reason = advice.recommendation.reason
+    assert reason.startswith("20 of 20 runs are longer than the interval; the job cannot lose")
+    assert ("Recommended: <strong>queue</strong> (no concurrency setting gives it); the current "
+            "setting is allow, which does not give it.") in page
+    assert f"Why: {html.escape(reason)}." in page
+    assert "Warning: the queue does not empty: " in page
+    assert f'<a href="/api/v1/monitors/{m.pk}/advice/">' in page
+    Run.objects.filter(monitor=m).delete()
+    page = text(admin.get(f"/monitors/{m.pk}/"))
+    assert "Over the last 0 runs: success rate –; duration p50 –, p95 –, max –;" in page
+    assert ("No recommendation: too little data to advise: 0 finished runs with a start and an "
+            "end, advice needs at least 20 (CRONRADAR_ADVICE_MIN_RUNS).") in page
+
+
+def test_the_monitor_page_takes_a_bounded_number_of_queries(admin, world, clock):
+    from alerts.models import Delivery, Incident, IncidentEvent
+    from monitors.models import Ping
+
+    m = world["monitor"]
+    with CaptureQueriesContext(connection) as few:
+        assert admin.get(f"/monitors/{m.pk}/").status_code == 200
+    Run.objects.bulk_create(Run(monitor=m, slot_at=clock - k * 60 * S, started_at=clock,
+                                ended_at=clock, outcome="succeeded") for k in range(300))
+    Ping.objects.bulk_create(Ping(monitor=m, received_at=clock, kind="success", method="GET",
+                                  body=b"ok", body_size=2) for _ in range(300))
+    for k in range(1, 31):
+        incident = Incident.objects.create(monitor=m, cause="failed", summary="x",
+                                           opened_at=clock - k * 3600 * S,
+                                           resolved_at=clock - k * 3600 * S + 60 * S)
+        event = IncidentEvent.objects.create(incident=incident, kind="opened", at=clock)
+        Delivery.objects.create(event=event, incident=incident, channel=world["hook"])
+    with CaptureQueriesContext(connection) as many:
+        assert admin.get(f"/monitors/{m.pk}/").status_code == 200
+    # 17: session, user, project, zone, role, the monitor, its runs, refused pings, its
+    # pings, its incidents; the statistics' runs, downtime's incidents, the advisor's two;
+    # the navigation's roles, zone and projects
+    assert len(many) == len(few) == 17, [q["sql"][:80] for q in many.captured_queries]
 
 
 def test_at_the_plans_limit_the_list_and_the_form_say_so(admin, project, make_monitor):

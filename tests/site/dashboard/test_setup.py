@@ -9,16 +9,17 @@ from django.utils import timezone
 from accounts.models import ApiKey, Invitation, Membership
 from alerts.models import Channel, EscalationPolicy, MaintenanceWindow
 from tests.conftest import S, new_project
+from tests.live import Receiver
 from tests.site.dashboard.conftest import signed_in, text
 
 pytestmark = pytest.mark.django_db
 
 
 def test_setup_pages_create_through_the_api_rules(admin, world, project):
-    assert admin.post("/channels/", {"kind": "slack", "name": "x", "url": "ftp://no"}
+    assert admin.post("/channels/new/slack/", {"name": "x", "url": "ftp://no"}
                       ).status_code == 400
-    admin.post("/channels/", {"kind": "email", "name": "mail", "to": "a@example.com, "
-                                                                     "b@example.com"})
+    admin.post("/channels/new/email/", {"name": "mail", "to": "a@example.com, "
+                                                              "b@example.com"})
     assert Channel.objects.get(name="mail").config == {"to": ["a@example.com",
                                                               "b@example.com"]}
     hook = world["hook"]
@@ -45,10 +46,10 @@ def test_setup_pages_create_through_the_api_rules(admin, world, project):
 
 def test_the_channel_form_asks_for_api_url_and_never_for_the_read_only_signing_secret(
         admin, project):
-    page = admin.get("/channels/").content.decode()
-    assert 'name="api_url"' in page and 'name="signing_secret"' not in page
-    admin.post("/channels/", {"kind": "opsgenie", "name": "og", "api_key": "K",
-                              "api_url": "https://og.example.com/proxy"})
+    assert 'name="api_url"' in admin.get("/channels/new/opsgenie/").content.decode()
+    assert 'name="signing_secret"' not in admin.get("/channels/new/webhook/").content.decode()
+    admin.post("/channels/new/opsgenie/", {"name": "og", "api_key": "K",
+                                           "api_url": "https://og.example.com/proxy"})
     assert Channel.objects.get(name="og").config == {
         "api_key": "K", "region": "us", "api_url": "https://og.example.com/proxy"}
 
@@ -188,13 +189,14 @@ def plan_sentence(resp) -> str | None:
 
 def test_at_the_plans_limit_the_sentence_replaces_the_create_forms(admin, project):
     on_plan(project, max_channels=1, max_api_keys=1, max_members=1)
-    body = {"kind": "webhook", "name": "a", "url": "https://hook.test/a"}
+    body = {"name": "a", "url": "https://hook.test/a"}
     assert plan_sentence(admin.get("/channels/")) is None
-    assert admin.post("/channels/", body).status_code == 302
-    page = admin.get("/channels/")
-    assert plan_sentence(page) == "this organisation's plan (free) allows 1 channel"
-    assert "Create channel" not in text(page)
-    refused = admin.post("/channels/", {**body, "name": "b"})
+    assert admin.post("/channels/new/webhook/", body).status_code == 302
+    for url in ("/channels/", "/channels/new/webhook/"):
+        page = admin.get(url)
+        assert plan_sentence(page) == "this organisation's plan (free) allows 1 channel"
+        assert "Create channel" not in text(page) and 'href="/channels/new/' not in text(page)
+    refused = admin.post("/channels/new/webhook/", {**body, "name": "b"})
     assert (refused.status_code, plan_sentence(refused)) == (
         403, "this organisation's plan (free) allows 1 channel")
     assert Channel.objects.count() == 1
@@ -211,3 +213,118 @@ def test_at_the_plans_limit_the_sentence_replaces_the_create_forms(admin, projec
     refused = admin.post("/members/", {"email": "new@example.com", "role": "member"})
     assert refused.status_code == 403 and "allows 1 member" in plan_sentence(refused)
     assert not Invitation.objects.exists()
+
+
+def test_the_kind_chooser_links_every_kind_to_its_setup_page(admin, project):
+    from alerts.integrations import KINDS
+
+    page = text(admin.get("/channels/"))
+    for kind in KINDS:
+        assert f'<a href="/channels/new/{kind}/">{kind}</a>' in page
+    assert ('<a href="/channels/new/slack/">slack</a> <span class="small muted">Slack '
+            'incoming webhook (https://api.slack.com/messaging/webhooks).</span>') in page
+    assert admin.get("/channels/new/fax/").status_code == 404
+
+
+def test_a_kinds_setup_page_shows_only_its_fields_and_where_to_get_them(admin, project):
+    page = text(admin.get("/channels/new/opsgenie/"))
+    inputs = re.findall(r'<(?:input|select) id="c-([a-z_]+)" (?:type="([a-z]+)" )?', page)
+    assert inputs == [("name", "text"), ("api_key", "password"), ("region", ""),
+                      ("api_url", "url")]
+    assert ('<label for="c-api_key">API integration key <span class="required">(required)'
+            '</span></label>') in page
+    assert ('<select id="c-region" name="region"><option value="">default</option><option>us'
+            '</option><option>eu</option></select>') in page
+    assert ('<a href="https://support.atlassian.com/opsgenie/docs/create-a-default-api-'
+            'integration/" rel="nofollow">https://support.atlassian.com/opsgenie/docs/create-'
+            'a-default-api-integration/</a>') in page
+    email = text(admin.get("/channels/new/email/"))
+    assert re.findall(r'<input id="c-([a-z_]+)" type="([a-z]+)"', email) == [
+        ("name", "text"), ("to", "text")]
+    assert "Several, separated by commas." in email
+
+
+def test_a_fake_kind_gets_a_setup_page_from_its_constants_alone(admin, project, monkeypatch):
+    import types
+
+    from alerts import integrations
+    from alerts.integrations import webhook
+
+    fake = types.ModuleType("fake", "Fax machine over HTTP.\n\nMore words.")
+    fake.HELP = "Ask your fax vendor: https://fax.example.com/docs"
+    fake.CONFIG_SCHEMA = {"type": "object", "required": ["number"], "properties": {
+        "number": {"type": "string", "description": "fax number"},
+        "pin": {"type": "string", "format": "password", "description": "PIN"},
+        "paper": {"type": "string", "enum": ["a4", "letter"]},
+        "serial": {"type": "string", "readOnly": True}}}
+    fake.validate_config = lambda config, previous=None: config
+    fake.build_notice = webhook.build_notice
+    monkeypatch.setitem(integrations.KINDS, "fax", fake)
+    page = text(admin.get("/channels/new/fax/"))
+    assert "<p>Fax machine over HTTP.</p>" in page
+    assert ('<p class="kind-help">Ask your fax vendor: <a href="https://fax.example.com/docs" '
+            'rel="nofollow">https://fax.example.com/docs</a></p>') in page
+    assert re.findall(r'<(?:input|select) id="c-([a-z_]+)"', page) == [
+        "name", "number", "pin", "paper"]
+    assert "<a href=\"/channels/new/fax/\">fax</a>" in text(admin.get("/channels/"))
+
+
+def test_send_test_before_saving_stores_nothing_and_says_what_the_receiver_said(
+        admin, project):
+    receiver = Receiver()
+    try:
+        form = {"name": "ops", "url": receiver.url + "/hook", "secret": "k",
+                "action": "test"}
+        resp = admin.post("/channels/new/webhook/", form)
+        assert resp.status_code == 200
+        assert ('<p class="notice" role="status">Test to ops: delivered (200)</p>'
+                in text(resp))
+        assert receiver.requests[0].json()["channel"] == {"id": None, "name": "ops",
+                                                          "kind": "webhook"}
+        assert not Channel.objects.exists()
+        assert f'value="{receiver.url}/hook"' in text(resp)  # what was entered stays
+        receiver.status = 500
+        failed = text(admin.post("/channels/new/webhook/", form))
+        assert '<p class="alert" role="status">Test to ops: failed: HTTP 500: ok</p>' in failed
+        bad = admin.post("/channels/new/webhook/", {**form, "url": "ftp://x"})
+        assert bad.status_code == 400 and "config: url: " in text(bad)
+        assert len(receiver.requests) == 2 and not Channel.objects.exists()
+        # then saved as tested
+        assert admin.post("/channels/new/webhook/", {**form, "action": "save"}
+                          ).status_code == 302
+        assert Channel.objects.get().config == {"url": receiver.url + "/hook", "secret": "k"}
+    finally:
+        receiver.close()
+
+
+def test_an_edit_page_shows_its_kinds_fields_and_keeps_a_secret_left_empty(admin, project):
+    receiver = Receiver()
+    try:
+        ch = Channel.objects.create(project=project, kind="ntfy", name="phone", config={
+            "url": receiver.url + "/alerts", "token": "tk-secret"})
+        page = text(admin.get(f"/channels/{ch.pk}/"))
+        assert re.findall(r'<input id="c-([a-z_]+)" type="([a-z]+)"', page) == [
+            ("name", "text"), ("url", "url"), ("token", "password")]
+        assert "tk-secret" not in page and "Leave empty to keep the stored one." in page
+        tested = admin.post(f"/channels/{ch.pk}/", {"name": "phone", "url": receiver.url +
+                                                    "/other", "token": "", "action": "test"})
+        assert "Test to phone: delivered (200)" in text(tested)
+        assert receiver.requests[0].headers["Authorization"] == "Bearer tk-secret"
+        assert receiver.requests[0].json()["topic"] == "other"
+        assert admin.post(f"/channels/{ch.pk}/", {"name": "pager", "url": receiver.url +
+                                                  "/other", "token": ""}).status_code == 302
+        ch.refresh_from_db()
+        assert (ch.name, ch.config) == ("pager", {"url": receiver.url + "/other",
+                                                  "token": "tk-secret"})
+    finally:
+        receiver.close()
+
+
+def test_a_viewer_reads_a_channels_page_without_its_secrets_or_form(project, world):
+    viewer = signed_in(project, "viewer")
+    page = text(viewer.get(f"/channels/{world['hook'].pk}/"))
+    assert "<dt>url</dt><dd>***</dd>" in page and "s3cret" not in page
+    assert "<form" not in page.split("<main", 1)[-1]
+    assert viewer.post(f"/channels/{world['hook'].pk}/", {"name": "x",
+                                                          "action": "test"}).status_code == 403
+    assert viewer.get("/channels/new/webhook/").status_code == 403

@@ -1,7 +1,13 @@
 """The monitor page's snippets (cronradar.dashboard.snippets)."""
+import re
+import shutil
+import sys
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import S
+from tests.live import Receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +130,118 @@ def test_the_snippets_agree_with_the_readme():
                         'curl -fsS -m 10 --retry 5 -o /dev/null "$PING/$code?rid=$RID"',
                         "exit $code", "restartPolicy: Never"):
         assert readme_line in readme and readme_line in cronjob(_m(), readme_url)
+
+
+# --- code snippets: their text, and the ones this machine can run, run ------------------
+
+SNIPPET_FILES = {"Python (requests)": "python_requests.py", "Python (standard library)":
+                 "python_stdlib.py", "Node.js": "node.js", "Go": "go.go", "PHP": "php.php",
+                 "Ruby": "ruby.rb", "PowerShell": "powershell.ps1"}
+SNIPPETS_DIR = Path(__file__).parent / "snippets"
+
+
+@pytest.mark.parametrize("language", SNIPPET_FILES)
+def test_each_code_snippets_exact_text(language):
+    """tests/site/dashboard/snippets/<file>.txt is the snippet for URL, as written."""
+    from cronradar.dashboard.snippets import code
+
+    expected = (SNIPPETS_DIR / f"{SNIPPET_FILES[language]}.txt").read_text()
+    assert code(language, URL) == expected
+    assert URL in expected and "PING_URL" not in expected
+
+
+def test_the_monitor_page_lists_the_code_snippets_after_the_shell_ones():
+    from cronradar.dashboard.snippets import all_snippets
+
+    assert list(all_snippets(_m(), URL)) == [
+        "crontab", "cronradar exec", "Kubernetes CronJob", "systemd", "Python (requests)",
+        "Python (standard library)", "Node.js", "Go", "PHP", "Ruby", "PowerShell"]
+
+
+def _runner(language: str, path: Path) -> list[str] | None:
+    """The command that runs the snippet saved at ``path``, None without its tool."""
+    tool = {"Python (requests)": sys.executable, "Python (standard library)": sys.executable,
+            "Node.js": shutil.which("node"), "PHP": shutil.which("php"),
+            "Ruby": shutil.which("ruby"), "Go": shutil.which("go"),
+            "PowerShell": shutil.which("pwsh")}[language]
+    if tool is None:
+        return None
+    return [tool, "run", str(path)] if language == "Go" else [tool, str(path)]
+
+
+JOB_LINES = {"Python (requests)": "...  # your job here",
+             "Python (standard library)": "...  # your job here",
+             "Node.js": "// your job here", "Go": "return nil // your job here",
+             "PHP": "// your job here", "Ruby": "# your job here",
+             "PowerShell": "# your job here"}
+FAILING_JOB = {"Python (requests)": 'raise RuntimeError("disk full")',
+               "Python (standard library)": 'raise RuntimeError("disk full")',
+               "Node.js": 'throw new Error("disk full");',
+               "Go": 'return fmt.Errorf("disk full")', "PHP": "throw new Exception('disk full');",
+               "Ruby": 'raise "disk full"', "PowerShell": 'throw "disk full"'}
+
+
+def _run(language: str, url: str, tmp_path: Path, job: str | None = None):
+    import subprocess
+
+    from cronradar.dashboard.snippets import code
+
+    text_ = code(language, url)
+    if job is not None:
+        text_ = text_.replace(JOB_LINES[language], job)
+    path = tmp_path / ("main.go" if language == "Go" else SNIPPET_FILES[language])
+    path.write_text(text_)
+    command = _runner(language, path)
+    if command is None:
+        pytest.skip(f"no {language} on this machine")
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+
+@pytest.mark.live
+@pytest.mark.once
+@pytest.mark.parametrize("language", SNIPPET_FILES)
+def test_a_code_snippet_pings_start_and_end_with_one_run_id(language, tmp_path):
+    """Run against a local receiver: start, then 0 with the same rid; a job that
+    raises: start, then 1 with the error as the body, and the program exits 1."""
+    receiver = Receiver()
+    try:
+        url = receiver.url + "/ping/UUID"
+        done = _run(language, url, tmp_path)
+        assert done.returncode == 0, done.stderr
+        start, end = receiver.requests
+        rid = start.path.removeprefix("/ping/UUID/start?rid=")
+        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
+                            r"[0-9a-f]{12}", rid), start.path
+        assert (end.path, end.body) == (f"/ping/UUID/0?rid={rid}", b"")
+        failed = _run(language, url, tmp_path, job=FAILING_JOB[language])
+        assert failed.returncode == 1, failed.stderr
+        start, end = receiver.requests[2:]
+        rid = start.path.removeprefix("/ping/UUID/start?rid=")
+        assert end.path == f"/ping/UUID/1?rid={rid}" and b"disk full" in end.body
+    finally:
+        receiver.close()
+
+
+@pytest.mark.live
+@pytest.mark.once
+@pytest.mark.parametrize("language", SNIPPET_FILES)
+def test_a_code_snippet_runs_its_job_when_cronradar_is_unreachable(language, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = _run(language, f"http://127.0.0.1:{port}/ping/UUID", tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_monitor_page_shows_the_code_snippets_with_its_own_url(admin, world):
+    import html
+
+    from cronradar.dashboard.snippets import code
+
+    m = world["monitor"]
+    page = admin.get(f"/monitors/{m.pk}/").content.decode()
+    for language in SNIPPET_FILES:
+        assert f"<summary>{language}</summary>" in page
+    assert html.escape(code("PHP", m.ping_url)) in page  # as Django escapes: quotes too
