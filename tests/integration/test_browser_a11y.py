@@ -8,7 +8,8 @@ The pages are the routes of cronradar/dashboard/urls.py, with their objects, fro
 the ``urls`` fixture of tests/site/dashboard/test_headers.py (a monitor with runs,
 pings and an open incident, a channel, a policy, a window, keys, members, the
 invitation, sign-up and password-reset links …), served by pytest-django's live
-server from the same test database; in the dark passes every page of docs/ too. A route missing there fails that test and
+server from the same test database; in the dark passes every page of docs/ and
+every kind's channel setup page too. A route missing there fails that test and
 this one ("page X is not walked"); a route answering GET with something else than
 HTML is in that file's NOT_HTML; one that only takes POST is in POST_ONLY below.
 
@@ -24,6 +25,7 @@ import pytest
 from django.conf import settings
 
 from accounts.models import Profile
+from alerts.models import Channel
 from cronradar.dashboard import urls as dashboard_urls
 from tests.integration.test_browser import BROWSER, CHROMIUM, REQUIRED
 from tests.live import ROOT
@@ -42,7 +44,8 @@ EXTRA = {"incident-link": True,  # templates/incident_link.html (plain.css)
          "api-docs": False,  # drf-spectacular's Swagger UI, not the dashboard's markup
          "admin-login": False, "admin": False}  # Django's admin
 # (viewport, Profile.theme of the signed-in people, the browser's prefers-color-scheme,
-# whether every page of docs/ is walked too: in the dark ones, at both widths)
+# whether every page of docs/ and every kind's setup page are walked too: in the dark
+# ones, at both widths)
 PASSES = [("desktop", {"width": 1280, "height": 900}, "light", "light", False),
           ("desktop", {"width": 1280, "height": 900}, "dark", "light", True),
           ("phone", {"width": 390, "height": 844}, "auto", "light", False),
@@ -106,8 +109,9 @@ def test_every_page_fits_a_phone_and_has_no_axe_violation_in_both_themes(
     assert AXE.exists(), f"{AXE} not found: run `npm ci` (package-lock.json pins axe-core)"
     pages = walked(urls)
     problems = []
-    docs_client = urls["docs"][0]
-    every_doc = {f"docs_page {d}": (docs_client, f"/docs/{d}/") for d in DOCS}
+    every_doc = {f"docs_page {d}": (urls["docs"][0], f"/docs/{d}/") for d in DOCS}
+    every_doc |= {f"channel_new {k}": (urls["channel_new"][0], f"/channels/new/{k}/")
+                  for k in Channel.Kind.values}
     for width, viewport, theme, scheme, with_docs in PASSES:
         Profile.objects.update(theme=theme)
         contexts = {}
@@ -138,7 +142,7 @@ def test_every_page_fits_a_phone_and_has_no_axe_violation_in_both_themes(
             page.close()
         for context in contexts.values():
             context.close()
-    assert problems == []
+    assert problems == [], "\n".join(problems)
 
 
 def test_the_profile_switch_and_the_browser_preference_make_the_page_dark(
