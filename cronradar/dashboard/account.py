@@ -1,5 +1,5 @@
 """The person's own pages: the organisation and project switcher, creating a
-project, and their profile (the time zone the dashboard shows times in). Sign in,
+project, and their profile (the time zone the dashboard shows times in, its colours). Sign in,
 sign out and password reset are Django's auth views (see
 :mod:`cronradar.dashboard.urls`)."""
 from __future__ import annotations
@@ -89,16 +89,32 @@ def project_new(request):
 
 @login_required
 def profile(request):
-    """``/account/``: choose the time zone times are shown in."""
+    """``/account/``: choose the time zone times are shown in and the colour theme
+    (``theme``: auto follows the browser's ``prefers-color-scheme``, light, dark).
+    A POST changes the fields it carries (the first visit's script sends only
+    ``timezone``); an unknown value is a 400 with the message and changes nothing."""
     profile, _ = Profile.objects.get_or_create(user=request.user)
-    error = ""
+    errors = {}
     if request.method == "POST":
-        zone = request.POST.get("timezone", "")
-        if zone in ZONES or zone == "UTC":
-            profile.timezone = zone
-            profile.save(update_fields=["timezone"])
+        changed = []
+        if "timezone" in request.POST:
+            zone = request.POST["timezone"]
+            if zone in ZONES or zone == "UTC":
+                profile.timezone = zone
+                changed.append("timezone")
+            else:
+                errors["timezone"] = f"unknown time zone {zone[:60]!r}: pick one from the list"
+        if "theme" in request.POST:
+            theme = request.POST["theme"]
+            if theme in Profile.Theme.values:
+                profile.theme = theme
+                changed.append("theme")
+            else:
+                errors["theme"] = f"unknown theme {theme[:20]!r}: auto, light or dark"
+        if not errors:
+            profile.save(update_fields=changed)
             return redirect("dashboard:profile")
-        error = f"unknown time zone {zone[:60]!r}: pick one from the list"
-    return render(request, "dashboard/profile.html", {"zones": ZONES, "profile": profile,
-                                                      "error": error},
-                  status=400 if error else 200)
+        profile.refresh_from_db()
+    return render(request, "dashboard/profile.html", {
+        "zones": ZONES, "profile": profile, "errors": errors,
+        "themes": Profile.Theme.choices}, status=400 if errors else 200)

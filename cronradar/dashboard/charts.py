@@ -8,9 +8,9 @@ from datetime import timedelta
 from html import escape
 
 WIDTH, HEIGHT, PAD = 640, 160, 28
-COLOURS = {"succeeded": "#2e7d32", "failed": "#c62828", "stuck": "#c62828",
-           "missed": "#8e24aa", "replaced": "#ef6c00", "running": "#1565c0",
-           "skipped": "#6a1b9a", "unknown": "#757575"}
+# Colours are classes (``run-<outcome>``, ``axis``, ``limit``, ``cross``) styled by
+# dashboard.css with the theme's variables, so the chart follows dark mode.
+OUTCOMES = {"succeeded", "failed", "stuck", "missed", "replaced", "running", "skipped"}
 
 
 def durations_svg(runs, max_runtime: timedelta | None, min_runtime: timedelta | None,
@@ -33,32 +33,32 @@ def durations_svg(runs, max_runtime: timedelta | None, min_runtime: timedelta | 
              f'<desc id="chart-desc">{len(runs)} runs, oldest on the left; longest '
              f'{_fmt(max(seconds, default=0))}; failed runs in red with a cross.</desc>',
              f'<line x1="{PAD}" y1="{PAD + inner_h}" x2="{WIDTH - PAD}" y2="{PAD + inner_h}" '
-             'stroke="#999"/>',
+             'class="axis"/>',
              f'<text x="4" y="{PAD + 4}" font-size="10">{_fmt(top / 1.1)}</text>']
     for i, run in enumerate(runs):
         x = PAD + i * step + step * 0.15
         w = max(step * 0.7, 1)
-        colour = COLOURS.get(run.outcome, "#757575")
+        css = f"run-{run.outcome if run.outcome in OUTCOMES else 'unknown'}"
         title = f"<title>{escape(label(run))}</title>"
         if run.duration is None:
             parts.append(f'<rect x="{x:.1f}" y="{PAD + inner_h - 3}" width="{w:.1f}" height="3" '
-                         f'fill="{colour}">{title}</rect>')
+                         f'class="{css}">{title}</rect>')
             continue
         top_y = y(run.duration.total_seconds())
         parts.append(f'<rect x="{x:.1f}" y="{top_y:.1f}" width="{w:.1f}" '
-                     f'height="{PAD + inner_h - top_y:.1f}" fill="{colour}">{title}</rect>')
+                     f'height="{PAD + inner_h - top_y:.1f}" class="{css}">{title}</rect>')
         if run.outcome in ("failed", "stuck"):
             cx = x + w / 2
             parts.append(f'<text x="{cx:.1f}" y="{top_y - 3:.1f}" font-size="11" '
-                         f'text-anchor="middle" fill="{colour}">✕</text>')
+                         f'text-anchor="middle" class="cross">✕</text>')
     for value, name, dash in ((max_runtime, "max_runtime", "6 3"),
                               (min_runtime, "min_runtime", "2 3")):
         if value:
             ly = y(value.total_seconds())
             parts.append(f'<line x1="{PAD}" y1="{ly:.1f}" x2="{WIDTH - PAD}" y2="{ly:.1f}" '
-                         f'stroke="#e65100" stroke-dasharray="{dash}"/>'
+                         f'class="limit" stroke-dasharray="{dash}"/>'
                          f'<text x="{WIDTH - PAD}" y="{ly - 3:.1f}" font-size="10" '
-                         f'text-anchor="end" fill="#e65100">{name} '
+                         f'text-anchor="end" class="limit">{name} '
                          f'{_fmt(value.total_seconds())}</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -207,8 +207,9 @@ SECTIONS = {"monitors": "monitors", "import": "monitors", "incidents": "incident
 def navigation(request) -> dict:
     """Template context processor: the projects of the switcher, the section of the
     page (``nav``), which of the sections that need a role the person may open
-    (``nav_new_project``, ``nav_audit``, ``nav_usage``), and whether the person has
-    not chosen a time zone yet."""
+    (``nav_new_project``, ``nav_audit``, ``nav_usage``), the person's colour theme
+    (``nav_theme``: auto, light or dark, for ``<html data-theme>``) and whether the
+    person has not chosen a time zone yet."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
@@ -216,10 +217,12 @@ def navigation(request) -> dict:
     roles = set(Membership.objects.filter(user=user, **tenancy.LIVE)
                 .values_list("role", flat=True))
     admin_somewhere = bool(roles & {ROLE.ADMIN, ROLE.OWNER})
+    chosen = Profile.objects.filter(user=user).values_list("timezone", "theme").first()
     return {"nav_projects": tenancy.visible(request, Project.objects, "pk")
             .select_related("organisation").order_by("organisation__name", "name"),
             "nav_new_project": admin_somewhere, "nav_audit": admin_somewhere,
             "nav_usage": bool(roles - {ROLE.VIEWER}),  # GET /usage/ is for members and up
             "nav": SECTIONS.get(first, "monitors" if first == "" else ""),
             "nav_zone": person_zone(request).key,
-            "zone_unset": not Profile.objects.filter(user=user).exclude(timezone="").exists()}
+            "nav_theme": chosen[1] if chosen else Profile.Theme.AUTO,
+            "zone_unset": not (chosen and chosen[0])}

@@ -8,7 +8,7 @@ under the Content-Security-Policy with no violation reported.
 A screenshot of each step goes to test-artifacts/browser/ (CRONRADAR_ARTIFACTS
 moves it).
 
-Marked ``live``; it runs in the SQLite pass. Without /usr/bin/chromium it is
+Marked ``live`` and ``once``: it runs in the SQLite pass only. Without /usr/bin/chromium it is
 skipped, unless CRONRADAR_REQUIRE_BROWSER=1 (.ci/run sets it after installing
 chromium with apt), which makes a missing browser a failure."""
 import os
@@ -22,12 +22,14 @@ from tests.live import ROOT, Service
 
 CHROMIUM = "/usr/bin/chromium"
 REQUIRED = os.environ.get("CRONRADAR_REQUIRE_BROWSER") == "1"
-pytestmark = [
-    pytest.mark.live,
+# the marks of every browser test (tests/integration/test_browser_a11y.py too)
+BROWSER = [
+    pytest.mark.live, pytest.mark.once,
     pytest.mark.skipif(bool(os.environ.get("DATABASE_URL")), reason="runs in the SQLite pass"),
     pytest.mark.skipif(not Path(CHROMIUM).exists() and not REQUIRED,
                        reason=f"{CHROMIUM} not found (apt-get install chromium)"),
 ]
+pytestmark = BROWSER
 ARTIFACTS = Path(os.environ.get("CRONRADAR_ARTIFACTS", ROOT / "test-artifacts")) / "browser"
 
 

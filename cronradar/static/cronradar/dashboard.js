@@ -37,3 +37,21 @@ document.querySelectorAll("[data-copy]").forEach(function (b) {
     }
   });
 });
+
+// A table too wide for the screen scrolls inside its .wrap container: that container
+// is then reachable with the keyboard and named after the table's caption or the
+// heading before it (WCAG: a scrollable region must be focusable and labelled).
+function markScrollers() {
+  document.querySelectorAll(".wrap").forEach(function (box) {
+    if (box.scrollWidth <= box.clientWidth) return;
+    var caption = box.querySelector("caption");
+    var heading = box.previousElementSibling;
+    var name = caption ? caption.textContent
+      : (heading && /^H[1-6]$/.test(heading.tagName) ? heading.textContent : "table");
+    box.tabIndex = 0;
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", name.trim() + " (scrolls sideways)");
+  });
+}
+markScrollers();
+window.addEventListener("resize", markScrollers);

@@ -57,3 +57,32 @@ def test_switching_project_from_an_object_page_lands_on_its_list(admin, project,
     other = project.organisation.projects.create(name="staging")
     resp = admin.post("/switch/", {"project": other.pk, "next": back})
     assert (resp.status_code, resp.url) == (302, lands)
+
+
+def test_the_theme_is_chosen_on_the_profile_and_set_on_every_page(admin):
+    """Profile.theme: auto until chosen (the CSS then follows prefers-color-scheme);
+    chosen on /account/, it is the <html data-theme> of every page; a POST with only
+    the time zone (the first visit's script) keeps it; an unknown one is refused."""
+    from accounts.models import Profile
+
+    assert '<html lang="en" data-theme="auto">' in text(admin.get("/"))
+    page = text(admin.get("/account/"))
+    assert '<input type="radio" name="theme" value="auto" checked>' in page
+    assert admin.post("/account/", {"theme": "dark"}).url == "/account/"
+    for path in ("/", "/incidents/", "/account/", "/docs/"):
+        assert '<html lang="en" data-theme="dark">' in text(admin.get(path)), path
+    assert '<input type="radio" name="theme" value="dark" checked>' in text(admin.get("/account/"))
+    assert admin.post("/account/", {"timezone": "Asia/Tokyo"}).status_code == 302
+    assert Profile.objects.values_list("timezone", "theme").get(user__username="admin") == \
+        ("Asia/Tokyo", "dark")
+    refused = admin.post("/account/", {"timezone": "Europe/Paris", "theme": "blue"})
+    assert refused.status_code == 400
+    assert "unknown theme &#x27;blue&#x27;: auto, light or dark" in text(refused)
+    assert Profile.objects.values_list("timezone", "theme").get(user__username="admin") == \
+        ("Asia/Tokyo", "dark")
+    assert admin.post("/account/", {"theme": "light"}).status_code == 302
+    assert '<html lang="en" data-theme="light">' in text(admin.get("/"))
+
+
+def test_pages_without_a_person_follow_the_browser(client, db):
+    assert '<html lang="en" data-theme="auto">' in text(client.get("/login/"))
