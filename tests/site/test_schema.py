@@ -54,6 +54,8 @@ NOT_WALKED = {
     "CrontabInputRequest": "an import (tests/monitors/imports)",
     "MemberRequest": "the people of the organisation (tests/accounts/test_api.py)",
     "PatchedMemberRequest": "username and email cannot be changed",
+    "ChannelTestConfigRequest": "it sends a notification and stores nothing: its one bound "
+                                "is test_a_channel_test_refuses_a_name_past_its_bound's",
 }
 # a value at the bound that passes every other check too, where "a" * n would not
 AT_BOUND = {"timezone": None, "schedule": None}  # no zone or cron expression is that long
@@ -154,3 +156,18 @@ def test_the_server_refuses_just_outside_each_bound_the_schema_states_and_takes_
                 key in before and owner.patch(url, {key: before[key]}, format="json")
     assert "\n".join(wrong) == ""
     assert checked >= 50
+
+
+def test_a_channel_test_refuses_a_name_past_its_bound(client, project):
+    """``POST /api/v1/channels/test/``'s ``name`` has the schema's bound (a channel's
+    200 characters): one more is a 400 naming it, before anything is sent."""
+    from tests.helpers import as_person, person
+
+    owner = as_person(person("olga", project.organisation, "owner"))
+    schema = client.get("/api/v1/schema/?format=json").json()["components"]["schemas"]
+    assert schema["ChannelTestConfigRequest"]["properties"]["name"]["maxLength"] == 200
+    resp = owner.post("/api/v1/channels/test/", {
+        "project": project.pk, "kind": "webhook", "name": "a" * 201,
+        "config": {"url": "http://127.0.0.1:9/hook"}}, format="json")
+    assert resp.status_code == 400
+    assert resp.json() == {"name": ["Ensure this field has no more than 200 characters."]}
