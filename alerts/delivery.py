@@ -643,8 +643,8 @@ class _DeadlineStream(httpcore.NetworkStream):
 
 def _post(client: httpx.Client, request: OutgoingRequest,
           answer: bytearray | None = None) -> tuple[int | None, str, bool, float | None]:
-    """Send ``request`` (its ``method``), all of it within twice ``CRONRADAR_DELIVERY_TIMEOUT`` (each
-    read or write within it; the whole within the claim, see :class:`_Deadlines`;
+    """Send ``request`` (its ``method``), all of it within twice
+    ``CRONRADAR_DELIVERY_TIMEOUT`` (each read or write within it; the whole within the claim, see :class:`_Deadlines`;
     with the shared client). Reads the answer's body (at most ``DRAIN_MAX`` bytes)
     so its connection can carry the next request (httpx closes a connection whose
     response was not read to the end); keeps ``BODY_SNIPPET`` bytes of it for the
@@ -653,8 +653,9 @@ def _post(client: httpx.Client, request: OutgoingRequest,
     code = None
     _deadline.end = time.monotonic() + 2 * timeout  # the claim lasts 2 x timeout + 2 s
     try:
-        with client.stream(request.method, request.url, content=request.body, headers=request.headers,
-                           timeout=timeout, follow_redirects=False) as response:
+        with client.stream(request.method, request.url, content=request.body,
+                           headers=request.headers, timeout=timeout,
+                           follow_redirects=False) as response:
             code, snippet, size = response.status_code, b"", 0
             for chunk in response.iter_bytes():
                 snippet += chunk[:BODY_SNIPPET - len(snippet)]
