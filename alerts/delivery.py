@@ -644,11 +644,12 @@ class _DeadlineStream(httpcore.NetworkStream):
 def _post(client: httpx.Client, request: OutgoingRequest,
           answer: bytearray | None = None) -> tuple[int | None, str, bool, float | None]:
     """Send ``request`` (its ``method``), all of it within twice
-    ``CRONRADAR_DELIVERY_TIMEOUT`` (each read or write within it; the whole within the claim, see :class:`_Deadlines`;
-    with the shared client). Reads the answer's body (at most ``DRAIN_MAX`` bytes)
-    so its connection can carry the next request (httpx closes a connection whose
-    response was not read to the end); keeps ``BODY_SNIPPET`` bytes of it for the
-    error of a failed attempt, and in ``answer`` (when given) of a 2xx one."""
+    ``CRONRADAR_DELIVERY_TIMEOUT`` (each read or write within it; the whole within
+    the claim, see :class:`_Deadlines`; with the shared client). Reads the answer's
+    body (at most ``DRAIN_MAX`` bytes) so its connection can carry the next request
+    (httpx closes a connection whose response was not read to the end); keeps
+    ``BODY_SNIPPET`` bytes of it for the error of a failed attempt, and in
+    ``answer`` (when given) of a 2xx one."""
     timeout = settings.CRONRADAR_DELIVERY_TIMEOUT
     code = None
     _deadline.end = time.monotonic() + 2 * timeout  # the claim lasts 2 x timeout + 2 s

@@ -382,9 +382,9 @@ def _throttle(request: HttpRequest) -> None:
 def endpoint(*methods: str, reads: tuple[str, ...] = ("GET",)) -> Callable:
     """Decorator of a v3 view answering ``methods``: CSRF-exempt (keys, not
     cookies), CORS open as Healthchecks' (``Access-Control-Allow-Origin: *``),
-    405 for other methods (``Allow`` on every answer), the body parsed (``request.hc_json``), the key
-    authenticated (``request.auth``, the project ``request.project``) and
-    rate-limited; a read-only key may only use ``reads`` (401 otherwise, as
+    405 for other methods (``Allow`` on every answer), the body parsed
+    (``request.hc_json``), the key authenticated (``request.auth``, the project
+    ``request.project``) and rate-limited; a read-only key may only use ``reads`` (401 otherwise, as
     Healthchecks answers it). An :class:`HcError` becomes its answer."""
     allowed = ", ".join((*methods, "OPTIONS"))
 

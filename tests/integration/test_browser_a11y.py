@@ -90,7 +90,7 @@ def context_for(browser, client, live_server, viewport, scheme):
     return context
 
 
-def walked(urls) -> dict:
+def walked(urls) -> dict:  # noqa: F811 (the fixture's value)
     """{name: (client, path)} of the pages to walk; fails on a route of the
     dashboard that is neither walked nor accounted for."""
     routes = {p.name for p in dashboard_urls.urlpatterns}
@@ -105,7 +105,7 @@ def walked(urls) -> dict:
 
 
 def test_every_page_fits_a_phone_and_has_no_axe_violation_in_both_themes(
-        urls, live_server, chromium):
+        urls, live_server, chromium):  # noqa: F811 (a fixture)
     assert AXE.exists(), f"{AXE} not found: run `npm ci` (package-lock.json pins axe-core)"
     pages = walked(urls)
     problems = []
@@ -136,9 +136,8 @@ def test_every_page_fits_a_phone_and_has_no_axe_violation_in_both_themes(
             # a signed-in person's theme, else (auto) the browser's preference
             chosen = theme if client.cookies.get(settings.SESSION_COOKIE_NAME) else "auto"
             dark = chosen == "dark" or (chosen == "auto" and scheme == "dark")
-            if answer.ok:
-                if (page.evaluate(LUMINANCE) < 0.05) != dark:
-                    problems.append(f"{where}: the background is not {'dark' if dark else 'light'}")
+            if answer.ok and (page.evaluate(LUMINANCE) < 0.05) != dark:
+                problems.append(f"{where}: the background is not {'dark' if dark else 'light'}")
             page.close()
         for context in contexts.values():
             context.close()
@@ -146,7 +145,7 @@ def test_every_page_fits_a_phone_and_has_no_axe_violation_in_both_themes(
 
 
 def test_the_profile_switch_and_the_browser_preference_make_the_page_dark(
-        urls, live_server, chromium):
+        urls, live_server, chromium):  # noqa: F811 (a fixture)
     admin, _ = urls["profile"]
     for scheme, before in (("light", "light"), ("dark", "dark")):
         Profile.objects.update(theme="auto")
