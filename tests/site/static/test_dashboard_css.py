@@ -1,6 +1,6 @@
-"""The dashboard's colours (cronradar/static/cronradar/dashboard.css), read from its
-custom properties: the focus outline keeps WCAG 1.4.11's 3:1 non-text contrast on
-every background a focusable element sits on, in each theme."""
+"""The dashboard's colours (cronradar/static/cronradar/dashboard.css, and plain.css),
+read from their custom properties: the focus outline keeps WCAG 1.4.11's 3:1
+non-text contrast on every background a focusable element sits on, in each theme."""
 import re
 from pathlib import Path
 
@@ -52,3 +52,10 @@ def test_the_focus_ring_is_3_to_1_on_every_background(selector):
 def test_the_light_focus_ring_is_the_one_chosen():
     assert (theme(":root")["--focus"], theme(":root[data-theme=dark]")["--focus"]) == (
         "#d35400", "#f5a623")
+
+
+def test_the_plain_pages_focus_ring_is_the_dashboards():
+    """plain.css (the acknowledge link's and the 403 page) takes the same rings."""
+    plain = (Path(__file__).resolve().parents[3] / "cronradar" / "static" / "cronradar"
+             / "plain.css").read_text()
+    assert re.findall(r"--focus:\s*([^;]+);", plain) == ["#d35400", "#f5a623"]
