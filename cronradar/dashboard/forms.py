@@ -51,24 +51,34 @@ def zone_names() -> tuple[str, ...]:
 
 
 def local_input(moment: datetime | None, zone) -> str:
-    """``moment`` as a ``datetime-local`` value in ``zone`` ("2026-12-24T20:00")."""
+    """``moment`` as a ``datetime-local`` value in ``zone`` to the second
+    ("2026-12-24T20:00:45"; the input takes ``step="1"`` so the seconds show)."""
     if moment is None:
         return ""
-    return moment.astimezone(zone).replace(tzinfo=None).isoformat(timespec="minutes")
+    return moment.astimezone(zone).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
-def read_local(value: str, zone) -> datetime | None:
+def read_local(value: str, zone, shown: datetime | None = None) -> datetime | None:
     """A ``datetime-local`` value (or ISO 8601 with an offset) as an aware time; one
     without an offset is read in ``zone``: a wall time the clock shows twice
     (fall-back) is its first occurrence, one it skips (spring-forward) is read with
     the offset before the change, so it lands as far after the gap's start as it
     is written after it (02:30 in a 02:00-03:00 gap: 03:30 new time). None when
-    it is not a date-time."""
+    it is not a date-time.
+
+    ``shown`` is the stored time the form showed (by :func:`local_input`, in the same
+    ``zone``): a value that reads as the wall time shown is ``shown`` itself, so a
+    form saved unchanged keeps a fall-back hour's second occurrence and the
+    fraction of a second the input cannot show."""
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=zone, fold=0)
+    if moment.tzinfo:
+        return moment
+    if shown is not None and moment == datetime.fromisoformat(local_input(shown, zone)):
+        return shown
+    return moment.replace(tzinfo=zone, fold=0)
 
 
 def linked_text(text: str) -> SafeString:

@@ -16,6 +16,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from accounts import plans
+from cronradar.dashboard import forms
 from cronradar.dashboard.common import ROLE, can, page, require
 from monitors import schedule
 from monitors.imports import apply, crontab, healthchecks, k8s
@@ -63,8 +64,9 @@ def _given_text(request) -> str:
 MANIFESTS = {"crontab": "a crontab", "k8s": "Kubernetes CronJob manifests"}
 
 
-def _crontab_options(post) -> dict:
-    zone = post.get("timezone", "").strip() or "UTC"
+def _crontab_options(post, default_zone: str) -> dict:
+    """The crontab's options from the form; its zone ``default_zone`` when left empty."""
+    zone = post.get("timezone", "").strip() or default_zone
     try:
         schedule.validate_timezone(zone)
     except schedule.ScheduleError as e:
@@ -82,11 +84,13 @@ def import_manifest(request, kind: str):
     crontab, ``timezone``, ``system``, ``wrap``: the report (after an import of a
     crontab, the crontab with each job wrapped), or the message: 400 for input
     that cannot be read, 403 over the plan's limit (nothing is made), 409 when a
-    monitor of the import was made or deleted meanwhile."""
-    options = {"system": False, "timezone": "UTC", "wrap": "curl"}
+    monitor of the import was made or deleted meanwhile. The crontab's zone is the
+    person's (``request.zone``) until chosen, from
+    the same searchable list as the monitor form's."""
+    options = {"system": False, "timezone": request.zone.key, "wrap": "curl"}
     context = {"can_edit": can(request, ROLE.MEMBER), "report": None, "error": None,
                "text": "", "can_apply": False, "kind": kind, "what": MANIFESTS[kind],
-               "options": options, "wrapped": ""}
+               "options": options, "wrapped": "", "zones": forms.zone_names()}
     if request.method != "POST":
         return render(request, "dashboard/import_manifest.html", context)
     require(request, ROLE.MEMBER)
@@ -94,7 +98,7 @@ def import_manifest(request, kind: str):
     try:
         text = context["text"] = _given_text(request)
         if kind == "crontab":
-            options.update(_crontab_options(request.POST))
+            options.update(_crontab_options(request.POST, request.zone.key))
             parsed = crontab.parse_crontab(text, options["system"], options["timezone"],
                                            options["wrap"])
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.db.models.functions import Lower
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -294,10 +295,13 @@ def windows(request, pk: int | None = None):
             zone = schedule.validate_timezone(data["timezone"])
         except schedule.ScheduleError as e:
             errors["timezone"] = str(e)
+        # a time left as the form showed it (in the same zone) stays as stored
+        unchanged_zone = instance is not None and data["timezone"] == instance.timezone
         for field in ("starts_at", "ends_at"):
             if "timezone" in errors:
                 break
-            data[field], problem = _moment(data[field], zone)
+            shown = getattr(instance, field) if unchanged_zone else None
+            data[field], problem = _moment(data[field], zone, shown)
             if problem:
                 errors[field] = problem
         if not errors:
@@ -327,7 +331,8 @@ def windows(request, pk: int | None = None):
         "rows": listed, "instance": instance, "errors": errors, "values": values,
         "zone": request.zone.key, "zones": forms.zone_names(), "units": list(forms.UNITS),
         "duration": typed_duration,
-        "monitors": Monitor.objects.filter(project=request.project, deleted_at__isnull=True),
+        "monitors": Monitor.objects.filter(project=request.project, deleted_at__isnull=True
+                                           ).order_by(Lower("name"), "pk").only("pk", "name"),
         "can_edit": can(request, ROLE.MEMBER),
     }, status=400 if errors else 200)
 
@@ -335,14 +340,15 @@ def windows(request, pk: int | None = None):
 FIRST_YEAR, LAST_YEAR = 2000, 2100
 
 
-def _moment(value: str | None, zone) -> tuple[str | None, str]:
+def _moment(value: str | None, zone, shown) -> tuple[str | None, str]:
     """A start or end as typed (a ``datetime-local`` value, or ISO 8601 with an
     offset) read in ``zone`` (the window's) by :func:`forms.read_local` when it has
-    no offset: (value for the serializer, a problem or ""). A value that does not
-    parse goes to the serializer, whose message says what it takes."""
+    no offset, ``shown`` the stored time the form showed (or None): (value for the
+    serializer, a problem or ""). A value that does not parse goes to the
+    serializer, whose message says what it takes."""
     if not value:
         return value, ""
-    moment = forms.read_local(value, zone)
+    moment = forms.read_local(value, zone, shown)
     if moment is None:
         return value, ""
     if not FIRST_YEAR <= moment.year <= LAST_YEAR:

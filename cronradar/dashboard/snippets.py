@@ -10,6 +10,10 @@ the job, then ``<url>/0?rid=<id>`` or, when it raised, ``<url>/1?rid=<id>`` with
 the error as the body (1: the status the program then exits with). Each ping
 gives up after 5 seconds and never fails the job when CronRadar is unreachable.
 
+The shell snippets' pings without a body are GETs, except for a monitor whose
+``methods`` is ``"POST"`` (it refuses GET and HEAD): those add ``-X POST``
+(:func:`curl`). ``cronradar exec`` and the code snippets always POST.
+
 Pure functions of the monitor's fields, so each snippet is tested on its text.
 """
 from __future__ import annotations
@@ -21,6 +25,12 @@ CURL = "curl -fsS -m 10 --retry 5 -o /dev/null"
 RID = "RID=$(cat /proc/sys/kernel/random/uuid)"
 K8S_POLICY = {"allow": "Allow", "forbid": "Forbid", "replace": "Replace"}
 K8S_NAME_MAX = 52  # a CronJob's name: DNS-1123, at most 52 (Jobs add 11 characters)
+
+
+def curl(m) -> str:
+    """The curl command of a ping without a body: ``-X POST`` added when monitor
+    ``m`` takes only POST pings (its ``methods`` is ``"POST"``)."""
+    return f"{CURL} -X POST" if m.methods == "POST" else CURL
 
 
 def words(seconds: int) -> str:
@@ -83,7 +93,7 @@ def crontab(m, url: str) -> str:
     if _zoned(m):
         head += [f"# CRON_TZ: the schedule is in {m.timezone} (Vixie cron and cronie honour "
                  "it; it applies to the lines below it)", f"CRON_TZ={m.timezone}"]
-    job = (f"{line}  {RID}; {CURL} \"{url}/start?rid=$RID\"; /path/to/job.sh; "
+    job = (f"{line}  {RID}; {curl(m)} \"{url}/start?rid=$RID\"; /path/to/job.sh; "
            f"{CURL} --data-binary \"exit $?\" \"{url}/$??rid=$RID\"")
     return "\n".join([*head, job])
 
@@ -129,9 +139,9 @@ def cronjob(m, url: str) -> str:
         "              command: [\"/bin/sh\", \"-c\"]", "              args:",
         "                - |",
         f"                  {RID}",
-        f"                  {CURL} \"$PING/start?rid=$RID\"",
+        f"                  {curl(m)} \"$PING/start?rid=$RID\"",
         "                  /path/to/job; code=$?",
-        f"                  {CURL} \"$PING/$code?rid=$RID\"",
+        f"                  {curl(m)} \"$PING/$code?rid=$RID\"",
         "                  exit $code", ""])
 
 
@@ -142,10 +152,10 @@ def systemd(m, url: str) -> str:
     return "\n".join([
         "# /etc/systemd/system/job.service   (started by job.timer)", "[Service]",
         "Type=oneshot", f"Environment=PING={url}",
-        f"ExecStartPre=-/usr/bin/{CURL} ${{PING}}/start",
+        f"ExecStartPre=-/usr/bin/{curl(m)} ${{PING}}/start",
         "ExecStart=/usr/local/bin/job.sh",
         "ExecStopPost=-/bin/sh -c 'if [ \"$$EXIT_CODE\" = exited ]; then s=$$EXIT_STATUS; "
-        f"else s=fail; fi; {CURL} \"$$PING/$$s\"'", ""])
+        f"else s=fail; fi; {curl(m)} \"$$PING/$$s\"'", ""])
 
 
 PING_URL = "PING_URL"  # where the monitor's URL goes in the templates below

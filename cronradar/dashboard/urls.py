@@ -10,6 +10,7 @@ from cronradar.dashboard import (
     badges,
     docs,
     events,
+    icon,
     imports,
     incidents,
     monitors,
@@ -76,6 +77,7 @@ urlpatterns = [
     path("docs/screenshots/<slug:name>.png", docs.screenshot, name="docs_screenshot"),
     path("docs/<slug:name>/", docs.docs_page, name="docs_page"),
     # any slug or tag, URL-quoted in the link (Django routes the decoded path)
+    path("favicon.ico", icon.favicon, name="favicon"),
     re_path(r"^badge/(?P<key>[-\w]+)/(?P<name>.+)\.(?P<fmt>svg|json)$", badges.badge,
             name="badge"),
     path("login/", signup.Login.as_view(), name="login"),

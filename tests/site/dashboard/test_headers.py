@@ -32,7 +32,8 @@ NONCED = re.compile(r"'self' 'nonce-(?P<nonce>[A-Za-z0-9+/]{22}==)'")
 # the answers that are not HTML (they carry both headers too: not asserted)
 NOT_HTML = {"recent_pings": "application/json", "monitors_file_export": "application/json",
             "organisation_export": "application/json", "badge": "image/svg+xml",
-            "docs_screenshot": "image/png", "ping_body": "text/plain"}
+            "docs_screenshot": "image/png", "ping_body": "text/plain",
+            "favicon": "image/svg+xml"}
 
 
 def assert_framed_by_none(response, what: str) -> str:
@@ -117,6 +118,7 @@ def urls(project, world, settings):
         "docs_screenshot": (anonymous, "/docs/screenshots/monitors.png"),
         "docs_page": (anonymous, "/docs/multi-tenant/"),
         "badge": (anonymous, f"/badge/{project.badge_key}/nightly-backup.svg"),
+        "favicon": (anonymous, "/favicon.ico"),
         "login": (anonymous, "/login/"),
         "logout": (admin, "/logout/"),
         "password_reset": (anonymous, "/password-reset/"),

@@ -2,6 +2,7 @@
 answer of GET /api/v3/checks/ pasted or uploaded, previewed, imported, with the
 report of manage.py importhealthchecks."""
 import json
+import re
 from uuid import UUID
 
 import pytest
@@ -174,3 +175,30 @@ def test_over_the_plans_limit_nothing_is_imported(admin, project, make_monitor):
     assert "this organisation&#x27;s plan (free) allows 1 monitor" in text(resp)
     assert not Monitor.objects.exists()
 
+
+
+def test_the_reports_lines_carry_no_empty_code_or_place(admin, project):
+    """A remark without a code ends with its message (no "[]"); one about the whole
+    file starts with its message (no empty place before a colon)."""
+    page = text(admin.post("/import/crontab/", {
+        "text": "0 3 * * * /usr/local/bin/backup.sh\n@reboot ./warm.sh\n",
+        "timezone": "UTC", "apply": "0"}))
+    assert ("<li>line 2: @reboot runs once at boot: no schedule to monitor; left as it "
+            "is</li>") in page
+    assert ("<li>New monitors get grace 300 s (how late a run's start ping may be); "
+            "existing monitors keep theirs</li>").replace("'", "&#x27;") in page
+    assert "[]" not in page and "<li>: " not in page
+    bad = MANIFEST.replace("30 4 * * *", "61 4 * * *")
+    k8s = text(admin.post("/import/k8s/", {"text": bad, "apply": "0"})).split('id="report"')[1]
+    assert "0 to create, 0 to update, 0 unchanged, 1 not imported." in k8s
+    assert re.search(r"<h3>Not imported</h3><ul><li>document 1[^<]*</li></ul>", k8s), k8s
+
+
+def test_the_crontabs_zone_is_the_persons_from_the_zone_list(admin, project):
+    admin.post("/account/", {"timezone": "Asia/Tokyo"})
+    page = text(admin.get("/import/crontab/"))
+    assert ('<input id="im-zone" type="text" name="timezone" list="zones" autocomplete="off" '
+            'value="Asia/Tokyo">') in page
+    assert '<option value="Europe/Berlin">' in page.split('<datalist id="zones">', 1)[1]
+    admin.post("/import/crontab/", {"text": CRONTAB, "timezone": "", "apply": "1"})
+    assert Monitor.objects.get().timezone == "Asia/Tokyo"  # left empty: the person's

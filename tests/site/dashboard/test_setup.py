@@ -131,8 +131,8 @@ def test_maintenance_windows_are_in_the_persons_zone(admin, project):
             'value="America/Los_Angeles">') in page  # a new window's zone: the person's
     assert w.timezone == "America/Los_Angeles"
     edit = text(admin.get(f"/maintenance/{w.pk}/"))
-    assert ('<input id="w-start" type="datetime-local" name="starts_at" '
-            'value="2030-01-01T00:00">') in edit
+    assert ('<input id="w-start" type="datetime-local" step="1" name="starts_at" '
+            'value="2030-01-01T00:00:00">') in edit
     for bad in ("1999-12-31T00:00:00Z", "2101-01-01 00:00", "0001-01-01 00:00"):
         resp = admin.post("/maintenance/", {"name": "odd", "tag": "db", "starts_at": bad,
                                             "ends_at": "2030-01-01T10:00:00Z"})
@@ -367,3 +367,56 @@ def test_a_recurring_windows_duration_takes_a_unit(admin):
     edit = text(admin.get(f"/maintenance/{w.pk}/"))
     assert 'name="duration" value="2">' in edit
     assert '<option value="hours" selected>hours</option>' in edit
+
+
+def shown_form(page: str) -> dict[str, str]:
+    """The values a browser would send back from the page's last form, untouched:
+    each named input's value and each select's selected option."""
+    form = page.rsplit("<form", 1)[1].split("</form>", 1)[0]
+    values = {m["name"]: m["value"] for m in re.finditer(
+        r'<input [^>]*name="(?P<name>[^"]+)"[^>]*value="(?P<value>[^"]*)"', form)}
+    for select in re.finditer(r'<select [^>]*name="([^"]+)"(.*?)</select>', form, re.S):
+        chosen = re.search(r'<option value="([^"]*)" selected', select[2])
+        values[select[1]] = chosen[1] if chosen else ""
+    return values
+
+
+@pytest.mark.parametrize("start, end", [
+    # the second 02:30 of a fall-back night in Berlin (01:30Z; the first is 00:30Z)
+    ("2027-10-31T01:30:00+00:00", "2027-10-31T01:50:00+00:00"),
+    ("2027-06-01T12:00:45+00:00", "2027-06-01T12:30:59.250000+00:00")])  # seconds, a fraction
+def test_a_window_saved_unchanged_keeps_its_times(admin, project, start, end):
+    from datetime import datetime
+
+    w = MaintenanceWindow.objects.create(
+        project=project, name="db", tag="db", timezone="Europe/Berlin",
+        starts_at=datetime.fromisoformat(start), ends_at=datetime.fromisoformat(end))
+    shown = shown_form(text(admin.get(f"/maintenance/{w.pk}/")))
+    assert admin.post(f"/maintenance/{w.pk}/", shown).status_code == 302
+    w.refresh_from_db()
+    assert (w.starts_at.isoformat(), w.ends_at.isoformat()) == (start, end)
+
+
+def test_a_windows_shown_time_is_read_again_when_its_zone_changes(admin, project):
+    from datetime import datetime
+
+    w = MaintenanceWindow.objects.create(
+        project=project, name="db", tag="db", timezone="Europe/Berlin",
+        starts_at=datetime.fromisoformat("2027-10-31T01:30:00+00:00"),
+        ends_at=datetime.fromisoformat("2027-10-31T01:50:00+00:00"))
+    shown = shown_form(text(admin.get(f"/maintenance/{w.pk}/")))
+    assert (shown["starts_at"], shown["ends_at"]) == ("2027-10-31T02:30:00",
+                                                      "2027-10-31T02:50:00")
+    admin.post(f"/maintenance/{w.pk}/", {**shown, "timezone": "UTC"})
+    w.refresh_from_db()  # the same wall times, now in UTC
+    assert (w.starts_at.isoformat(), w.ends_at.isoformat()) == (
+        "2027-10-31T02:30:00+00:00", "2027-10-31T02:50:00+00:00")
+
+
+def test_the_windows_monitor_list_is_sorted_by_name(admin, make_monitor):
+    for name in ("zeta", "alpha", "Mid"):
+        make_monitor(name=name)
+    page = text(admin.get("/maintenance/"))
+    select = re.search(r'<select id="w-monitor".*?</select>', page, re.S)[0]
+    assert re.findall(r'<option value="\d+" >([^<]+)</option>', select) == [
+        "alpha", "Mid", "zeta"]

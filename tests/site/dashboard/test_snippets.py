@@ -17,7 +17,7 @@ def _m(**kw):
 
     base = {"kind": "cron", "schedule": "0 3 * * *", "timezone": "UTC", "period": None,
             "grace": 300 * S, "max_runtime": None, "deadline": None, "concurrency": "allow",
-            "max_attempts": 1, "slug": "nightly-backup"}
+            "max_attempts": 1, "slug": "nightly-backup", "methods": ""}
     return SimpleNamespace(**{**base, **kw})
 
 
@@ -112,6 +112,31 @@ def test_zoned_cron_lines_get_cron_tz_and_systemd_handles_signals():
             's=$$EXIT_STATUS; else s=fail; fi; curl -fsS -m 10 --retry 5 -o /dev/null '
             '"$$PING/$$s"\'\n') in systemd(_m(), URL)
     assert f"Environment=PING={URL}\nExecStartPre=-/usr/bin/curl" in systemd(_m(), URL)
+
+
+def test_a_post_only_monitors_shell_snippets_ping_with_post():
+    """A monitor whose ``methods`` is "POST" answers GET with 405: every ping of its
+    snippets is a POST (curl's --data-binary is one already; cronradar exec and the
+    code snippets always POST)."""
+    from cronradar.dashboard.snippets import all_snippets
+
+    post = "curl -fsS -m 10 --retry 5 -o /dev/null -X POST"
+    shown = all_snippets(_m(methods="POST"), URL)
+    assert shown["crontab"] == (
+        f'0 3 * * *  RID=$(cat /proc/sys/kernel/random/uuid); {post} "{URL}/start?rid=$RID"; '
+        '/path/to/job.sh; curl -fsS -m 10 --retry 5 -o /dev/null --data-binary "exit $?" '
+        f'"{URL}/$??rid=$RID"')
+    assert (f'                  {post} "$PING/start?rid=$RID"\n'
+            '                  /path/to/job; code=$?\n'
+            f'                  {post} "$PING/$code?rid=$RID"\n') in shown["Kubernetes CronJob"]
+    assert f"ExecStartPre=-/usr/bin/{post} ${{PING}}/start\n" in shown["systemd"]
+    assert f'else s=fail; fi; {post} "$$PING/$$s"\'\n' in shown["systemd"]
+    # every curl without a body says POST; GET-able monitors' snippets stay as documented
+    for name in ("crontab", "Kubernetes CronJob", "systemd"):
+        curls = re.findall(r"curl [^\"$]*", shown[name])
+        assert curls and all("-X POST" in c or "--data-binary" in c for c in curls), name
+        assert "-X POST" not in all_snippets(_m(), URL)[name]
+    assert shown["cronradar exec"] == f"0 3 * * *  cronradar exec --url {URL} -- /path/to/job.sh"
 
 
 def test_the_snippets_agree_with_the_readme():
