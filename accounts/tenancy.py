@@ -218,7 +218,7 @@ class Access(permissions.BasePermission):
     def has_permission(self, request, view) -> bool:
         method = request.method.lower()
         if method not in view.http_method_names or not hasattr(view, method):
-            raise exceptions.MethodNotAllowed(request.method)
+            view.http_method_not_allowed(request, *view.args, **view.kwargs)  # raises
         who = caller(request)
         if request.method in permissions.SAFE_METHODS or view.kwargs.get("pk"):
             return True  # an object's route: found first (404), then checked in its project

@@ -35,7 +35,7 @@ from core.api import (
     limit,
     link_next,
 )
-from monitors import creation, evaluator, schedule, slots, usage
+from monitors import creation, evaluator, healthchecks, schedule, slots, usage
 from monitors.models import (
     UUID_TAKEN,
     Monitor,
@@ -48,6 +48,7 @@ from monitors.models import (
 from monitors.runs import REASONS
 
 MAX_TAGS = 50
+MAX_DESCRIPTION = healthchecks.MAX_DESCRIPTION  # characters (a page of text): more is a 400
 STATUSES = ("new", "up", "running", "late", "down", "paused")
 FILTER_BATCH = 500  # monitors read at a time by a list filtered by tag or status
 
@@ -154,7 +155,9 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
         extra_kwargs = {"methods": {"help_text": 'which HTTP methods a ping may use: "" any '
                                                  '(GET, HEAD, POST; the default), "POST" only '
                                                  'POST (GET and HEAD pings are refused, 405)'},
-                        "description": {"help_text": "free text about the job"}}
+                        "description": {"help_text": "free text about the job (at most "
+                                                     f"{MAX_DESCRIPTION:,} characters)",
+                                        "max_length": MAX_DESCRIPTION}}
 
     def validate_slow_factor(self, value):
         if value is not None and not 1 < value <= 100:
