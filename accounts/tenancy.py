@@ -211,9 +211,14 @@ class Access(permissions.BasePermission):
     """DRF permission for every API view: an authenticated caller; a write needs the
     view's ``write_role`` (default ``member``; a read-only key never writes): on a
     collection somewhere, on an object in its own project once it is found
-    (:meth:`has_object_permission`), so another tenant's object is a 404 first."""
+    (:meth:`has_object_permission`), so another tenant's object is a 404 first. A
+    method the view does not serve is a 405 before any role is looked at (DRF checks
+    permissions before it looks the handler up)."""
 
     def has_permission(self, request, view) -> bool:
+        method = request.method.lower()
+        if method not in view.http_method_names or not hasattr(view, method):
+            view.http_method_not_allowed(request, *view.args, **view.kwargs)  # raises
         who = caller(request)
         if request.method in permissions.SAFE_METHODS or view.kwargs.get("pk"):
             return True  # an object's route: found first (404), then checked in its project

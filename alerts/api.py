@@ -15,7 +15,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import exceptions, generics, serializers, viewsets
+from rest_framework import exceptions, generics, permissions, serializers, viewsets
 from rest_framework.response import Response
 
 from accounts import audit, plans, tenancy
@@ -748,7 +748,8 @@ class _ByName(generics.GenericAPIView):
         return cls.fresh(serializer.save()), instance is None
 
     def _project(self, request, body):
-        role = Membership.Role.VIEWER if request.method == "GET" else self.write_role
+        role = (Membership.Role.VIEWER if request.method in permissions.SAFE_METHODS
+                else self.write_role)
         return tenancy.target_project(
             request, monitors_api._project(request, body.get("project")), role)
 

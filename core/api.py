@@ -10,6 +10,7 @@ from django.http import Http404
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 MAX_LIMIT = 1000
@@ -25,6 +26,8 @@ PAGING = [LIMIT, CURSOR,
 
 
 NOT_A_STRING = "must be a string"
+NOT_A_NUMBER = "must be a number"
+NOT_A_BOOLEAN = "must be true or false"
 
 
 class RejectUnknown:
@@ -33,29 +36,52 @@ class RejectUnknown:
     instead of being ignored, and a string field (any ``CharField``: slugs, URLs,
     e-mail addresses; also each item of a list of strings) given a number or a
     boolean is a 400 (``{"note": ["must be a string"]}``) where DRF would turn it
-    into text: the schema says ``type: string``. Read-only fields are accepted and
-    ignored, so what a GET returned can be sent back."""
+    into text: the schema says ``type: string``. When the data is a JSON API body
+    (the serializer's ``request`` is DRF's, its content type JSON), a number field
+    takes only a JSON number (``{"grace": ["must be a number"]}`` for ``"10"`` or
+    ``true``) and a boolean field only ``true`` or ``false`` (``{"paused": ["must be
+    true or false"]}`` for ``"true"`` or ``1``), as the schema's ``integer`` and
+    ``boolean`` say; the dashboard's forms and Healthchecks' /api/v3/ (a Django
+    request: form strings, or values :mod:`monitors.healthchecks` checked) keep
+    DRF's conversions. Read-only fields are accepted and ignored, so what a GET
+    returned can be sent back."""
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-            if wrong := {name: [NOT_A_STRING] for name, value in data.items()
+            strict = _json_body(self.context.get("request"))
+            if wrong := {name: [message] for name, value in data.items()
                          if not self.fields[name].read_only
-                         and not _string_shaped(self.fields[name], value)}:
+                         and (message := _misshapen(self.fields[name], value, strict))}:
                 raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)
 
 
-def _string_shaped(field, value) -> bool:
-    """False when ``field`` takes strings (or a list of them) and ``value`` is not
-    one (null and other shapes are left to the field's own checks)."""
+def _json_body(request) -> bool:
+    """Whether ``request`` is an API request whose body is JSON (DRF's ``Request``)."""
+    return isinstance(request, Request) and "json" in (request.content_type or "")
+
+
+def _misshapen(field, value, strict: bool) -> str:
+    """Why ``value`` does not have the JSON type ``field`` takes ("" when it has, or
+    when the field's own checks are to say: null, other shapes). Numbers and
+    booleans are checked only when ``strict``."""
     field = getattr(field, "inner", field)  # alerts.api.AlertingValue wraps its field
     if isinstance(field, serializers.ListField) and isinstance(value, list):
-        return all(_string_shaped(field.child, item) for item in value)
-    return not (isinstance(field, serializers.CharField)
-                and isinstance(value, (bool, int, float)))
+        return next((m for item in value if (m := _misshapen(field.child, item, strict))), "")
+    if isinstance(field, serializers.CharField) and isinstance(value, (bool, int, float)):
+        return NOT_A_STRING
+    if not strict or value is None:
+        return ""
+    if isinstance(field, serializers.BooleanField) and not isinstance(value, bool):
+        return NOT_A_BOOLEAN
+    if isinstance(field, (serializers.IntegerField, serializers.FloatField,
+                          serializers.DecimalField)) and (
+            isinstance(value, bool) or not isinstance(value, (int, float))):
+        return NOT_A_NUMBER
+    return ""
 
 
 def moment(request, name: str) -> datetime | None:

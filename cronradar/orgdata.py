@@ -136,10 +136,13 @@ def _dumps(value) -> str:
 def download(organisation: Organisation, request) -> StreamingHttpResponse:
     """The export as an answer (for the API and the dashboard): the archive
     streamed as ``application/json``, an attachment named by :func:`filename`;
-    the export is recorded in the audit log first."""
+    the export is recorded in the audit log first. A HEAD (the headers, no archive)
+    is not an export: nothing recorded, nothing read."""
     now = timezone.now()
-    audit.record(AuditEntry.Action.EXPORT, organisation, target=organisation)
-    response = StreamingHttpResponse(export(organisation, request, now),
+    head = request.method == "HEAD"
+    if not head:
+        audit.record(AuditEntry.Action.EXPORT, organisation, target=organisation)
+    response = StreamingHttpResponse(iter(()) if head else export(organisation, request, now),
                                      content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{filename(organisation, now)}"'
     return response

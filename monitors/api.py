@@ -17,7 +17,7 @@ from django.http import Http404
 from django.utils import timezone
 from django.utils.text import slugify
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
-from rest_framework import generics, mixins, serializers, viewsets
+from rest_framework import generics, mixins, permissions, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
@@ -35,7 +35,7 @@ from core.api import (
     limit,
     link_next,
 )
-from monitors import creation, evaluator, schedule, slots, usage
+from monitors import creation, evaluator, healthchecks, schedule, slots, usage
 from monitors.models import (
     UUID_TAKEN,
     Monitor,
@@ -48,6 +48,7 @@ from monitors.models import (
 from monitors.runs import REASONS
 
 MAX_TAGS = 50
+MAX_DESCRIPTION = healthchecks.MAX_DESCRIPTION  # characters (a page of text): more is a 400
 STATUSES = ("new", "up", "running", "late", "down", "paused")
 FILTER_BATCH = 500  # monitors read at a time by a list filtered by tag or status
 
@@ -154,7 +155,9 @@ class MonitorSerializer(RejectUnknown, serializers.ModelSerializer):
         extra_kwargs = {"methods": {"help_text": 'which HTTP methods a ping may use: "" any '
                                                  '(GET, HEAD, POST; the default), "POST" only '
                                                  'POST (GET and HEAD pings are refused, 405)'},
-                        "description": {"help_text": "free text about the job"}}
+                        "description": {"help_text": "free text about the job (at most "
+                                                     f"{MAX_DESCRIPTION:,} characters)",
+                                        "max_length": MAX_DESCRIPTION}}
 
     def validate_slow_factor(self, value):
         if value is not None and not 1 < value <= 100:
@@ -392,12 +395,13 @@ class MonitorViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin,
         when created, 200 when changed) the monitor with this slug in the key's
         project (a person gives ``project``), so deploy scripts declare monitors
         idempotently. Fields left out of a PUT keep their values."""
-        raw = request.data.get("project") if request.method == "PUT" and isinstance(
-            request.data, dict) else request.query_params.get("project")
+        read = request.method in permissions.SAFE_METHODS  # GET and HEAD never write
+        raw = request.query_params.get("project") if read or not isinstance(
+            request.data, dict) else request.data.get("project")
         project = tenancy.target_project(request, _project(request, raw), Membership.Role.VIEWER
-                                         if request.method == "GET" else Membership.Role.MEMBER)
+                                         if read else Membership.Role.MEMBER)
         instance = self.get_queryset().filter(project=project, slug=slug).first()
-        if request.method == "GET":
+        if read:
             if instance is None:
                 raise Http404
             return Response(self.get_serializer(instance).data)

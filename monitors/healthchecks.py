@@ -117,6 +117,7 @@ UNMAPPED_DEFAULTS = {
     "filter_body": False, "filter_http_body": False, "filter_default_fail": False,
     "subject": "", "subject_fail": "",
 }
+MAX_DESCRIPTION = 10_000  # characters; monitors.api's bound of ``description``
 MAPPED = frozenset({"name", "slug", "tags", "desc", "timeout", "grace", "schedule", "tz",
                     "methods", "manual_resume", "status", "uuid"})
 
@@ -134,6 +135,7 @@ def check_fields(check: dict) -> tuple[dict, list[Note]]:
 
     Values are checked for their type and Healthchecks' own rules (timeout and
     grace whole seconds from 60 to 31536000 as Healthchecks refuses others,
+    ``desc`` at most :data:`MAX_DESCRIPTION` characters, CronRadar's own bound,
     methods ``""`` or ``"POST"``); whether a cron expression or a time zone is
     valid is the serializer's to say. Raises :class:`Refused` for a check that
     cannot be mapped: one that is not a JSON object, has a value of the wrong
@@ -168,6 +170,10 @@ def check_fields(check: dict) -> tuple[dict, list[Note]]:
         fields["tags"], dropped = _tags(check["tags"])
         notes += dropped
     if (desc := _string(check, "desc")) is not None:
+        if len(desc) > MAX_DESCRIPTION:
+            raise _refused(Code.INVALID, f"desc: at most {MAX_DESCRIPTION:,} characters "
+                           f"(this one has {len(desc):,}); Healthchecks sets no bound, "
+                           "CronRadar does")
         fields["description"] = desc
     fields.update(_schedule(check))
     if (grace := _seconds(check, "grace")) is not None:

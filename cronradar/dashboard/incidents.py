@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from alerts import incidents as incident_logic
 from alerts.models import Delivery, Incident, IncidentEvent
 from cronradar.dashboard.common import ROLE, ago, can, local, page, require
+from cronradar.dashboard.monitorlist import BadQuery, whole_number
 
 
 def _incidents(request):
@@ -24,7 +25,14 @@ def _incidents(request):
 @page
 def incident_list(request):
     """``/incidents/``: open incidents first (newest first), then the last 100
-    resolved ones."""
+    resolved ones, on one page: ``?page`` is 1 (a page past it shows it, as the
+    monitors list); one that is not a whole number from 1 is a 400 page with the
+    message."""
+    try:
+        whole_number(request.GET, "page", 1, 10**6)
+    except BadQuery as e:
+        return render(request, "dashboard/error.html", {"title": "Incidents: a bad page",
+                                                        "text": str(e)}, status=400)
     now = timezone.now()
     open_ = list(_incidents(request).filter(resolved_at__isnull=True).order_by("-opened_at"))
     closed = list(_incidents(request).filter(resolved_at__isnull=False)

@@ -117,7 +117,9 @@ class Listing:
     chosen: list[str]
 
 
-def _number(query, name: str, default: int, high: int) -> int:
+def whole_number(query, name: str, default: int, high: int) -> int:
+    """Query parameter ``name`` of ``query``: a whole number from 1 to ``high``
+    (``default`` when absent or blank). Raises :class:`BadQuery` naming it."""
     raw = query.get(name, "").strip()
     if not raw:
         return default
@@ -135,8 +137,8 @@ def listing(project, query, now: datetime, zone) -> Listing:
     wanted = query.get("status", "")
     if wanted and wanted not in STATUSES:
         raise BadQuery(f"unknown status '{wanted[:20]}': use {', '.join(STATUSES)}")
-    per_page = _number(query, "per_page", PER_PAGE, MAX_PER_PAGE)
-    number = _number(query, "page", 1, 10**6)
+    per_page = whole_number(query, "per_page", PER_PAGE, MAX_PER_PAGE)
+    number = whole_number(query, "page", 1, 10**6)
     chosen = list(dict.fromkeys(t for t in query.getlist("tag") if t))
     qs = project_monitors(project, now)
     # the distinct tag lists, not each monitor's: a few rows to decode, not 5,000

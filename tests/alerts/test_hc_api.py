@@ -673,3 +673,17 @@ def test_list_checks_stays_unpaged(make_monitor, api_key):
         make_monitor(name=f"job-{i}", period=s(3600))
     resp = curl("GET", "/api/v3/checks/?limit=5", api_key)
     assert (len(resp.json()["checks"]), resp.has_header("Link")) == (101, False)
+
+
+def test_a_desc_over_10000_characters_is_refused_not_cut(api_key):
+    """Healthchecks sets no bound on ``desc``; CronRadar's is 10,000 characters, and
+    a longer one is a 400 naming ``desc`` (nothing stored), not silently cut."""
+    resp = curl("POST", "/api/v3/checks/", api_key,
+                data=json.dumps({"name": "Backups", "desc": "x" * 10_001}))
+    assert (resp.status_code, resp.json()) == (400, {
+        "error": "json validation error: desc: at most 10,000 characters (this one has "
+                 "10,001); Healthchecks sets no bound, CronRadar does"})
+    assert not Monitor.objects.exists()
+    ok = curl("POST", "/api/v3/checks/", api_key,
+              data=json.dumps({"name": "Backups", "desc": "x" * 10_000}))
+    assert ok.status_code == 201 and len(ok.json()["desc"]) == 10_000

@@ -46,7 +46,7 @@ def test_create_cron_monitor_returns_contract_fields(api, project, settings, mon
     ({"kind": "interval", "period": 0}, "period", "at least 1"),
     ({"kind": "interval", "period": 60, "max_runtime": -1}, "max_runtime", "at least 1"),
     ({"kind": "interval"}, "period", "required"),
-    ({"kind": "interval", "period": "abc"}, "period", "whole number"),
+    ({"kind": "interval", "period": "abc"}, "period", "must be a number"),
     ({"kind": "weekly", "period": 60}, "kind", '"weekly" is not a valid choice.'),
     ({"kind": "interval", "period": 60, "concurrency": "sometimes"}, "concurrency",
      '"sometimes" is not a valid choice.'),
@@ -190,7 +190,7 @@ def test_ping_bodies_as_text_and_as_exact_bytes(api, make_monitor):
 
 
 @pytest.mark.parametrize(("value", "ok"), [
-    (2.5, True), ("3", True), (100, True), (None, True), (1.01, True),
+    (2.5, True), ("3", False), (100, True), (None, True), (1.01, True),
     (1, False), (1.0, False), (0.5, False), (-2, False), (100.01, False), (1000, False),
     (1.001, False), ("fast", False),
 ])
@@ -206,7 +206,8 @@ def test_slow_factor_through_the_api(api, value, ok):
         assert Monitor.objects.get(pk=made["id"]).slow_factor == (
             None if value is None else Decimal(str(value)))
     else:
-        expected = {1.001: "at most 2 decimal places", "fast": "A valid number is required."}
+        expected = {1.001: "at most 2 decimal places", "fast": "must be a number",
+                    "3": "must be a number"}
         assert resp.json()["slow_factor"] == [
             expected.get(value, "must be more than 1 and at most 100 (or null: off)")]
 
@@ -460,3 +461,36 @@ def test_a_number_where_a_string_is_expected_is_a_400(api, make_monitor, body, e
     resp = api.patch(f"/api/v1/monitors/{m.pk}/", body, format="json")
     assert (resp.status_code, resp.json()) == (400, error)
     assert Monitor.objects.get().name == "job"
+
+
+@pytest.mark.parametrize("body,error", [
+    ({"grace": "10"}, {"grace": ["must be a number"]}),
+    ({"period": "60"}, {"period": ["must be a number"]}),
+    ({"max_attempts": "3"}, {"max_attempts": ["must be a number"]}),
+    ({"failure_threshold": "2"}, {"failure_threshold": ["must be a number"]}),
+    ({"slow_factor": "2"}, {"slow_factor": ["must be a number"]}),
+    ({"grace": True}, {"grace": ["must be a number"]}),
+    ({"paused": "true"}, {"paused": ["must be true or false"]}),
+    ({"paused": 1}, {"paused": ["must be true or false"]}),
+    ({"grace": 1.5}, {"grace": ["must be a whole number of seconds"]}),
+])
+def test_a_json_body_takes_only_json_numbers_and_booleans(api, body, error):
+    for send in (lambda b: api.post("/api/v1/monitors/", b, format="json"),
+                 lambda b: api.put("/api/v1/monitors/by-slug/job/", b, format="json")):
+        resp = send({"name": "job", "period": 60, "grace": 10, **body})
+        assert (resp.status_code, resp.json()) == (400, error)
+    assert not Monitor.objects.exists()
+    resp = api.post("/api/v1/monitors/", {"name": "job", "period": 60, "grace": 10,
+                                          "slow_factor": 2.5, "paused": True}, format="json")
+    assert resp.status_code == 201
+
+
+def test_description_holds_at_most_10000_characters(api):
+    resp = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 10,
+                                          "description": "x" * 10_001}, format="json")
+    assert (resp.status_code, resp.json()) == (400, {"description": [
+        "Ensure this field has no more than 10000 characters."]})
+    resp = api.post("/api/v1/monitors/", {"name": "a", "period": 60, "grace": 10,
+                                          "description": "x" * 10_000}, format="json")
+    assert resp.status_code == 201
+    assert len(Monitor.objects.get().description) == 10_000

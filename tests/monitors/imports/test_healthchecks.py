@@ -325,3 +325,12 @@ def test_a_monitor_deleted_meanwhile_is_a_conflict_and_nothing_is_written(projec
     with pytest.raises(Conflict, match="created or deleted meanwhile: nothing was changed"):
         run(project, checks)
     assert Monitor.objects.get(uuid=BACKUP).name == "Filesystem Backup"  # rolled back
+
+
+def test_a_desc_over_10000_characters_is_reported_and_the_check_not_imported(project):
+    answer = run(project, [{**CHECKS[0], "desc": "x" * 10_001}, CHECKS[1]])
+    assert answer["reported"] == [{
+        "where": "check 1 (Filesystem Backup)", "code": "invalid",
+        "message": "desc: at most 10,000 characters (this one has 10,001); Healthchecks "
+                   "sets no bound, CronRadar does"}]
+    assert [str(m.uuid) for m in Monitor.objects.all()] == [DATABASE]

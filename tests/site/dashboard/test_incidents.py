@@ -30,3 +30,13 @@ def test_a_note_over_the_limit_is_refused_not_cut(admin, world):
     admin.post(f"/incidents/{i.pk}/ack/", {"note": "n" * 500})
     i.refresh_from_db()
     assert i.acknowledged_at is not None
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("page=abc", "page must be a whole number from 1 to 1000000, not &#x27;abc&#x27;"),
+    ("page=0", "page must be a whole number from 1 to 1000000, not &#x27;0&#x27;")])
+def test_a_bad_page_of_the_incident_list_is_a_400_with_the_message(admin, world, query,
+                                                                   message):
+    resp = admin.get(f"/incidents/?{query}")
+    assert resp.status_code == 400 and message in resp.content.decode()
+    assert admin.get("/incidents/?page=1").status_code == 200
