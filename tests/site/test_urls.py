@@ -3,7 +3,6 @@ lists exactly the methods the route serves, walked over the URL conf so a new
 route is checked without being named here."""
 import re
 import uuid
-
 from datetime import timedelta
 
 import pytest
