@@ -424,9 +424,12 @@ class MonitorViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin,
 
 
 def _project(request, raw) -> Project | None:
-    """The project a request names (an id), among the caller's; None when absent."""
-    if raw in (None, ""):
+    """The project a request names (an id), among the caller's; None when absent.
+    Named but empty (``?project=``) is a 400, as any value that is not a project's id."""
+    if raw is None:
         return None
+    if raw == "":
+        raise serializers.ValidationError({"project": ["must be a project's id, not empty"]})
     found = tenancy.visible(request, Project.objects, "pk").filter(
         pk=raw if str(raw).isdigit() and 0 < int(raw) <= MAX_PK else 0).first()
     if found is None:

@@ -218,8 +218,10 @@ print(json.dumps({
     "impact": [impact.pk, outage.pk, now.isoformat().replace("+00:00", "Z")],
     "deliveries_kept": [{k: v for k, v in row.items() if k not in ("event_id", "outage_id")}
                         for row in sorted(before["alerts_delivery"], key=by_id)]
-                       == [{k: v for k, v in row.items() if k not in ("event_id", "rate_limited")}
+                       == [{k: v for k, v in row.items()
+                            if k not in ("event_id", "rate_limited", "receipt")}
                            for row in sorted(after["alerts_delivery"], key=by_id)],
+    "receipts_new": sorted({row["receipt"] for row in after["alerts_delivery"]}),
     "deliveries_new": sorted({str(row["rate_limited"]) for row in after["alerts_delivery"]}),
     # tables that only gained columns (monitors 0018, accounts 0003): the new
     # columns, and every old value as it was
@@ -337,6 +339,7 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
     # nothing else of them changes
     assert got["channels_kept"] and got["channels_new"] == [[None, None, True]]
     assert got["deliveries_new"] in (["False"], ["0"])  # not held back by a 429
+    assert got["receipts_new"] == [""]  # alerts 0022: no Pushover receipt to cancel
     # the outage delivery (alerts 0017): one outage.summary notice of its impact, from
     # the one sequence of event ids, and the delivery points at it
     impact, outage, at = got["impact"]

@@ -345,6 +345,13 @@ def test_channel_by_name_refusals(api, project):
             "detail": f"2 channels of this project are named 'twin' (ids {twins[0].pk}, "
                       f"{twins[1].pk}): rename one, a name must say which"})
     assert api.get("/api/v1/channels/by-name/nobody/").status_code == 404
+    # a project named but empty is not "no project" (the schema says an id)
+    Channel.objects.create(project=project, kind="webhook", name="w",
+                           config={"url": "https://x.test/", "secret": "s"})
+    for path in ("/api/v1/channels/by-name/w/?project=", "/api/v1/monitors/by-slug/w/?project="):
+        resp = api.get(path)
+        assert (resp.status_code, resp.json()) == (
+            400, {"project": ["must be a project's id, not empty"]}), path
     kind = api.put("/api/v1/channels/by-name/k/", hook, format="json")
     assert api.put("/api/v1/channels/by-name/k/", {"kind": "slack"}, format="json").json() \
         == {"kind": ["cannot be changed"]} and kind.status_code == 201
