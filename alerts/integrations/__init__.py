@@ -4,10 +4,11 @@ Every kind module exposes the same functions:
 
 - ``build_request(channel, event) -> OutgoingRequest | OutgoingEmail``: the HTTP
   POST (or, for ``email``, the message) that
-  notifies ``channel`` of ``event`` (an ``IncidentEvent`` of kind ``opened``,
-  ``resolved`` or ``channel_removed``, the last being a resolve for that one
-  channel; any other kind raises ``ValueError``). Pure: no I/O besides reading
-  the event's incident, monitor and project.
+  notifies ``channel`` of ``event`` (an ``IncidentEvent`` of a kind in
+  :data:`NOTIFY_EVENT_KINDS`: opened, escalated, renotified, acknowledged,
+  resolved, stable, or channel_removed, a resolve for that one channel; any other
+  kind raises ``ValueError``). Pure: no I/O besides reading the event's incident,
+  monitor and project.
 - ``build_notice(channel, event) -> OutgoingRequest | OutgoingEmail``: the
   notification of a notice of no incident (an ``IncidentEvent`` with
   ``incident`` null, see :mod:`alerts.notices`): ``outage.summary`` (slots of the
@@ -23,6 +24,12 @@ Every kind module exposes the same functions:
   ``previous`` is the stored config on a change (a secret left out is kept).
   Raises ``ValueError("<field>: <message>")`` on the first problem found
   (unknown fields are rejected too).
+- ``CONFIG_SCHEMA``: the config's JSON Schema (in the OpenAPI schema, and the
+  dashboard's setup page for the kind: property ``description`` as the label,
+  ``readOnly`` not asked for, ``format: "password"`` a secret), and ``HELP``:
+  where to get the URL, key or token in that service (plain text with its URL).
+- Optionally ``shown_config(config) -> dict``: the config as the API shows it,
+  to admins too (Pushover and Matrix hide their tokens there).
 
 A kind module with ``TAKES_DELIVERY = True`` (Matrix, Pushover) gets the
 :class:`~alerts.models.Delivery` being sent as ``delivery=`` from the delivery
