@@ -5,12 +5,19 @@ shown, as the engine computes them), the duration units and the zone list; edit
 every field; read each back through the API, exactly.
 
 Marked ``live`` and ``once`` (the SQLite pass only)."""
+import re
 from datetime import UTC, datetime
 
 import pytest
+from playwright.sync_api import expect
 
 from monitors import schedule
-from tests.integration.test_browser import ARTIFACTS, browser_page, csp_violations  # noqa: F401
+from tests.integration.test_browser import (  # noqa: F401
+    ARTIFACTS,
+    browser_page,
+    csp_violations,
+    full_screenshot,
+)
 from tests.integration.test_browser import pytestmark as browser_marks
 from tests.live import Service
 
@@ -79,7 +86,7 @@ def test_a_cron_monitor_made_and_edited_through_the_form(tmp_path, browser_page)
         fill_duration(page, "grace", "1.5", "hours")
         fill_duration(page, "max_runtime", "2", "hours")
         page.locator("#f-description").fill("Nightly ledger: https://wiki.example/ledger")
-        page.screenshot(path=str(ARTIFACTS / "form-new-cron.png"), full_page=True)
+        full_screenshot(page, "form-new-cron.png")
         page.get_by_role("button", name="Save").click()
         page.wait_for_url("**/monitors/*/")
         assert page.locator("a[href='https://wiki.example/ledger']").count() == 1
@@ -118,7 +125,9 @@ def test_a_cron_monitor_made_and_edited_through_the_form(tmp_path, browser_page)
         fill_duration(page, "renotify", "2", "hours")
         page.locator("#f-fail").fill("2")
         page.locator("#f-recover").fill("4")
-        page.screenshot(path=str(ARTIFACTS / "form-edit-every-field.png"), full_page=True)
+        expect(preview.locator("li time").first).to_have_attribute(
+            "datetime", re.compile(r"\+09:00$"))
+        full_screenshot(page, "form-edit-every-field.png")
         page.get_by_role("button", name="Save").click()
         page.wait_for_url(f"**/monitors/{pk}/")
         body = api.get(f"/monitors/{pk}/").json()

@@ -27,11 +27,8 @@
                  repeated: "a repeated hour"};
 
   function render(body) {
-    out.replaceChildren();
     var head = el("p");
     head.append(el("strong", body.description), " ", el("span", "(" + body.timezone + ")", "muted small"));
-    out.append(head, el("p", "Next " + body.fires.length + " fire times, in " + body.timezone +
-                        " and in yours (" + body.caller_timezone + "):", "small"));
     var list = el("ol", "", "fires");
     body.fires.forEach(function (f) {
       var item = el("li"), when = el("time", shown(f.at));
@@ -44,7 +41,10 @@
       }
       list.append(item);
     });
-    out.append(list);
+    // one replacement, so the page never lays out a shorter preview in between
+    out.replaceChildren(head, el("p", "Next " + body.fires.length + " fire times, in " +
+                                 body.timezone + " and in yours (" + body.caller_timezone + "):",
+                                 "small"), list);
   }
 
   function refresh() {
