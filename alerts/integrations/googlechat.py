@@ -4,7 +4,7 @@ Channel config: ``{"url": "https://chat.googleapis.com/v1/spaces/<space>/message
 Request: ``POST <url>`` with ``{"text", "cardsV2": [{"cardId", "card"}], "thread"}``:
 ``text`` is the title (what notifications show; ``<`` and ``>`` of user text
 as ``‹`` ``›`` so a name can never be a ``<users/all>`` mention), the card has a
-header (the title, and the severity of docs/integrations.md as its subtitle:
+header (the title, and the severity of docs/channels.md as its subtitle:
 ``🟠 ERROR``, ``✅ RESOLVED`` …), a section with the incident's text, one of
 ``decoratedText`` facts, one with the tail of the last ping's body, and a
 ``buttonList`` whose buttons open Acknowledge, Resolve, Incident and Monitor.
@@ -28,7 +28,7 @@ from alerts.models import Channel, IncidentEvent
 
 MESSAGE_MAX = 32000  # bytes of a message, text and cards together
 MARKS = {"critical": "🔴 CRITICAL", "error": "🟠 ERROR", "warning": "🟡 WARNING",
-         "info": "🔵 INFO"}  # docs/integrations.md, "Severity on the newer kinds"
+         "info": "🔵 INFO"}  # docs/channels.md, "Severity"
 REPLY = ("messageReplyOption", "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD")
 SPACE_PATH = re.compile(r"/v1/spaces/[^/]+/messages")
 

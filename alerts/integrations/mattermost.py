@@ -6,7 +6,7 @@ Rocket.Chat one: ``https://rocket.example.com/hooks/<id>/<token>``). Request:
 ``POST <url>`` with ``{"text", "attachments": [{"fallback", "color", "title",
 "title_link", "text", "fields": [{"short", "title", "value"}]}]}``: ``text`` is
 the title (what notifications show), the attachment has the severity colour of
-docs/integrations.md (green when acknowledged, resolved or stable), the
+docs/channels.md (green when acknowledged, resolved or stable), the
 incident's page as ``title_link``, the incident's text, the tail of the last
 ping's body in a code block and Markdown links Acknowledge · Resolve · Incident
 · Monitor, and the facts as short fields. ``@`` in user text is followed by a
