@@ -15,13 +15,16 @@ added to the URL (notices start threads of their own). A message keeps within
 Google Chat's 32,000 bytes (text and cards; developers.google.com/workspace/chat/
 create-messages): the incident's text is cut, marked ``…``, until it does.
 Google Chat answers 200 with the message; 429 when a space gets more than one
-message a second.
+message a second. The URL's ``key`` and ``token`` are credentials: every request
+names them in ``redact`` (as written in the URL and decoded) so they never reach
+an error.
 """
 from __future__ import annotations
 
 import html
 import re
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from dataclasses import replace
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
@@ -84,7 +87,18 @@ def _message(channel, title: str, subtitle: str, text: str, facts=(), links=(),
         while low < high:
             middle = (low + high + 1) // 2
             low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return common.json_post(url, built(low))
+    return replace(common.json_post(url, built(low)), redact=secrets(url))
+
+
+def secrets(url: str) -> tuple[str, ...]:
+    """The credentials of webhook ``url`` an error might quote: its ``key`` and
+    ``token`` query values, each as written and decoded (``tOk3n%3D``, ``tOk3n=``)."""
+    found = []
+    for part in urlsplit(url).query.split("&"):
+        name, _, value = part.partition("=")
+        if name in ("key", "token") and value:
+            found += [value, unquote_plus(value)]
+    return tuple(dict.fromkeys(found))
 
 
 def _document(title, subtitle, text, facts, links, body, thread) -> dict:
