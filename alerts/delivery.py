@@ -545,7 +545,9 @@ def transmit(request, client: httpx.Client | None = None, at: datetime | None = 
             result = code, f"before {n}: {error}", retryable, retry_after
             break
     code, error, retryable, retry_after = result or _post(client, request.stamped(at), answer)
-    for secret in {*request.redact, *(s for r in request.before for s in r.redact)}:
+    # the longest first: a secret inside another must not leave the rest of that one
+    for secret in sorted({*request.redact, *(s for r in request.before for s in r.redact)},
+                         key=len, reverse=True):
         if secret:
             error = error.replace(secret, "***")
     return code, error, retryable, retry_after

@@ -4,7 +4,7 @@ Channel config: ``{"url": "https://chat.googleapis.com/v1/spaces/<space>/message
 Request: ``POST <url>`` with ``{"text", "cardsV2": [{"cardId", "card"}], "thread"}``:
 ``text`` is the title (what notifications show; ``<`` and ``>`` of user text
 as ``‹`` ``›`` so a name can never be a ``<users/all>`` mention), the card has a
-header (the title, and the severity of docs/integrations.md as its subtitle:
+header (the title, and the severity of docs/channels.md as its subtitle:
 ``🟠 ERROR``, ``✅ RESOLVED`` …), a section with the incident's text, one of
 ``decoratedText`` facts, one with the tail of the last ping's body, and a
 ``buttonList`` whose buttons open Acknowledge, Resolve, Incident and Monitor.
@@ -15,20 +15,23 @@ added to the URL (notices start threads of their own). A message keeps within
 Google Chat's 32,000 bytes (text and cards; developers.google.com/workspace/chat/
 create-messages): the incident's text is cut, marked ``…``, until it does.
 Google Chat answers 200 with the message; 429 when a space gets more than one
-message a second.
+message a second. The URL's ``key`` and ``token`` are credentials: every request
+names them in ``redact`` (as written in the URL and decoded) so they never reach
+an error.
 """
 from __future__ import annotations
 
 import html
 import re
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from dataclasses import replace
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
 
 MESSAGE_MAX = 32000  # bytes of a message, text and cards together
 MARKS = {"critical": "🔴 CRITICAL", "error": "🟠 ERROR", "warning": "🟡 WARNING",
-         "info": "🔵 INFO"}  # docs/integrations.md, "Severity on the newer kinds"
+         "info": "🔵 INFO"}  # docs/channels.md, "Severity"
 REPLY = ("messageReplyOption", "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD")
 SPACE_PATH = re.compile(r"/v1/spaces/[^/]+/messages")
 
@@ -84,7 +87,18 @@ def _message(channel, title: str, subtitle: str, text: str, facts=(), links=(),
         while low < high:
             middle = (low + high + 1) // 2
             low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return common.json_post(url, built(low))
+    return replace(common.json_post(url, built(low)), redact=secrets(url))
+
+
+def secrets(url: str) -> tuple[str, ...]:
+    """The credentials of webhook ``url`` an error might quote: its ``key`` and
+    ``token`` query values, each as written and decoded (``tOk3n%3D``, ``tOk3n=``)."""
+    found = []
+    for part in urlsplit(url).query.split("&"):
+        name, _, value = part.partition("=")
+        if name in ("key", "token") and value:
+            found += [value, unquote_plus(value)]
+    return tuple(dict.fromkeys(found))
 
 
 def _document(title, subtitle, text, facts, links, body, thread) -> dict:

@@ -37,7 +37,7 @@ from alerts.models import Channel, Delivery, IncidentEvent
 
 TEXT_MAX = 4000  # characters of an incident's or a notice's text (also once escaped)
 MARKS = {"critical": "[CRITICAL]", "error": "[ERROR]", "warning": "[WARNING]",
-         "info": "[INFO]"}  # docs/integrations.md, "Severity on the newer kinds"
+         "info": "[INFO]"}  # docs/channels.md, "Severity"
 DONE, NOTE = "✅", "ℹ️"  # noqa: RUF001 (acknowledged / resolved / stable; channel removed)
 # The delivery engine passes build_request / build_notice ``delivery=`` (its id is the txnId).
 TAKES_DELIVERY = True

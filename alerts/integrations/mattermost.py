@@ -6,16 +6,21 @@ Rocket.Chat one: ``https://rocket.example.com/hooks/<id>/<token>``). Request:
 ``POST <url>`` with ``{"text", "attachments": [{"fallback", "color", "title",
 "title_link", "text", "fields": [{"short", "title", "value"}]}]}``: ``text`` is
 the title (what notifications show), the attachment has the severity colour of
-docs/integrations.md (green when acknowledged, resolved or stable), the
+docs/channels.md (green when acknowledged, resolved or stable), the
 incident's page as ``title_link``, the incident's text, the tail of the last
 ping's body in a code block and Markdown links Acknowledge · Resolve · Incident
 · Monitor, and the facts as short fields. ``@`` in user text is followed by a
 word joiner (U+2060), so a monitor named ``@channel`` never notifies a whole
 channel. The whole post keeps within Mattermost's 16,383 characters (the
 incident's text is cut first, marked ``…``). Rocket.Chat ignores ``fallback``
-and shows the rest alike. Mattermost answers 200 ``ok``.
+and shows the rest alike. Mattermost answers 200 ``ok``. The URL's path after
+``/hooks/`` (the hook id; Rocket.Chat's token too) is the credential: every
+request names it in ``redact`` so it never reaches an error.
 """
 from __future__ import annotations
+
+from dataclasses import replace
+from urllib.parse import urlsplit
 
 from alerts.integrations import common
 from alerts.models import Channel, IncidentEvent
@@ -79,7 +84,15 @@ def _post(channel, title: str, text: str, colour: str, link: str | None = None, 
                   "text": text + after, "fields": fields}
     if link:
         attachment["title_link"] = link
-    return common.json_post(channel.config["url"], {"text": title, "attachments": [attachment]})
+    url = channel.config["url"]
+    return replace(common.json_post(url, {"text": title, "attachments": [attachment]}),
+                   redact=secrets(url))
+
+
+def secrets(url: str) -> tuple[str, ...]:
+    """The credentials of webhook ``url`` an error might quote: each segment of its
+    path after ``/hooks/`` (Mattermost's hook id; Rocket.Chat's id and token)."""
+    return tuple(s for s in urlsplit(url).path.partition("/hooks/")[2].split("/") if s)
 
 
 def _quiet(text: str) -> str:

@@ -9,7 +9,7 @@ event). An incident's message is its text, its facts and the tail of the last
 ping's body (cut to what the links leave, marked ``…``), then the links
 Acknowledge, Resolve and Monitor; ``url`` is the incident's dashboard page.
 
-Priority from the incident's severity (docs/integrations.md): ``critical`` 2
+Priority from the incident's severity (docs/channels.md, "Severity"): ``critical`` 2
 (emergency: Pushover repeats it every ``retry`` 60 s for ``expire`` 3,600 s
 until someone acknowledges it in the app), ``error`` 1, ``warning`` 0, ``info``
 -1; an acknowledgement, a resolve, a channel removed and a stable flap 0;

@@ -7,7 +7,7 @@ Bot API server or a test receiver). Request: ``POST
 "parse_mode": "HTML", "link_preview_options": {"is_disabled": true},
 "disable_notification"}``. The text is HTML with Telegram's own tags only
 (``<b>``, ``<pre>``, ``<a href>``): the title with the severity mark of
-docs/integrations.md (``🟠 [ERROR]``, ``✅`` when acknowledged or resolved),
+docs/channels.md (``🟠 [ERROR]``, ``✅`` when acknowledged or resolved),
 the incident's text, the facts, the tail of the last ping's body, and links
 Acknowledge, Resolve, Incident, Monitor (HTML links, not URL buttons: Telegram
 refuses buttons to hosts like ``localhost``, which a self-hosted
@@ -32,7 +32,7 @@ from alerts.models import Channel, IncidentEvent
 API_URL = "https://api.telegram.org"
 TEXT_MAX = 4096  # characters after entity parsing (core.telegram.org/bots/api#sendmessage)
 MARKS = {"critical": "🔴 [CRITICAL]", "error": "🟠 [ERROR]", "warning": "🟡 [WARNING]",
-         "info": "🔵 [INFO]"}  # docs/integrations.md, "Severity on the newer kinds"
+         "info": "🔵 [INFO]"}  # docs/channels.md, "Severity"
 DONE, NOTE, WARN = "✅", "ℹ️", "⚠️"  # noqa: RUF001 (the emoji are the point)
 TOKEN = re.compile(r"\d{5,20}:[A-Za-z0-9_-]{30,60}")
 CHAT = re.compile(r"-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{4,31}")  # usernames: 5-32

@@ -1,6 +1,8 @@
 """Imports into the current project, pasted or uploaded (the dashboard fetches
 nothing from another server); "Preview" shows the diff (created / changed field
-by field / unchanged), "Import" does it; both show the report.
+by field / unchanged), "Import" does it; both show the report. The crontab and
+Kubernetes form offers only "Preview": "Import" is offered under a preview that
+would change something, a form re-submitting the same input (no script needed).
 
 - ``/import/healthchecks/``: a Healthchecks project's checks, from the answer of
   its ``GET /api/v3/checks/``; the same import as ``manage.py importhealthchecks
@@ -79,8 +81,9 @@ def _crontab_options(post, default_zone: str) -> dict:
 
 @page
 def import_manifest(request, kind: str):
-    """``/import/crontab/`` and ``/import/k8s/``: GET the form; POST (``member``)
-    ``text`` or ``file``, ``apply`` (``1``: import; else a dry run) and, for a
+    """``/import/crontab/`` and ``/import/k8s/``: GET the form (its one button a dry
+    run); POST (``member``) ``text`` or ``file``, ``apply`` (``1``: import, as the
+    button under a preview sends it; else a dry run) and, for a
     crontab, ``timezone``, ``system``, ``wrap``: the report (after an import of a
     crontab, the crontab with each job wrapped), or the message: 400 for input
     that cannot be read, 403 over the plan's limit (nothing is made), 409 when a

@@ -217,7 +217,9 @@ def channel_delete(request, pk: int):
 @page
 def policies(request, pk: int | None = None):
     """``/policies/`` and ``/policies/<id>/``: tiers in order, each a delay and its
-    channels."""
+    channels. A tier's delay is ``tier<n>_delay``, a number of
+    ``tier<n>_delay_unit`` (days, hours, minutes, seconds; seconds when left out,
+    as older forms sent it), stored as seconds."""
     instance = None
     if pk is not None:
         instance = get_object_or_404(EscalationPolicy, pk=pk, project=request.project)
@@ -229,27 +231,64 @@ def policies(request, pk: int | None = None):
             chans, wrong = form_ids(request.POST.getlist(f"tier{i}_channels"))
             bad += wrong
             if chans:
-                tiers.append({"delay": request.POST.get(f"tier{i}_delay") or 0,
-                              "channels": chans})
+                delay, problem = forms.join_seconds(
+                    request.POST.get(f"tier{i}_delay", ""),
+                    request.POST.get(f"tier{i}_delay_unit", "seconds"))
+                if problem:
+                    errors[_delay_field(i)] = problem
+                tiers.append({"delay": 0 if delay is None else delay, "channels": chans})
         data = {"name": request.POST.get("name", ""), "repeat": request.POST.get("repeat") or 0,
                 "tiers": tiers}
         if bad:
-            errors = {"tiers": f"not a channel id: {', '.join(map(repr, bad))}"}
-        else:
+            errors["tiers"] = f"not a channel id: {', '.join(map(repr, bad))}"
+        if not errors:
             saved, errors = _save(request, EscalationPolicySerializer, instance, data)
             if saved is not None:
                 return redirect("dashboard:policies")
     listed = EscalationPolicy.objects.filter(project=request.project).prefetch_related(
         "tiers__channels", "monitors__monitor").order_by("name")
-    current = [{"delay": int(t.delay.total_seconds()), "channels": [c.pk for c in
-                                                                    t.channels.all()]}
-               for t in instance.tiers.order_by("position")] if instance else []
-    current += [{"delay": "", "channels": []}] * (TIERS - len(current))
     return render(request, "dashboard/policies.html", {
-        "policies": listed, "instance": instance, "errors": errors, "tiers": current,
+        "policies": [{"p": p, "tiers": [
+            {"after": f"after {duration(t.delay)}" if t.delay else "at once",
+             "channels": t.channels.all()} for t in p.tiers.all()]} for p in listed],
+        "instance": instance, "errors": errors, "units": list(forms.UNITS),
+        "values": ({f: request.POST.get(f, "") for f in ("name", "repeat")}
+                   if request.method == "POST" else  # as typed; else as stored
+                   {"name": getattr(instance, "name", ""),
+                    "repeat": getattr(instance, "repeat", 0)}),
+        "tiers": _tier_rows(request, instance, errors),
         "channels": Channel.objects.filter(project=request.project, deleted_at__isnull=True),
         "can_admin": can(request, ROLE.ADMIN),
     }, status=400 if errors else 200)
+
+
+def _delay_field(i: int) -> str:
+    """How the form's errors name tier ``i``'s delay (0-based: "tier 1 delay")."""
+    return f"tier {i + 1} delay"
+
+
+def _tier_rows(request, instance, errors) -> list[dict]:
+    """The form's :data:`TIERS` rows: ``name`` (the delay's field), ``delay``
+    (number, unit) and ``channels`` (ids) as posted, or else as stored (the
+    delay in its largest whole unit), blank after the policy's tiers; ``hint``
+    what the delay counts from; ``err`` the delay's problem."""
+    post = request.POST if request.method == "POST" else None
+    stored = list(instance.tiers.order_by("position")) if instance and post is None else []
+    rows = []
+    for i in range(TIERS):
+        name = f"tier{i}_delay"
+        if post is not None:
+            delay = (post.get(name, ""), post.get(f"{name}_unit", "seconds"))
+            channels = form_ids(post.getlist(f"tier{i}_channels"))[0]
+        elif i < len(stored):
+            delay = forms.split_seconds(int(stored[i].delay.total_seconds()))
+            channels = [c.pk for c in stored[i].channels.all()]
+        else:
+            delay, channels = forms.split_seconds(None), []
+        rows.append({"name": name, "delay": delay, "channels": channels,
+                     "hint": "after the previous tier" if i else "after the incident opens",
+                     "err": errors.get(_delay_field(i), "")})
+    return rows
 
 
 @page

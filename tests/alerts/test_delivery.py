@@ -660,3 +660,15 @@ def test_transmit_sends_the_requests_method_and_redacts_its_credentials():
     assert receiver.requests[1].method == "POST"
     code, error, retryable, _ = delivery.transmit(post, receiver.client)
     assert (code, retryable, token in error, "/bot***/x" in error) == (None, True, False, True)
+
+
+def test_transmit_redacts_a_secret_that_holds_another_whole():
+    """Longer secrets go first: a Google Chat token that starts with its key reads
+    ``***``, not ``***`` and the rest of the token."""
+    from alerts.integrations.common import OutgoingRequest
+
+    receiver = Receiver(httpx.Response(404, text="no key=abc&token=abcdef"))
+    post = OutgoingRequest(f"{HOOK}?key=abc&token=abcdef", b"{}", {},
+                           redact=("abc", "abcdef"))
+    assert delivery.transmit(post, receiver.client) == (
+        404, "HTTP 404: no key=***&token=***", False, None)

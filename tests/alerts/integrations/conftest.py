@@ -1,6 +1,8 @@
 """What the integration tests share: a monitor in Berlin with a failed run, its
-incident and events, an outage impact, and links signed at a fixed time."""
+incident and events, an outage impact, links signed at a fixed time, and a local
+receiver that quotes the URL in its error."""
 import json
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -244,3 +246,42 @@ def attempt(d, script, now):
     send(claim, client=script.client, clock=lambda: now)
     d.refresh_from_db()
     return d.status
+
+
+@pytest.fixture
+def echo():
+    """The base URL (``http://127.0.0.1:<port>``) of a local server that answers
+    every POST ``500`` with ``no such path: <the request's path and query>``, as a
+    receiver that quotes a request's URL in its error would."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            answer = f"no such path: {self.path}".encode()
+            self.send_response(500)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def sent_for_real(d, now) -> list[str]:
+    """Claim delivery ``d`` at ``now`` and make its attempt over the network (the
+    shared client); ``d`` refreshed. Returns every error it left: the delivery's
+    ``last_error``, its attempt's ``error`` and its channel's ``last_error``."""
+    from alerts.delivery import claim_due, send
+
+    [claim] = [c for c in claim_due(now, 100) if c.delivery_id == d.pk]
+    send(claim, clock=lambda: now)
+    d.refresh_from_db()
+    d.channel.refresh_from_db()
+    return [d.last_error, *d.log.values_list("error", flat=True), d.channel.last_error]

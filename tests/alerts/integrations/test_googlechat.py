@@ -1,6 +1,8 @@
 """alerts.integrations.googlechat: the exact card messages, one thread per
-incident, Google Chat's 32,000 bytes, escaping, config checks."""
+incident, Google Chat's 32,000 bytes, escaping, config checks, and the URL's key
+and token kept out of errors and logs."""
 import json
+import logging
 
 import pytest
 
@@ -13,13 +15,16 @@ from tests.alerts.integrations.conftest import (
     FAILING_TEXT,
     JSON_HEADERS,
     MISSED_FACTS,
+    OPENED,
     OUTAGE_TEXT,
     TAIL,
     TEST_TEXT,
     canonical,
     channel,
     channel_page,
+    deliver,
     page_links,
+    sent_for_real,
 )
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +54,8 @@ def test_googlechat_opened_exactly(project, event):
     assert req == OutgoingRequest(url=THREADED, headers=JSON_HEADERS, body=canonical({
         "text": title, "thread": {"threadKey": f"cronradar-{DEDUP}"},
         "cardsV2": card(title, "🟠 ERROR", "Nightly backup: run failed (exit status 2)", FACTS,
-                        page_links(event.incident), "disk full")}))
+                        page_links(event.incident), "disk full")}),
+        redact=("AIzaK", "tOk3n%3D", "tOk3n="))  # the key, the token as written and decoded
 
 
 def test_googlechat_resolved_exactly(project, resolved):
@@ -64,6 +70,7 @@ def test_googlechat_notices_start_threads_of_their_own(test_notice, project, out
                                                        failing):
     ch, notice = test_notice("googlechat", url=HOOK)
     req = googlechat.build_notice(ch, notice)
+    assert req.redact == ("AIzaK", "tOk3n%3D", "tOk3n=")
     assert (req.url, json.loads(req.body)) == (HOOK, {
         "text": "CronRadar test notification",
         "cardsV2": card("CronRadar test notification", "✅ TEST", TEST_TEXT,
@@ -144,3 +151,18 @@ def test_googlechat_subtitles_of_the_other_incident_events(project, incident, re
     subtitles = [json.loads(googlechat.build_request(ch, e).body)["cardsV2"][0]["card"][
         "header"]["subtitle"] for e in (acked, removed)]
     assert subtitles == ["✅ ACKNOWLEDGED", "ℹ️ NO LONGER FOLLOWING"]
+
+
+def test_googlechat_key_and_token_never_reach_an_error_or_a_log(project, event, echo, caplog):
+    """A receiver whose 500 quotes the URL: the delivery's, its attempt's and the
+    channel's errors and the log line read ``***`` where the key and token were."""
+    caplog.set_level(logging.INFO, logger="alerts.delivery")
+    key, token = "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI", "q1_Bw-xZ0%3D"
+    ch = channel(project, "googlechat",
+                 url=f"{echo}/v1/spaces/AAAAkq1/messages?key={key}&token={token}")
+    d = deliver(event, ch)
+    error = ("HTTP 500: no such path: /v1/spaces/AAAAkq1/messages?key=***&token=***"
+             "&messageReplyOption=REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD")
+    assert sent_for_real(d, OPENED) == [error, error, error]
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == [f"delivery {d.pk} attempt 1 to channel {ch.pk}: pending {error}"]

@@ -1,6 +1,8 @@
 """alerts.integrations.mattermost: the exact webhook messages (also Rocket.Chat's),
-Mattermost's 16,383 characters, mentions made harmless, config checks."""
+Mattermost's 16,383 characters, mentions made harmless, config checks, and the
+hook id kept out of errors and logs."""
 import json
+import logging
 
 import pytest
 
@@ -13,13 +15,16 @@ from tests.alerts.integrations.conftest import (
     FAILING_TEXT,
     JSON_HEADERS,
     MISSED_FACTS,
+    OPENED,
     OUTAGE_TEXT,
     TAIL,
     TEST_TEXT,
     canonical,
     channel,
     channel_page,
+    deliver,
     page_links,
+    sent_for_real,
 )
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +50,7 @@ def test_mattermost_opened_exactly(project, event):
             "title_link": f"{BASE}/incidents/{event.incident_id}/",
             "text": (f"{text}\n\n**Last ping body**\n```\ndisk full\n```\n\n"
                      f"{links(page_links(event.incident))}"),
-            "fields": fields(FACTS)}]}))
+            "fields": fields(FACTS)}]}), redact=("xq9b3k7rjpgmtfz1",))
 
 
 def test_mattermost_resolved_exactly(project, resolved):
@@ -106,9 +111,11 @@ def test_mattermost_mentions_cannot_notify(project, event):
     assert "@channel" not in json.dumps(body, ensure_ascii=False)
 
 
-def test_rocket_chat_hook_urls_are_accepted():
+def test_rocket_chat_hook_urls_are_accepted_and_both_parts_redacted(project, event):
     url = "https://rocket.example.com/hooks/6a1b2c3d/Zx9yTokenTOKEN"
     assert mattermost.validate_config({"url": url}) == {"url": url}
+    req = mattermost.build_request(channel(project, "mattermost", url=url), event)
+    assert req.redact == ("6a1b2c3d", "Zx9yTokenTOKEN")
 
 
 @pytest.mark.parametrize("config,message", [
@@ -135,3 +142,18 @@ def test_mattermost_colours_of_the_other_incident_events(project, incident, remo
                                           at=incident.opened_at, message="stable again")
     assert [json.loads(mattermost.build_request(ch, e).body)["attachments"][0]["color"]
             for e in (renotified, stable, removed)] == ["#D0021B", "#2E7D32", "#4A90D9"]
+
+
+@pytest.mark.parametrize("hook", ["/hooks/xq9b3k7rjpgmtfz1", "/hooks/6a1b2c3d/Zx9yTokenTOKEN"])
+def test_the_hook_never_reaches_an_error_or_a_log(project, event, echo, caplog, hook):
+    """A receiver whose 500 quotes the URL (Mattermost's, Rocket.Chat's with its
+    token): the delivery's, its attempt's and the channel's errors and the log line
+    read ``***`` for each part of the hook."""
+    caplog.set_level(logging.INFO, logger="alerts.delivery")
+    ch = channel(project, "mattermost", url=echo + hook)
+    d = deliver(event, ch)
+    error = "HTTP 500: no such path: " + {"/hooks/xq9b3k7rjpgmtfz1": "/hooks/***",
+                                          "/hooks/6a1b2c3d/Zx9yTokenTOKEN": "/hooks/***/***"}[hook]
+    assert sent_for_real(d, OPENED) == [error, error, error]
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == [f"delivery {d.pk} attempt 1 to channel {ch.pk}: pending {error}"]

@@ -2,6 +2,7 @@
 4,096 characters, HTML escaping, config checks, and the token kept out of errors."""
 import html
 import json
+import logging
 import re
 
 import httpx
@@ -17,6 +18,7 @@ from tests.alerts.integrations.conftest import (
     FAILING_TEXT,
     JSON_HEADERS,
     MISSED_FACTS,
+    OPENED,
     OUTAGE_TEXT,
     RECOVERED_TEXT,
     TAIL,
@@ -24,8 +26,11 @@ from tests.alerts.integrations.conftest import (
     canonical,
     channel,
     channel_page,
+    deliver,
     page_links,
+    sent_for_real,
 )
+from tests.live import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -166,6 +171,25 @@ def test_telegram_token_never_reaches_the_error(project, event):
     assert (code, retryable) == (None, True)
     assert error == ("network error: ConnectError: cannot reach "
                      "https://api.telegram.org/bot***/sendMessage")
+
+
+@pytest.mark.parametrize("server, error", [
+    ("echo", "HTTP 500: no such path: /bot***/sendMessage"),
+    ("closed", "network error: ConnectError: [Errno 111] Connection refused")])
+def test_the_token_never_reaches_a_stored_error_or_a_log(project, event, caplog, request,
+                                                         server, error):
+    """A delivery to a local Bot API server that quotes the URL in its 500, and to a
+    closed port: the delivery's, its attempt's and the channel's errors and the
+    log line hold no token."""
+    caplog.set_level(logging.INFO, logger="alerts.delivery")
+    api = (request.getfixturevalue("echo") if server == "echo"
+           else f"http://127.0.0.1:{free_port()}")
+    ch = bot(project, api_url=api)
+    d = deliver(event, ch)
+    assert sent_for_real(d, OPENED) == [error, error, error]
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == [f"delivery {d.pk} attempt 1 to channel {ch.pk}: pending {error}"]
+    assert not any(TOKEN in m for m in logged)
 
 
 def test_telegram_429_retry_after_from_its_json_body(project, event):

@@ -1,5 +1,8 @@
 """cronradar.dashboard.audit: the audit log page: admins only, the API's filters
-in a GET form, paged, no inline styles or scripts."""
+in a GET form (since and until in the person's zone), paged, no inline styles or
+scripts."""
+import re
+
 import pytest
 
 from accounts import audit
@@ -44,6 +47,45 @@ def test_admins_read_the_log_filtered_and_paged(project, monkeypatch):
     assert "object: must be &lt;type&gt;:&lt;id&gt;, e.g. monitor:12" in text(bad)
     mine = first.content.decode().split("<main", 1)[1].split("</main>", 1)[0]
     assert 'style="' not in mine and "<script" not in mine
+
+
+def shown(page: str) -> list[str]:
+    """The entries a page lists, by their object's name, newest first."""
+    return re.findall(r"<td>(job-\d+) <span", page)
+
+
+def test_since_and_until_are_date_time_inputs_in_the_persons_zone(project):
+    """The person is in Berlin (CET, UTC+1): 13:00:03 there is 12:00:03 UTC, as the
+    API reads it with an offset; a value with an offset is shown in Berlin."""
+    admin = signed_in(project)
+    _entries(project.organisation, 5)  # job-i at 12:00:0i UTC
+    AuditEntry.objects.filter(action="signin").delete()
+    form = text(admin.get("/audit-log/"))
+    assert ('<label for="a-since">Since <span class="muted small">(in your time zone, '
+            'Europe/Berlin)</span></label><input id="a-since" type="datetime-local" step="1" '
+            'name="since" value="">') in form
+    assert '<input id="a-until" type="datetime-local" step="1" name="until" value="">' in form
+    page = text(admin.get("/audit-log/?since=2026-01-05T13:00:01&until=2026-01-05T13:00:04"))
+    assert shown(page) == ["job-3", "job-2", "job-1"]
+    assert 'name="since" value="2026-01-05T13:00:01">' in page
+    assert shown(text(admin.get("/audit-log/?since=2026-01-05T13:00"))) == [
+        "job-4", "job-3", "job-2", "job-1", "job-0"]  # no seconds: 13:00:00
+    api = admin.get("/api/v1/audit-log/?since=2026-01-05T12:00:01Z&until=2026-01-05T12:00:04Z")
+    assert [e["target"]["repr"] for e in api.json()] == ["job-3", "job-2", "job-1"]
+    offset = text(admin.get("/audit-log/?since=2026-01-05T12:00:03Z"))
+    assert shown(offset) == ["job-4", "job-3"]
+    assert 'name="since" value="2026-01-05T13:00:03">' in offset  # in Berlin
+
+
+@pytest.mark.parametrize("typed", ["soon", "0001-01-01T00:00"])  # year 1 in Berlin: year 0 UTC
+def test_a_since_that_is_no_time_is_a_400_kept_as_typed(project, typed):
+    admin = signed_in(project)
+    resp = admin.get(f"/audit-log/?since={typed}")
+    assert resp.status_code == 400
+    page = text(resp)
+    assert ('<p class="alert" role="alert">since: a date and time, e.g. 2026-01-05T12:00 </p>'
+            in page)
+    assert f'name="since" value="{typed}">' in page
 
 
 @pytest.mark.parametrize("role", ["member", "viewer"])

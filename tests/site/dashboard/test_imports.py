@@ -1,6 +1,7 @@
 """The dashboard's Healthchecks import (cronradar.dashboard.imports): the saved
 answer of GET /api/v3/checks/ pasted or uploaded, previewed, imported, with the
 report of manage.py importhealthchecks."""
+import html
 import json
 import re
 from uuid import UUID
@@ -109,39 +110,75 @@ spec:
 """
 
 
+def buttons(resp) -> list[str]:
+    """The buttons of the page's main part, in order."""
+    main = resp.content.decode().split("<main", 1)[1].split("</main>", 1)[0]
+    return re.findall(r"<button[^>]*>[^<]*</button>", main)
+
+
+PREVIEW = '<button type="submit" name="apply" value="0">Preview</button>'
+IMPORT = '<button type="submit">Import</button>'
+
+
+def report_form(resp) -> dict[str, str]:
+    """What the report's "Import" form sends: its hidden fields, newlines kept."""
+    report = resp.content.decode().split('id="report"', 1)[1].split("</section>", 1)[0]
+    form = report.split("<form", 1)[1].split("</form>", 1)[0]
+    return {m[1]: html.unescape(m[2]) for m in re.finditer(
+        r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form)
+        if m[1] != "csrfmiddlewaretoken"}
+
+
+@pytest.mark.parametrize("path", ["/import/crontab/", "/import/k8s/"])
+def test_the_form_only_previews(admin, project, path):
+    """Paste or upload, a dry run shown as a diff, then apply: the form's one
+    button is the dry run."""
+    assert buttons(admin.get(path)) == [PREVIEW]
+
+
 def test_a_crontab_is_previewed_as_a_diff_then_imported(admin, project, make_monitor):
     page = text(admin.get("/"))
     assert 'href="/import/crontab/"' in page and 'href="/import/k8s/"' in page
     make_monitor(name="backup", kind="cron", schedule="0 2 * * *", timezone="UTC")
     preview = admin.post("/import/crontab/", {"text": CRONTAB + "15 * * * * ./sync.sh\n",
-                                              "timezone": "Europe/Berlin", "apply": "0"})
+                                              "timezone": "Europe/Berlin", "wrap": "exec",
+                                              "apply": "0"})
     page = text(preview)
     assert preview.status_code == 200 and "Preview: nothing changed yet" in page
     assert "1 to create, 1 to update, 0 unchanged, 0 not imported." in page
     assert "schedule <code>0 2 * * *</code> → <code>0 3 * * *</code>" in page
     assert "timezone <code>UTC</code> → <code>Europe/Berlin</code>" in page
     assert sorted(Monitor.objects.values_list("slug", flat=True)) == ["backup"]
-    assert '<input type="hidden" name="timezone" value="Europe/Berlin">' in page
-    done = text(admin.post("/import/crontab/", {"text": CRONTAB + "15 * * * * ./sync.sh\n",
-                                                "timezone": "Europe/Berlin", "apply": "1"}))
+    assert buttons(preview) == [IMPORT, PREVIEW]  # Import only under the diff
+    assert report_form(preview) == {  # the same input again, to apply
+        "text": CRONTAB + "15 * * * * ./sync.sh\n", "timezone": "Europe/Berlin",
+        "wrap": "exec", "apply": "1"}
+    applied = admin.post("/import/crontab/", report_form(preview))
+    done = text(applied)
     assert "Imported" in done and "1 created, 1 updated, 0 unchanged, 0 not imported." in done
+    assert buttons(applied) == [PREVIEW]
     made = Monitor.objects.exclude(slug="backup").get()
     assert (made.kind, made.schedule, made.timezone, made.tags) == (
         "cron", "15 * * * *", "Europe/Berlin", ["crontab"])
     backup = Monitor.objects.get(slug="backup")
     assert (backup.schedule, backup.timezone) == ("0 3 * * *", "Europe/Berlin")
     assert "The crontab, each job wrapped" in done and backup.ping_url in done
-    again = text(admin.post("/import/crontab/", {"text": CRONTAB, "timezone": "Europe/Berlin",
-                                                 "apply": "0"}))
-    assert "0 to create, 0 to update, 1 unchanged, 0 not imported." in again
+    assert f"cronradar exec --url {backup.ping_url} -- /usr/local/bin/backup.sh" in done
+    again = admin.post("/import/crontab/", {"text": CRONTAB, "timezone": "Europe/Berlin",
+                                            "apply": "0"})
+    assert "0 to create, 0 to update, 1 unchanged, 0 not imported." in text(again)
+    assert buttons(again) == [PREVIEW]  # nothing to apply: no Import
 
 
 def test_kubernetes_manifests_are_uploaded_previewed_and_imported(admin, project):
     upload = SimpleUploadedFile("cronjobs.yaml", MANIFEST.encode(), "application/yaml")
-    page = text(admin.post("/import/k8s/", {"file": upload, "apply": "0"}))
+    preview = admin.post("/import/k8s/", {"file": upload, "apply": "0"})
+    page = text(preview)
     assert "1 to create, 0 to update, 0 unchanged, 0 not imported." in page
     assert "schedule <code>30 4 * * *</code>" in page and not Monitor.objects.exists()
-    done = text(admin.post("/import/k8s/", {"text": MANIFEST, "apply": "1"}))
+    assert buttons(preview) == [IMPORT, PREVIEW]
+    assert report_form(preview) == {"text": MANIFEST, "apply": "1"}  # the file, as text
+    done = text(admin.post("/import/k8s/", report_form(preview)))
     assert "1 created" in done
     m = Monitor.objects.get()
     assert (m.slug, m.schedule, m.timezone) == ("report", "30 4 * * *", "Europe/Rome")

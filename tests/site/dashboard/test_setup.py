@@ -140,6 +140,57 @@ def test_maintenance_windows_are_in_the_persons_zone(admin, project):
     assert not MaintenanceWindow.objects.filter(name="odd").exists()
 
 
+def delays(page: str) -> dict[str, str]:
+    """The policy form's delay fields as shown: ``tier<n>_delay`` and its unit."""
+    return {k: v for k, v in shown_form(page).items() if "_delay" in k}
+
+
+def test_a_tiers_delay_takes_a_unit_and_is_shown_in_one(admin, world):
+    hook = world["hook"].pk
+    made = admin.post("/policies/", {
+        "name": "night", "repeat": "0", "tier0_delay": "0", "tier0_delay_unit": "seconds",
+        "tier0_channels": [hook], "tier1_delay": "1.5", "tier1_delay_unit": "hours",
+        "tier1_channels": [hook], "tier2_delay": "90", "tier2_channels": [hook]})
+    assert made.status_code == 302, text(made)  # tier 3: no unit, seconds (older forms)
+    night = EscalationPolicy.objects.get(name="night")
+    assert [int(t.delay.total_seconds()) for t in night.tiers.order_by("position")] == [
+        0, 5400, 90]
+    listed = text(admin.get("/policies/"))
+    assert ("<ol><li>at once: ops-hook</li><li>after 1 h 30 min: ops-hook</li>"
+            "<li>after 1 min 30 s: ops-hook</li></ol>") in listed
+    assert "<ol><li>at once: ops-hook</li></ol>" in listed  # world's on-call
+    edit = text(admin.get(f"/policies/{night.pk}/"))
+    assert delays(edit) == {
+        "tier0_delay": "0", "tier0_delay_unit": "seconds",
+        "tier1_delay": "90", "tier1_delay_unit": "minutes",
+        "tier2_delay": "90", "tier2_delay_unit": "seconds",
+        "tier3_delay": "", "tier3_delay_unit": "seconds",
+        "tier4_delay": "", "tier4_delay_unit": "seconds"}
+    assert ('<label for="f-tier1_delay">Delay <span class="muted small">(after the previous '
+            'tier)</span></label>') in edit
+    assert '<select name="tier1_delay_unit" aria-label="Delay: unit">' in edit
+
+
+@pytest.mark.parametrize("number, unit, problem", [
+    ("2", "weeks", "unknown unit &#x27;weeks&#x27;: use days, hours, minutes, seconds"),
+    ("1.5", "seconds", "1.5 seconds is not a whole number of seconds")])
+def test_a_delay_that_is_no_whole_number_of_seconds_is_refused_as_typed(admin, world, number,
+                                                                        unit, problem):
+    hook = world["hook"].pk
+    resp = admin.post("/policies/", {"name": "night", "repeat": "2", "tier0_delay": "0",
+                                     "tier0_channels": [hook], "tier1_delay": number,
+                                     "tier1_delay_unit": unit, "tier1_channels": [hook]})
+    assert resp.status_code == 400
+    page = text(resp)
+    assert f'<p class="alert" role="alert">tier 2 delay: {problem} </p>' in page
+    assert f'<p class="error" id="e-tier1_delay">{problem}</p>' in page
+    assert (f'<input id="f-tier1_delay" type="number" min="0" step="any" name="tier1_delay" '
+            f'value="{number}" aria-invalid="true" aria-describedby="e-tier1_delay">') in page
+    assert ('<input id="p-name" type="text" name="name" value="night">' in page
+            and 'name="repeat" min="0" max="9" value="2">' in page)
+    assert not EscalationPolicy.objects.filter(name="night").exists()
+
+
 def test_a_deleted_monitor_does_not_hold_its_policy_in_the_dashboard(admin, world):
     from alerts.models import Alerting
     from monitors import evaluator
