@@ -356,30 +356,37 @@ def record(attempts: list[Attempt]) -> list[str]:
     with transaction.atomic():
         if connection.vendor == "postgresql":
             _no_flush_wait()
-        held = {pk: (lease, status) for pk, lease, status in Delivery.objects
-                .select_for_update().filter(pk__in=[a.delivery.pk for a in attempts])
-                .values_list("pk", "lease", "status")}
+        numbers = [a.delivery.attempts + 1 for a in attempts]
+        for a, number in zip(attempts, numbers, strict=True):
+            _outcome(a.delivery, a, number)
+        # one statement: each outcome where its claim still holds (lease and status)
+        held = set(sql.update_from_values(
+            Delivery, ("id", "lease"), OUTCOME_FIELDS,
+            [(a.delivery.pk, a.claim.lease, *(getattr(a.delivery, f) for f in OUTCOME_FIELDS))
+             for a in attempts],
+            "status = %s", [Delivery.Status.SENDING]))
+        lost = [a.delivery.pk for a in attempts if a.delivery.pk not in held]
+        # rare: which of the others still exist (their attempt is logged all the same)
+        kept = held | set(Delivery.objects.filter(pk__in=lost).values_list("pk", flat=True)
+                          if lost else ())
         log, written, statuses = [], [], []
-        for a in attempts:
+        for a, number in zip(attempts, numbers, strict=True):
             d = a.delivery
-            if d.pk not in held:
+            if d.pk not in kept:
                 logger.info("delivery %s was deleted while being sent", d.pk)
                 statuses.append("")
                 continue
-            number = d.attempts + 1
             log.append(DeliveryAttempt(delivery=d, number=number, at=a.started_at,
                                        status_code=a.status_code, error=a.error[:ERROR_MAX],
                                        duration_ms=a.duration_ms))
-            if held[d.pk] != (a.claim.lease, Delivery.Status.SENDING):
+            if d.pk not in held:
                 logger.warning("delivery %s: claim expired while sending; it will be sent again",
                                d.pk)
                 statuses.append("")
                 continue
-            _outcome(d, a, number)
             written.append((d, a))
             statuses.append(d.status)
         DeliveryAttempt.objects.bulk_create(log)
-        sql.update_many([d for d, _ in written], OUTCOME_FIELDS)
         recovered = _record_health([(d.channel_id, d.status, a.error, a.finished_at)
                                     for d, a in written])
         for d, a in written:

@@ -15,11 +15,16 @@ and ``deliver`` tasks every CRONRADAR_TICK_SECONDS) on PostgreSQL and Redis.
 Prints, in seconds after D: when the first, median and last ``missed`` incident
 was committed (PostgreSQL's commit timestamps: bench/_services.sh turns on
 ``track_commit_timestamp``), and when the first, median
-and last webhook reached the receiver. Targets (issue "Scale"): incidents within
-5 s, webhooks within 15 s.
+and last webhook reached the receiver; the CPU each process tree used meanwhile
+(from /proc), per notification (the deliveries workers', with PostgreSQL's, and
+every process's of the service), and each tree's RSS and PSS before the
+deadline (idle) and at its peak. Targets (issue 24): with ``CORES=1`` (every
+process, PostgreSQL and Redis included, pinned to CPU 0 with ``taskset``)
+10,000 missed: incidents within 5 s, webhooks within 15 s; on two cores 50,000:
+webhooks within 45 s.
 
 Needs DATABASE_URL and REDIS_URL (bench/burst.sh sets them).
-Usage: bench/burst.sh [MONITORS] [WORKERS]
+Usage: [CORES=1] bench/burst.sh [MONITORS] [WORKERS]
 """
 import json
 import os
@@ -119,6 +124,33 @@ def cpu_seconds(roots: dict[str, int]) -> dict[str, float]:
     return totals
 
 
+def memory(roots: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """(RSS, PSS) in KiB of each named process tree in ``roots`` (name: pid), summed
+    over its live processes, from /proc/PID/smaps_rollup (Linux)."""
+    parent, sizes = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
+            with open(f"/proc/{entry}/smaps_rollup") as f:
+                rollup = dict(line.split(":", 1) for line in f if ":" in line)
+            sizes[int(entry)] = (int(rollup["Rss"].split()[0]), int(rollup["Pss"].split()[0]))
+        except (OSError, KeyError, ValueError):
+            continue
+    names = {pid: name for name, pid in roots.items()}
+    totals = dict.fromkeys(roots, (0, 0))
+    for pid, (rss, pss) in sizes.items():
+        p = pid
+        while p in parent and p not in names:
+            p = parent[p]
+        if p in names:
+            r, q = totals[names[p]]
+            totals[names[p]] = (r + rss, q + pss)
+    return totals
+
+
 def spread(xs: list[float]) -> str:
     if not xs:
         return "none"
@@ -158,11 +190,14 @@ def main() -> None:
     try:
         d = due.timestamp()
         time.sleep(max(0.0, d - 1 - time.time()))  # the processes have started by then
-        before = cpu_seconds(roots)
-        seen, deadline = 0, d + 120
+        before, idle = cpu_seconds(roots), memory(roots)
+        peak = dict(idle)
+        seen, deadline = 0, d + 120 + MONITORS / 100
         while time.time() < deadline and (seen < MONITORS or len(received) < MONITORS):
             if seen < MONITORS:
                 seen = Incident.objects.filter(cause="missed").count()
+            for name, (rss, pss) in memory(roots).items():
+                peak[name] = (max(rss, peak[name][0]), max(pss, peak[name][1]))
             time.sleep(0.5)
         with connection.cursor() as cursor:  # when each incident's transaction committed
             cursor.execute("SELECT EXTRACT(EPOCH FROM pg_xact_commit_timestamp(xmin)) FROM "
@@ -176,11 +211,26 @@ def main() -> None:
         print(f"webhooks received: {len(webhooks)} of {MONITORS}; s after slot+grace, first / "
               f"median / last: {spread(webhooks)}")
         after = cpu_seconds(roots)
+        used = {name: after[name] - before[name] for name in after}
         print("CPU seconds used meanwhile: " + ", ".join(
-            f"{name} {after[name] - before[name]:.1f}" for name in after))
+            f"{name} {value:.1f}" for name, value in used.items()))
+        senders = sum(v for name, v in used.items() if name.startswith("deliveries"))
+        total = sum(used.values()) - used["bench"]  # the receiver is not the service's
+        n = max(1, len(webhooks))
+        print(f"CPU per notification: deliveries processes {1000 * senders / n:.2f} ms, "
+              f"deliveries + PostgreSQL {1000 * (senders + used.get('postgres', 0)) / n:.2f} ms "
+              f"(PostgreSQL also ran the evaluator's writes), every process of the service "
+              f"{1000 * total / n:.2f} ms")
+        print("memory, MiB RSS / PSS, idle -> peak: " + ", ".join(
+            f"{name} {idle[name][0] / 1024:.0f}/{idle[name][1] / 1024:.0f} -> "
+            f"{peak[name][0] / 1024:.0f}/{peak[name][1] / 1024:.0f}" for name in roots))
+        print(f"load average at the end: {Path('/proc/loadavg').read_text().strip()}; "
+              f"CPUs this process may use: {sorted(os.sched_getaffinity(0))}")
         print(json.dumps({"monitors": MONITORS, "workers": WORKERS,
                           "incidents_last": max(written, default=None),
-                          "webhooks_last": max(webhooks, default=None)}))
+                          "webhooks_last": max(webhooks, default=None),
+                          "cpu_ms_per_notification": round(1000 * total / n, 3),
+                          "sender_cpu_ms_per_notification": round(1000 * senders / n, 3)}))
     finally:
         for p in procs:
             p.terminate()

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The hour-start burst on the production shape: `bench/burst.sh [MONITORS] [WORKERS]`.
+# The hour-start burst on the production shape: `[CORES=N] bench/burst.sh [MONITORS] [WORKERS]`.
+# CORES=N pins every process (PostgreSQL, Redis, the workers, beat, the receiver)
+# to CPUs 0..N-1 with taskset (issue 24's one-core burst: CORES=1).
 # Starts a scratch PostgreSQL and Redis (bench/_services.sh), then bench/burst.py
 # (see its docstring). Results: bench/README.md.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+if [ -n "${CORES:-}" ]; then PIN=(taskset -c "0-$((CORES - 1))"); else PIN=(); fi
 PG_OPTIONS="-c track_commit_timestamp=on"  # burst.py reads when each incident committed
 . bench/_services.sh
 trap services_cleanup EXIT
 services || exit 1
-env "${PGENV[@]}" BENCH_SCRATCH="$S" "$PY" bench/burst.py "$@"
+echo "load average before: $(cat /proc/loadavg)"
+"${PIN[@]}" env "${PGENV[@]}" BENCH_SCRATCH="$S" "$PY" bench/burst.py "$@"

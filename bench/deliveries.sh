@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The delivery engine's cost per notification: `bench/deliveries.sh [N]`. Starts a
+# The delivery engine's cost per notification: `bench/deliveries.sh [N ...]` (backlog sizes). Starts a
 # scratch PostgreSQL (bench/_services.sh) and runs bench/deliveries.py against it.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1

@@ -265,6 +265,53 @@ def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
 
 
 IN_LIMIT = 500  # ids in one IN list (SQLite takes 999 parameters in all)
+VALUES_LIMIT = 900  # parameters in one update_from_values statement (SQLite's 999)
+
+
+def update_from_values(model: type[Model], keys: Sequence[str], fields: Sequence[str],
+                       rows: Sequence[Sequence], where: str = "", params: Sequence = ()
+                       ) -> list[int]:
+    """Write rows of ``model`` whose values differ from row to row in one
+    ``WITH v(...) AS (VALUES ...) UPDATE ... FROM v`` a batch (PostgreSQL and
+    SQLite alike; split at SQLite's parameter limit, :data:`VALUES_LIMIT`).
+
+    Each of ``rows`` holds model values (attnames): the ``keys`` first, then the
+    ``fields``; a table row is updated where each of its ``keys`` columns equals
+    the row's and ``where`` (SQL on the table's own columns, ``%s`` placeholders
+    for ``params``, which must be database values: :func:`prep`) holds. The
+    ``fields`` are set to the row's values. Returns the primary keys of the rows
+    updated (a row whose keys no longer match is left as it is). ``keys`` should
+    start with ``"id"``. On PostgreSQL the first row's values are cast to their
+    columns' types (the rest follow them), so client-side binding works."""
+    if not rows:
+        return []
+    db = _db()
+    names = [*keys, *fields]
+    table, width = model._meta.db_table, len(names)
+    columns = [_field(model, n) for n in names]
+    savers = [_saver(model, n, db.vendor) for n in names]
+    casts = [f"::{f.cast_db_type(db)}" if db.vendor == "postgresql" else "" for f in columns]
+    first = "(" + ", ".join(f"%s{c}" for c in casts) + ")"
+    other = "(" + ", ".join(["%s"] * width) + ")"
+    aliases = [f"v_{n}" for n in names]  # never a table's column name: RETURNING id is plain
+    sets = ", ".join(f"{c.column} = v.{a}" for c, a in zip(columns[len(keys):],
+                                                            aliases[len(keys):], strict=True))
+    match = " AND ".join(f"{table}.{c.column} = v.{a}" for c, a in zip(columns[:len(keys)],
+                                                                       aliases, strict=False))
+    condition = f"{match} AND ({where})" if where else match
+    done: list[int] = []
+    step = max(1, (VALUES_LIMIT - len(params)) // width)
+    with _cursor(db) as cur:
+        for i in range(0, len(rows), step):
+            chunk = rows[i:i + step]
+            values = ", ".join([first, *[other] * (len(chunk) - 1)])
+            cur.execute(f"WITH v({', '.join(aliases)}) AS (VALUES {values}) "
+                        f"UPDATE {table} SET {sets} FROM v WHERE {condition} "
+                        f"RETURNING {table}.{model._meta.pk.column}",
+                        [*(fn(v) for row in chunk for fn, v in zip(savers, row, strict=True)),
+                         *params])
+            done += [pk for (pk,) in cur.fetchall()]
+    return done
 
 
 def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequence]

@@ -439,3 +439,36 @@ def test_a_batch_reads_an_escalation_policy_once(project, make_monitor,
     # one tier, repeat 1: the next step is the policy's second round, its delay (0) on
     assert set(Incident.objects.values_list("next_escalation_at", flat=True)) == {T0 + s(4)}
     assert Delivery.objects.filter(channel=hook).count() == 30
+
+
+def test_writing_a_batch_of_delivery_outcomes(project, make_monitor,
+                                              django_assert_num_queries):
+    """delivery.record(): the outcomes of a batch (here 20 deliveries to two channels,
+    ten delivered, ten to be retried) whatever its size: one UPDATE ... FROM (VALUES
+    ...) of every outcome whose claim holds, one insert of the attempt log, the
+    channels' health."""
+    import httpx
+
+    from alerts import delivery
+    from tests.alerts.conftest import new_delivery, new_incident, webhook
+
+    ok = webhook(project, "https://ok.example.com/h")
+    down = webhook(project, "https://down.example.com/h")
+    m = make_monitor()
+    for channel in (ok, down):
+        for _ in range(10):
+            new_delivery(new_incident(m), channel, at=T0)
+    prepared = delivery.prepare(delivery.claim_due(T0, 100))
+    assert len(prepared) == 8  # the channel cap (4 a channel)
+    client = httpx.Client(transport=httpx.MockTransport(
+        lambda r: httpx.Response(200 if r.url.host == "ok.example.com" else 503)))
+    for a in prepared:
+        delivery.attempt(a, client, clock=lambda: T0 + s(1))
+    # transaction, [synchronous_commit off,] the outcomes, the attempt log, the
+    # delivered channels that were failing (to recover them), the failing channel's
+    # last_error, its failing_since (if not failing yet), end transaction
+    with django_assert_num_queries(7 + (connection.vendor == "postgresql")) as ctx:
+        assert sorted(delivery.record(prepared)) == ["delivered"] * 4 + ["pending"] * 4
+    update = next(q["sql"] for q in ctx.captured_queries if q["sql"].startswith("WITH v("))
+    assert "UPDATE alerts_delivery SET status = v.v_status" in update
+    assert Delivery.objects.filter(status="delivered").count() == 4
