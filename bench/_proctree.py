@@ -15,9 +15,10 @@ CLI, for a shell script::
 
         Samples each tree (CPU, and every process's RSS and PSS: "idle"), runs
         CMD (stdin, stdout and stderr inherited), sampling memory every SECS
-        (default 1; a sample costs about 0.6 ms of CPU a process, most of it the
-        kernel's walk of smaps_rollup, outside the trees measured) meanwhile ("peak": each process's highest, and the
-        highest of the tree's sum), then CPU again. Writes the result as JSON
+        meanwhile ("peak": each process's highest, and the highest of the
+        tree's sum), then CPU again. SECS: default 1; a sample costs about
+        0.6 ms of CPU a process (the kernel's walk for smaps_rollup), spent in
+        this process, outside the trees measured. Writes the result as JSON
         to FILE, else prints the report (``show``) on stderr. Exits with CMD's
         status.
 
