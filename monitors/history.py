@@ -21,9 +21,10 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import DateTimeField, F, Func, Q, QuerySet, Value
+from django.db.models import DateTimeField, F, Func, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from monitors import slots
 from monitors.models import Monitor, Ping, PingLog, Run
 
 NEGATIVE_INFINITY = datetime(1, 1, 1)  # noqa: DTZ001  (a naive UTC hour, as PostgreSQL's)
@@ -65,11 +66,26 @@ def _pg() -> bool:
     return connection.vendor == "postgresql"
 
 
-def runs(monitor: Monitor | int) -> QuerySet:
-    """The runs of ``monitor`` annotated with ``at`` (:func:`run_time`) and, on
-    PostgreSQL, ``hour`` (its UTC hour); unordered: see :func:`newest_first`."""
-    qs = Run.objects.filter(monitor=monitor).annotate(at=run_time())
+def runs(monitor: Monitor | int | None) -> QuerySet:
+    """The runs of ``monitor`` (None: of every monitor, to filter by
+    :func:`not_after` and the like) annotated with ``at`` (:func:`run_time`) and,
+    on PostgreSQL, ``hour`` (its UTC hour); unordered: see :func:`newest_first`."""
+    qs = Run.objects.all() if monitor is None else Run.objects.filter(monitor=monitor)
+    qs = qs.annotate(at=run_time())
     return qs.annotate(hour=Hour(run_time())) if _pg() else qs
+
+
+def not_before(at: datetime) -> Q:
+    """The condition on ``hour`` that every row whose time is ``at`` or later meets
+    (always true on SQLite): the lower bound of an index range."""
+    return Q(hour__gte=hour_of(at)) if _pg() else Q()
+
+
+def not_after(at: datetime) -> Q:
+    """The condition on ``hour`` (of :func:`runs` or :func:`pings`) that every row
+    whose time is ``at`` or earlier meets (always true on SQLite): the upper
+    bound of an index range."""
+    return Q(hour__lte=hour_of(at)) if _pg() else Q()
 
 
 def newest_first(qs: QuerySet, time: str = "at") -> QuerySet:
@@ -116,38 +132,57 @@ def older_than(qs: QuerySet, at: datetime, pk: int, time: str = "at") -> QuerySe
     return qs.filter(hour__lte=hour_of(at)) if _pg() else qs
 
 
+# A run filed under a slot has a time (its first ping, or the slot itself) no
+# earlier than this before the slot: a ping files its run under a fire time at most
+# EARLY_TOLERANCE after it (early), or names one at most NAMED_AHEAD ahead (monitors.slots).
+SLOT_LEAD = max(slots.NAMED_AHEAD, slots.EARLY_TOLERANCE)
+
+
+def of_slots(monitor: Monitor | int, slot_times) -> QuerySet:
+    """The runs (:func:`runs`) of ``monitor`` filed under any of ``slot_times``
+    (non-empty), read from the earliest one's hour on (:data:`SLOT_LEAD`): not
+    through the whole history."""
+    slot_times = list(slot_times)
+    return since(runs(monitor), min(slot_times) - SLOT_LEAD).filter(slot_at__in=slot_times)
+
+
 def keep_count(monitor: Monitor) -> int:
-    """How many pings ``monitor`` keeps: its plan's ``pings_kept``, else
-    ``CRONRADAR_KEEP_PINGS``."""
-    plan = getattr(monitor.project.organisation, "plan", None) if monitor.project_id else None
-    kept = getattr(plan, "pings_kept", None) if plan is not None else None
+    """How many pings ``monitor`` keeps: its organisation's plan's ``pings_kept``,
+    else ``CRONRADAR_KEEP_PINGS`` (one query)."""
+    kept = (Monitor.objects.filter(pk=monitor.pk)
+            .values_list("project__organisation__plan__pings_kept", flat=True).first())
     return settings.CRONRADAR_KEEP_PINGS if kept is None else kept
+
+
+def newest_pings(monitor: Monitor | int, n: int) -> QuerySet:
+    """The newest ``n`` of :func:`pings` of ``monitor``, newest first (sliced).
+
+    On PostgreSQL the hour is bounded below by the ``n``-th newest ping row's (the
+    newest ``n`` pings are all at least that recent), so a monitor whose runs keep
+    no pings is not read through its whole run history (run_monitor_hour)."""
+    qs = pings(monitor)
+    if _pg():
+        nth = (Ping.objects.filter(monitor=monitor).order_by("-received_at", "-pk")
+               .annotate(h=Hour("received_at")).values("h")[n - 1:n])
+        qs = qs.filter(hour__gte=Coalesce(Subquery(nth), Value(
+            NEGATIVE_INFINITY, output_field=DateTimeField())))
+    return newest_first(qs, "received_at")[:n]
 
 
 def kept_pings(monitor: Monitor, keep: int | None = None) -> QuerySet:
     """The pings ``monitor`` still has, newest first: its newest ``keep`` (default
-    :func:`keep_count`) of :func:`pings`, in one statement. Ping rows are pruned to
-    that many (:mod:`monitors.retention`); a ping kept in its run stays as long as
-    the run but counts as a ping only while it is among the newest ``keep``.
-
-    On PostgreSQL the hour is bounded below by the ``keep``-th newest ping row's
-    (its newest ``keep`` pings are all at least that recent), so a monitor whose
-    runs keep no pings is not read through its whole run history."""
+    :func:`keep_count`) of :func:`pings` (:func:`newest_pings`), one statement,
+    unsliced (to filter and page). Ping rows are pruned to that many
+    (:mod:`monitors.retention`); a ping kept in its run stays as long as the run
+    but is listed as a ping only while it is among the newest ``keep``."""
     keep = keep_count(monitor) if keep is None else keep
-    qs = pings(monitor)
-    if _pg():
-        nth = (Ping.objects.filter(monitor=monitor).order_by("-received_at", "-pk")
-               .annotate(h=Hour("received_at")).values("h")[keep - 1:keep])
-        from django.db.models import Subquery
-        qs = qs.filter(hour__gte=Coalesce(Subquery(nth), Value(NEGATIVE_INFINITY,
-                                                               output_field=DateTimeField())))
-    ids = newest_first(qs, "received_at").values("pk")[:keep]
-    return newest_first(PingLog.objects.filter(monitor=monitor, pk__in=ids), "received_at")
+    return newest_first(PingLog.objects.filter(
+        monitor=monitor, pk__in=newest_pings(monitor, keep).values("pk")), "received_at")
 
 
 def latest_ping(monitor: Monitor | int) -> PingLog | None:
     """The newest stored ping of ``monitor``, or None."""
-    return pings_newest_first(monitor).first()
+    return next(iter(newest_pings(monitor, 1)), None)
 
 
 def latest_run(monitor: Monitor | int) -> Run | None:
@@ -155,16 +190,33 @@ def latest_run(monitor: Monitor | int) -> Run | None:
     return runs_newest_first(monitor).first()
 
 
-def newest_runs_of(monitor_ids: list[int], n: int, fields: tuple[str, ...] = ()) -> list:
-    """The newest ``n`` runs (by time) of each monitor in ``monitor_ids``, as
-    :class:`Run` instances (or ``fields`` value tuples), grouped by monitor in the
-    order given, each newest first. One statement: a UNION ALL of each monitor's
-    LIMIT (each an index range)."""
-    if not monitor_ids or n <= 0:
+def _union(parts: list[QuerySet]) -> list:
+    if not parts:
         return []
-    parts = [runs_newest_first(pk)[:n] for pk in monitor_ids]
-    if fields:
-        parts = [p.values_list(*fields) for p in parts]
     if len(parts) == 1:
         return list(parts[0])
     return list(parts[0].union(*parts[1:], all=True))
+
+
+def newest_runs_of(monitor_ids: list[int], n: int, fields: tuple[str, ...] = (),
+                   where: Q | None = None) -> list:
+    """The newest ``n`` runs (by time; those ``where`` picks) of each monitor in
+    ``monitor_ids``, as :class:`Run` instances (or ``fields`` value tuples). One
+    statement: a UNION ALL of each monitor's LIMIT, each an index range; the order
+    of the rows is not kept (group them by monitor and sort)."""
+    if n <= 0:
+        return []
+    parts = []
+    for pk in monitor_ids:
+        qs = runs_newest_first(pk)
+        if where is not None:
+            qs = qs.filter(where)
+        qs = qs[:n]
+        parts.append(qs.values_list(*fields) if fields else qs)
+    return _union(parts)
+
+
+def newest_pings_of(monitor_ids: list[int]) -> dict[int, PingLog]:
+    """Monitor id -> its newest stored ping (monitors without one left out), one
+    statement for all of them (as :func:`newest_runs_of`)."""
+    return {p.monitor_id: p for p in _union([newest_pings(pk, 1) for pk in monitor_ids])}

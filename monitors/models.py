@@ -10,8 +10,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 
 from accounts.models import Project
 from monitors import schedule

@@ -39,7 +39,7 @@ from django.db import (
 
 from accounts.models import Project
 from core import logs, sql
-from monitors import creation, detections, drift, schedule, slots
+from monitors import creation, detections, drift, history, schedule, slots
 from monitors.detections import Code, Detection, Kind, sentence
 from monitors.models import Monitor, Ping, PingLog, Run
 from monitors.runs import (
@@ -520,8 +520,8 @@ def _slot_runs(monitor: Monitor, slot: datetime | None, runs: list[Run],
             or (slot >= monitor.next_expected_at and slot not in claimed)
             or any(r.slot_at == slot and r.outcome in Run.WRITTEN_OFF for r in runs)):
         return []
-    return list(Run.objects.filter(monitor=monitor, slot_at=slot)
-                .exclude(outcome__in=Run.WRITTEN_OFF).order_by("pk"))
+    return list(history.of_slots(monitor, [slot]).exclude(outcome__in=Run.WRITTEN_OFF)
+                .order_by("pk"))
 
 
 def _launched(monitor: Monitor, slot: datetime | None, runs: list[Run],
@@ -619,10 +619,10 @@ def _attempt(monitor: Monitor, run: Run) -> int:
     if monitor.max_attempts <= 1 or run.slot_at is None:
         return 1
     if monitor.kind == Monitor.Kind.CRON:
-        return Run.objects.filter(monitor=monitor, slot_at=run.slot_at,
-                                  outcome=Run.Outcome.FAILED).count()
-    latest = (Run.objects.filter(monitor=monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
-              .order_by("-pk").values_list("outcome", flat=True)[:monitor.max_attempts])
+        return history.of_slots(monitor, [run.slot_at]).filter(
+            outcome=Run.Outcome.FAILED).count()
+    latest = (history.runs_newest_first(monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
+              .values_list("outcome", flat=True)[:monitor.max_attempts])
     streak = 0
     for outcome in latest:
         if outcome != Run.Outcome.FAILED:
