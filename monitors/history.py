@@ -18,6 +18,8 @@ pings a monitor still has (its newest ``pings_kept``), newest first.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import reduce
+from operator import or_
 
 from django.conf import settings
 from django.db import connection
@@ -190,12 +192,18 @@ def latest_run(monitor: Monitor | int) -> Run | None:
     return runs_newest_first(monitor).first()
 
 
-def _union(parts: list[QuerySet]) -> list:
+def _union(model, parts: list[QuerySet], fields: tuple[str, ...] = ()) -> list:
+    """The rows of every sliced queryset of ``parts`` in one statement: a UNION ALL
+    on PostgreSQL; on SQLite (no LIMIT inside a compound statement) the rows whose
+    id is in any part's (each still an index range). Order not kept."""
     if not parts:
         return []
-    if len(parts) == 1:
-        return list(parts[0])
-    return list(parts[0].union(*parts[1:], all=True))
+    if _pg():
+        parts = [p.values_list(*fields) for p in parts] if fields else parts
+        return list(parts[0].union(*parts[1:], all=True)) if len(parts) > 1 else list(parts[0])
+    qs = parts[0].model.objects.filter(reduce(or_, (Q(pk__in=p.values("pk")) for p in parts)))
+    qs = qs.annotate(at=run_time()) if model is Run else qs
+    return list(qs.values_list(*fields) if fields else qs)
 
 
 def newest_runs_of(monitor_ids: list[int], n: int, fields: tuple[str, ...] = (),
@@ -211,12 +219,11 @@ def newest_runs_of(monitor_ids: list[int], n: int, fields: tuple[str, ...] = (),
         qs = runs_newest_first(pk)
         if where is not None:
             qs = qs.filter(where)
-        qs = qs[:n]
-        parts.append(qs.values_list(*fields) if fields else qs)
-    return _union(parts)
+        parts.append(qs[:n])
+    return _union(Run, parts, fields)
 
 
 def newest_pings_of(monitor_ids: list[int]) -> dict[int, PingLog]:
     """Monitor id -> its newest stored ping (monitors without one left out), one
     statement for all of them (as :func:`newest_runs_of`)."""
-    return {p.monitor_id: p for p in _union([newest_pings(pk, 1) for pk in monitor_ids])}
+    return {p.monitor_id: p for p in _union(PingLog, [newest_pings(pk, 1) for pk in monitor_ids])}
