@@ -93,8 +93,9 @@ def not_after(at: datetime) -> Q:
 def newest_first(qs: QuerySet, time: str = "at") -> QuerySet:
     """``qs`` (from :func:`runs` or :func:`pings`) newest first: by the hour (on
     PostgreSQL, the index's key), the time ``time``, then the id, all descending."""
-    keys = [F(time).desc(nulls_last=True), F("pk").desc()]
-    return qs.order_by(F("hour").desc(nulls_last=True), *keys) if _pg() else qs.order_by(*keys)
+    # plain DESC: a backward scan of the ascending index (nulls: none in practice)
+    keys = [F(time).desc(), F("pk").desc()]
+    return qs.order_by(F("hour").desc(), *keys) if _pg() else qs.order_by(*keys)
 
 
 def runs_newest_first(monitor: Monitor | int) -> QuerySet:

@@ -317,7 +317,8 @@ class PingLog(models.Model):
     the pings kept in their run (a heartbeat's: :func:`monitors.pings._kept_in_run`)
     shaped as pings: id and run the run's id (pings and runs share one id sequence
     there, so ids never collide), received_at its ``ended_at``, kind ``fail`` when
-    the run failed without an exit status else ``success``, no rid or body.
+    the run failed else ``success`` (:func:`monitors.pings._kept_in_run` keeps only
+    pings whose kind says that), no rid or body.
 
     ``hour``: the UTC hour of ``received_at`` (a naive UTC datetime, what
     PostgreSQL's ``date_trunc`` gives), by which time-ordered reads find the pings

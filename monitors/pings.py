@@ -277,7 +277,7 @@ def _kept_in_run(ping: PingInput, run: Run) -> bool:
 def kept_ping(run: Run) -> PingLog:
     """The ping kept in ``run`` (saved, with its ``ping_method`` set) as the
     :class:`PingLog` row the view reads for it."""
-    failed = run.outcome == Run.Outcome.FAILED and run.exit_status is None
+    failed = run.outcome == Run.Outcome.FAILED
     return PingLog(pk=run.pk, monitor_id=run.monitor_id, run=run, received_at=run.ended_at,
                    kind=Ping.Kind.FAIL if failed else Ping.Kind.SUCCESS,
                    exit_status=run.exit_status, rid=None, method=run.ping_method,

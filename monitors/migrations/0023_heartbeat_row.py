@@ -34,7 +34,7 @@ SELECT id, monitor_id, run_id, received_at, kind, exit_status, rid, method, remo
   FROM monitors_ping
 UNION ALL
 SELECT id, monitor_id, id, ended_at,
-       CASE WHEN outcome = 'failed' AND exit_status IS NULL THEN 'fail' ELSE 'success' END,
+       CASE WHEN outcome = 'failed' THEN 'fail' ELSE 'success' END,
        exit_status, NULL::uuid, ping_method, ping_remote_addr, COALESCE(ping_user_agent, ''),
        ''::bytea, 0, false, false, {HOUR}
   FROM monitors_run WHERE ping_method IS NOT NULL
@@ -47,7 +47,7 @@ SELECT id, monitor_id, run_id, received_at, kind, exit_status, rid, method, remo
   FROM monitors_ping
 UNION ALL
 SELECT id, monitor_id, id, ended_at,
-       CASE WHEN outcome = 'failed' AND exit_status IS NULL THEN 'fail' ELSE 'success' END,
+       CASE WHEN outcome = 'failed' THEN 'fail' ELSE 'success' END,
        exit_status, NULL, ping_method, ping_remote_addr, COALESCE(ping_user_agent, ''),
        X'', 0, 0, 0, strftime('%Y-%m-%d %H:00:00', COALESCE(started_at, ended_at, slot_at))
   FROM monitors_run WHERE ping_method IS NOT NULL

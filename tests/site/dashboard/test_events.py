@@ -201,8 +201,9 @@ def test_a_pings_body_is_for_the_project_only(admin, history, make_monitor):
 
 def test_a_page_of_runs_reads_the_run_time_index(history):
     """run_monitor_time (monitors/0022_event_index; run_monitor_hour on PostgreSQL,
-    0023): a page of runs is a range of the index, not a sort of the monitor's history (bench: 130,000 runs, 0.2-0.4 s a page
-    on SQLite without it, 15 ms with it)."""
+    0023): a page of runs is a range of the index, not a sort of the monitor's
+    history (bench: 130,000 runs, 0.2-0.4 s a page on SQLite without it, 15 ms
+    with it)."""
     m = history["monitor"]
     before = events.parse_cursor(events.timeline(m, ["run"]).events[0].cursor)
     with connection.cursor() as cursor:
