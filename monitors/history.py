@@ -151,9 +151,16 @@ def of_slots(monitor: Monitor | int, slot_times) -> QuerySet:
 
 def keep_count(monitor: Monitor) -> int:
     """How many pings ``monitor`` keeps: its organisation's plan's ``pings_kept``,
-    else ``CRONRADAR_KEEP_PINGS`` (one query)."""
-    kept = (Monitor.objects.filter(pk=monitor.pk)
-            .values_list("project__organisation__plan__pings_kept", flat=True).first())
+    else ``CRONRADAR_KEEP_PINGS``. No query when the monitor was read with
+    ``select_related("project__organisation__plan")``, else one."""
+    if (Monitor.project.is_cached(monitor)
+            and type(monitor.project).organisation.is_cached(monitor.project)
+            and type(monitor.project.organisation).plan.is_cached(monitor.project.organisation)):
+        plan = monitor.project.organisation.plan
+        kept = plan.pings_kept if plan is not None else None
+    else:
+        kept = (Monitor.objects.filter(pk=monitor.pk)
+                .values_list("project__organisation__plan__pings_kept", flat=True).first())
     return settings.CRONRADAR_KEEP_PINGS if kept is None else kept
 
 

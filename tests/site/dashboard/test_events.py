@@ -12,7 +12,7 @@ from accounts.models import Plan
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from cronradar.dashboard import events
 from cronradar.dashboard.events import Event
-from monitors.models import Ping, Run
+from monitors.models import Monitor, Ping, Run
 from tests.conftest import T0, S, new_project
 from tests.site.dashboard.conftest import text
 
@@ -52,6 +52,9 @@ def history(project, make_monitor):
 def test_a_mixed_timeline_newest_first_equal_times_in_kind_order(history):
     h, m = history, history["monitor"]
     i = h["incident"].pk
+    # as the page reads it (events._monitor): with its plan, which says how many
+    # pings it keeps
+    m = Monitor.objects.select_related("project__organisation__plan").get(pk=m.pk)
     with CaptureQueriesContext(connection) as queries:
         page = events.timeline(m, zone=UTC)
     assert page.older is None
