@@ -105,11 +105,19 @@ def test_time_ordered_reads_use_run_monitor_hour(make_monitor):
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_sort = off")
         for qs in (history.runs_newest_first(m)[:10],
-                   history.older_than(history.runs_newest_first(m), T0 + s(6000), 10**9)[:10],
-                   history.newest_pings(m, 10)):
-            sql, params = qs.query.sql_with_params()
-            cursor.execute("EXPLAIN " + sql, params)
-            plan = " ".join(str(r) for r in cursor.fetchall())
+                   history.older_than(history.runs_newest_first(m), T0 + s(6000), 10**9)[:10]):
+            plan = _plan(cursor, qs)
             assert "run_monitor_hour" in plan, plan
             assert "Sort" not in (plan.replace("Incremental Sort", "").replace("Sort Key", "")
                                   .replace("Presorted Key", "")), plan
+        # pings: each table by its index, the runs' bounded below by hour (an index
+        # condition), then the few rows within the bound sorted
+        plan = _plan(cursor, history.newest_pings(m, 10))
+        assert "ping_monitor_time" in plan and "run_monitor_hour" in plan, plan
+        assert "Index Cond: ((monitor_id" in plan and "date_trunc" in plan, plan
+
+
+def _plan(cursor, qs) -> str:
+    sql, params = qs.query.sql_with_params()
+    cursor.execute("EXPLAIN " + sql, params)
+    return " ".join(str(r) for r in cursor.fetchall())
