@@ -116,7 +116,7 @@ class Service:
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--port", str(self.port), *args],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
-        end = time.time() + 60
+        end = time.time() + 180  # a loaded CI machine took over 60 s (SQLite migrate + start)
         while time.time() < end:
             try:
                 httpx.get(f"{self.url}/ping/", timeout=1)
