@@ -136,6 +136,12 @@ if want cronradar || want gunicorn || want busy || want pairs; then
     sed -n 101p "$S/all.txt" >"$S/one.txt" && lua "$S/one.txt"
     sed -n 102p "$S/all.txt" >"$S/pair.txt" && pairs_lua "$S/pair.txt" && cp "$S/pair.txt.pairs.lua" "$S/pair.txt.lua"
     DBTREES="postgres=$PG_DATA/postmaster.pid redis=$S/redis.pid"
+    # the documented production configuration (issue 24): JSON logs with the access
+    # line of every request, request ids, multi-process metrics, and the bench
+    # organisation on a plan whose rate limits are counted (set high enough that
+    # nothing is refused: each ping still takes the Redis counter step)
+    mkdir -p "$S/metrics"
+    PGENV+=(CRONRADAR_LOG_FORMAT=json CRONRADAR_ACCESS_LOG=true PROMETHEUS_MULTIPROC_DIR="$S/metrics")
     WP=$(free_port) GP=$(free_port)
     setsid env "${PGENV[@]}" "$VENV/bin/granian" --interface wsgi --host 127.0.0.1 \
         --port "$WP" --workers 2 --blocking-threads 2 --respawn-failed-workers \
