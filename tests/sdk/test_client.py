@@ -188,12 +188,13 @@ def test_live_upsert_by_slug_answers_201_then_200(service):
 def test_live_list_follows_the_service_s_own_link_header(service):
     client = client_of(service, "sdk-api-paged")
     m = client.post("monitors/", {"name": "job", "period": 3600, "grace": 60})
-    for _ in range(150):
+    # 90 pings: the list holds a monitor's newest 100 (CRONRADAR_KEEP_PINGS)
+    for _ in range(90):
         with urllib.request.urlopen(m["ping_url"], timeout=5):
             pass
-    pings = client.list(f"monitors/{m['id']}/pings/", {"limit": 100})
-    assert len(client.get(f"monitors/{m['id']}/pings/", {"limit": 100})) == 100
-    assert len(pings) == 150 and len({p["id"] for p in pings}) == 150
+    pings = client.list(f"monitors/{m['id']}/pings/", {"limit": 40})
+    assert len(client.get(f"monitors/{m['id']}/pings/", {"limit": 40})) == 40
+    assert len(pings) == 90 and len({p["id"] for p in pings}) == 90
     assert [p["id"] for p in pings] == sorted((p["id"] for p in pings), reverse=True)
 
 
