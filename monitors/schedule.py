@@ -552,11 +552,18 @@ def validate_timezone(name: str) -> zoneinfo.ZoneInfo:
         or name != name.strip()
         or name in ("localtime", "posixrules")
     ):
-        raise ScheduleError(f"unknown time zone {name!r}")
+        raise ScheduleError(f"unknown time zone {_shown(name)}")
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        raise ScheduleError(f"unknown time zone {name!r}") from None
+        raise ScheduleError(f"unknown time zone {_shown(name)}") from None
+
+
+def _shown(name) -> str:
+    """A refused zone name as an error quotes it: repr'd, cut at 64 characters (the
+    longest a monitor's zone may be), so a 100 KB value is not echoed back."""
+    text = repr(name)
+    return text if len(text) <= 66 else f"{text[:64]}…'"
 
 
 def validate_cron(expr: str, tz: str = "UTC", semantics: str = DEBIAN) -> str:

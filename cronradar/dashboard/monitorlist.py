@@ -48,6 +48,7 @@ from monitors.pings import NEVER
 
 STRIP = 20
 PER_PAGE, MAX_PER_PAGE = 50, 200
+SORTS = ("name", "status", "last_ping")  # the list's ?sort= values
 WORST_FIRST = ("down", "late", "running", "new", "up", "paused")
 # the run strip's colours, as the legend says them (Run.Outcome's values)
 LEGEND = (("succeeded", "succeeded"), ("failed", "failed"), ("running", "running"),
@@ -136,6 +137,8 @@ def listing(project, query, now: datetime, zone) -> Listing:
     newest first), ``page``, ``per_page`` (default 50, at most 200)), times in
     ``zone``. A page past the last shows the last. Raises :class:`BadQuery`."""
     wanted = query.get("status", "")
+    if (sort := query.get("sort", "")) and sort not in SORTS:
+        raise BadQuery(f"unknown sort '{sort[:20]}': use {', '.join(SORTS)}")
     if wanted and wanted not in STATUSES:
         raise BadQuery(f"unknown status '{wanted[:20]}': use {', '.join(STATUSES)}")
     per_page = whole_number(query, "per_page", PER_PAGE, MAX_PER_PAGE)

@@ -407,6 +407,9 @@ def test_validate_cron_messages():
         validate_cron("0 0 31 2 *")
     with pytest.raises(ScheduleError, match="unknown time zone 'Mars/Olympus'"):
         validate_cron("0 0 * * *", "Mars/Olympus")
+    with pytest.raises(ScheduleError) as refused:  # a 100 KB zone is not echoed back
+        validate_cron("0 0 * * *", "A" * 100_000)
+    assert str(refused.value) == f"unknown time zone '{'A' * 63}…'"
     with pytest.raises(ScheduleError, match="unknown semantics"):
         validate_cron("0 0 * * *", "UTC", "quartz")
 

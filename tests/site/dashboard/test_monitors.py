@@ -191,7 +191,8 @@ def test_an_acknowledged_incident_is_marked_in_words(admin, world):
     ("page=0", "page must be a whole number from 1 to 1000000, not &#x27;0&#x27;"),
     ("per_page=500", "per_page must be a whole number from 1 to 200, not &#x27;500&#x27;"),
     ("status=broken", "unknown status &#x27;broken&#x27;: use new, up, running, late, down, "
-                      "paused")])
+                      "paused"),
+    ("sort=bogus", "unknown sort &#x27;bogus&#x27;: use name, status, last_ping")])
 def test_a_bad_list_query_is_a_400_with_the_message(admin, project, query, message):
     resp = admin.get(f"/?{query}")
     assert resp.status_code == 400 and message in resp.content.decode()
