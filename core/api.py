@@ -15,8 +15,9 @@ from rest_framework.response import Response
 
 MAX_LIMIT = 1000
 MAX_PK = 2**63 - 1
-LIMIT = OpenApiParameter("limit", int, description=f"at most this many, 1-{MAX_LIMIT} "
-                         "(default 100)")
+LIMIT = OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                                   "default": 100},
+                         description=f"at most this many, 1-{MAX_LIMIT} (default 100)")
 CURSOR = OpenApiParameter("cursor", str, description="where the previous page ended: take "
                           'it from the `Link: <…>; rel="next"` header')
 PAGING = [LIMIT, CURSOR,

@@ -171,3 +171,14 @@ def test_a_channel_test_refuses_a_name_past_its_bound(client, project):
         "config": {"url": "http://127.0.0.1:9/hook"}}, format="json")
     assert resp.status_code == 400
     assert resp.json() == {"name": ["Ensure this field has no more than 200 characters."]}
+
+
+def test_the_lists_limit_states_the_bounds_the_server_checks(client, api):
+    """QA of issue 23: ``?limit=`` was a bare integer in the schema; the server takes
+    1-1000 and answers 400 outside."""
+    doc = client.get("/api/v1/schema/?format=json").json()
+    (limit,) = [p for p in doc["paths"]["/api/v1/monitors/"]["get"]["parameters"]
+                if p["name"] == "limit"]
+    assert limit["schema"] == {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}
+    assert [api.get(f"/api/v1/monitors/?limit={n}").status_code for n in (0, 1, 1000, 1001)] \
+        == [400, 200, 200, 400]
