@@ -4,8 +4,6 @@ sign out and password reset are Django's auth views (see
 :mod:`cronradar.dashboard.urls`)."""
 from __future__ import annotations
 
-import zoneinfo
-
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -17,9 +15,9 @@ from rest_framework import exceptions
 from accounts import tenancy
 from accounts.api import ProjectSerializer
 from accounts.models import Profile, Project
+from cronradar.dashboard import forms
 from cronradar.dashboard.common import creatable_organisations, flat_errors, form_id, person_zone
 
-ZONES = sorted(zoneinfo.available_timezones() - {"localtime", "Factory"})
 # The list page of each section: where an object page of one project leads after
 # switching to another (its object is not there).
 SECTION_LISTS = {"monitors": "/", "incidents": "/incidents/", "channels": "/channels/",
@@ -99,7 +97,7 @@ def profile(request):
         changed = []
         if "timezone" in request.POST:
             zone = request.POST["timezone"]
-            if zone in ZONES or zone == "UTC":
+            if zone in forms.zone_names():
                 profile.timezone = zone
                 changed.append("timezone")
             else:
@@ -116,5 +114,5 @@ def profile(request):
             return redirect("dashboard:profile")
         profile.refresh_from_db()
     return render(request, "dashboard/profile.html", {
-        "zones": ZONES, "profile": profile, "errors": errors,
+        "zones": forms.zone_names(), "profile": profile, "errors": errors,
         "themes": Profile.Theme.choices}, status=400 if errors else 200)

@@ -46,8 +46,10 @@ def join_seconds(number: str, unit: str) -> tuple[int | str | None, str]:
 
 @functools.cache
 def zone_names() -> tuple[str, ...]:
-    """Every IANA zone name this installation can load, sorted (the form's list)."""
-    return tuple(sorted(zoneinfo.available_timezones() - {"localtime", "posixrules"}))
+    """Every IANA zone name this installation can load, sorted (the forms' lists):
+    not the host's own files (``localtime``, ``posixrules``) nor tzdata's
+    placeholder ``Factory`` (no place keeps its time)."""
+    return tuple(sorted(zoneinfo.available_timezones() - {"localtime", "posixrules", "Factory"}))
 
 
 def local_input(moment: datetime | None, zone) -> str:
