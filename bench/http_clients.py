@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 import httpx
 import urllib3
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # core.transport
+
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 ONLY = sys.argv[2:]
 BODY = b'{"event": "incident.opened"}' * 20
@@ -75,6 +77,44 @@ def httpx_sync(url: str) -> None:
 
     measure_sync("httpx.Client", one)
     client.close()
+
+
+def httpx_urllib3(url: str) -> None:
+    # the sender's client: httpx's API on urllib3's pools (core/transport.py)
+    from core.transport import Urllib3Transport
+
+    client = httpx.Client(transport=Urllib3Transport())
+
+    def one():
+        with client.stream("POST", url, content=BODY, headers=HEADERS, timeout=5,
+                           extensions={"deadline": time.monotonic() + 10}) as response:
+            for _ in response.iter_bytes():
+                pass
+
+    measure_sync("httpx.Client on core.transport.Urllib3Transport", one)
+    client.close()
+
+
+def urllib3_transport(url: str) -> None:
+    # the sender's client: an httpx.Request sent on core.transport's urllib3 pools,
+    # without httpx.Client (no cookie jar, hooks, auth or redirect machinery)
+    from core.transport import Urllib3Transport
+
+    transport = Urllib3Transport()
+    timeout = {"connect": 5, "read": 5, "write": 5, "pool": 5}
+
+    def one():
+        request = httpx.Request("POST", url, content=BODY, headers=HEADERS, extensions={
+            "timeout": timeout, "deadline": time.monotonic() + 10})
+        response = transport.handle_request(request)
+        try:
+            for _ in response.iter_bytes():
+                pass
+        finally:
+            response.close()
+
+    measure_sync("httpx.Request on core.transport.Urllib3Transport", one)
+    transport.close()
 
 
 def urllib3_sync(url: str) -> None:
@@ -190,6 +230,8 @@ async def protocol_async(url: str, in_flight: int) -> None:
 CANDIDATES = [
     ("httpx.Client", httpx_sync),
     ("urllib3.PoolManager", urllib3_sync),
+    ("httpx.Client on urllib3", httpx_urllib3),
+    ("httpx.Request on urllib3", urllib3_transport),
     *((f"httpx.AsyncClient {n}", lambda url, n=n: asyncio.run(httpx_async(url, n)))
       for n in (1, 32, 128)),
     *((f"aiohttp {n}", lambda url, n=n: asyncio.run(aiohttp_async(url, n))) for n in (32, 128)),

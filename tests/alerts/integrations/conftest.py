@@ -223,10 +223,10 @@ class Script:
         return self.answers.pop(0)
 
     @property
-    def client(self):
+    def transport(self):
         import httpx
 
-        return httpx.Client(transport=httpx.MockTransport(self))
+        return httpx.MockTransport(self)
 
 
 def deliver(event, ch):
@@ -243,7 +243,7 @@ def attempt(d, script, now):
     from alerts.delivery import claim_due, send
 
     [claim] = [c for c in claim_due(now, 100) if c.delivery_id == d.pk]
-    send(claim, client=script.client, clock=lambda: now)
+    send(claim, transport=script.transport, clock=lambda: now)
     d.refresh_from_db()
     return d.status
 
