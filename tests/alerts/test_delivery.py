@@ -637,6 +637,69 @@ def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_deadline(settings
     assert 1.0 <= time.monotonic() - started < 2.0  # 2 x timeout, not the 3.7 s it trickles
 
 
+def test_a_delivery_to_a_real_receiver_is_retried_then_delivered(make_delivery, settings):
+    """Over the network (the shared transport): the exact request the webhook kind
+    built, a 503 retried after its Retry-After, then delivered; each attempt logged."""
+    from tests.live import Receiver as LiveReceiver
+
+    settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
+    receiver = LiveReceiver(fail_every=1)
+    try:
+        d = make_delivery(f"{receiver.url}/hooks/cronradar?team=ops")
+        [prepared] = delivery.prepare([c for c in claim_due(NOW, 100)])
+        built = prepared.request
+        delivery.attempt(prepared, clock=lambda: NOW)
+        assert delivery.record([prepared]) == ["pending"]
+        receiver.fail_every = 0
+        assert attempt(d, None, NOW + s(1)) == "delivered"
+    finally:
+        receiver.close()
+    first, second = receiver.requests
+    assert (first.method, first.path, first.body, first.status) == (
+        "POST", "/hooks/cronradar?team=ops", built.body, 503)
+    assert {k.lower(): v for k, v in first.headers.items()} == {
+        "host": receiver.url.removeprefix("http://"), "accept": "*/*",
+        "accept-encoding": "gzip, deflate", "connection": "keep-alive",
+        "user-agent": f"python-httpx/{httpx.__version__}",
+        **{k.lower(): v for k, v in built.stamped(NOW).headers.items()},
+        "content-length": str(len(built.body))}
+    assert (second.method, second.path, second.status) == ("POST", first.path, 200)
+    assert log(d) == [(1, NOW, 503, "HTTP 503: ok"), (2, NOW + s(1), 200, "")]
+
+
+def test_a_receiver_that_never_answers_times_out(make_delivery, settings):
+    """Connected, the request sent, no answer: a read timeout after
+    CRONRADAR_DELIVERY_TIMEOUT, retried later."""
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
+    settings.CRONRADAR_DELIVERY_TIMEOUT = 0.5
+    d = make_delivery(f"http://127.0.0.1:{listener.getsockname()[1]}/hook")
+    started = time.monotonic()
+    try:
+        assert attempt(d, None) == "pending"
+    finally:
+        listener.close()
+    assert 0.5 <= time.monotonic() - started < 1.5
+    assert d.last_error == "timeout after 0.5s: ReadTimeout"
+
+
+def test_notifications_are_traced_when_tracing_is_on(settings):
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set, the shared transport makes a span per
+    request (httpx's instrumentation wraps only httpx's own transport), around the
+    guard: the span names the URL's host, not the checked address."""
+    otel = pytest.importorskip("opentelemetry.instrumentation.httpx")
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = "http://127.0.0.1:4318"
+    delivery._shared_transport.cache_clear()
+    try:
+        transport = delivery._shared_transport()
+    finally:
+        delivery._shared_transport.cache_clear()
+    assert isinstance(transport, otel.SyncOpenTelemetryTransport)
+    assert isinstance(transport._transport, GuardedTransport)
+
+
 def test_transmit_sends_the_requests_method_and_redacts_its_credentials():
     """A kind that wants PUT (Matrix) gets PUT with the exact body; a credential the
     request names in ``redact`` (a Telegram bot token in its URL) reads ``***`` in

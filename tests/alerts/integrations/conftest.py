@@ -276,7 +276,7 @@ def echo():
 
 def sent_for_real(d, now) -> list[str]:
     """Claim delivery ``d`` at ``now`` and make its attempt over the network (the
-    shared client); ``d`` refreshed. Returns every error it left: the delivery's
+    shared transport); ``d`` refreshed. Returns every error it left: the delivery's
     ``last_error``, its attempt's ``error`` and its channel's ``last_error``."""
     from alerts.delivery import claim_due, send
 
