@@ -438,8 +438,9 @@ def send(claim: Claim, *, transport: httpx.BaseTransport | None = None, clock=ti
 
     transport: the httpx transport (tests pass a mock one; default: one shared,
     connection-pooling transport, :func:`_shared_transport`); clock: the current
-    time, read before and after the request (tests pass a controlled one). Never raises for a failed
-    send: errors end up in the attempt log, the row and the channel.
+    time, read before and after the request (tests pass a controlled one). Never
+    raises for a failed send: errors end up in the attempt log, the row and the
+    channel.
     """
     prepared = prepare([claim])
     if not prepared:
