@@ -42,8 +42,8 @@ from accounts.plans import PlanLimit
 from alerts.api import MonitorSerializer
 from alerts.models import Channel, Incident
 from alerts.timeline import alerting_of
-from monitors import evaluator, healthchecks, slots
-from monitors.models import Monitor, Ping, Run
+from monitors import evaluator, healthchecks, history, slots
+from monitors.models import Monitor, Ping, PingLog, Run
 
 # CronRadar's channel kinds as Healthchecks names them (its ``Channel.kind``).
 KINDS = {"webhook": "webhook", "slack": "slack", "pagerduty": "pd", "email": "email",
@@ -166,7 +166,7 @@ def check_json(monitor: Monitor, now: datetime, *, readonly: bool, running: bool
     return result
 
 
-def ping_json(ping: Ping, scheme: str) -> dict:
+def ping_json(ping: Ping | PingLog, scheme: str) -> dict:
     """A stored ping as Healthchecks lists it. ``n``: its id, which grows with each
     ping stored and never changes (Healthchecks counts a check's pings from 1;
     CronRadar's ``n_pings`` leaves log pings and duplicates out, so a count would
@@ -435,8 +435,9 @@ def monitors_of(project: Project):
     incident is open, whether a success or fail ping is stored, their alerting and
     channels) in the same query."""
     open_run = Run.objects.open().filter(monitor=OuterRef("pk"))
-    completed = Ping.objects.filter(monitor=OuterRef("pk"),
-                                    kind__in=(Ping.Kind.SUCCESS, Ping.Kind.FAIL))
+    # a success or fail ping stored: a ping row, or a run keeping its ping
+    completed = PingLog.objects.filter(monitor=OuterRef("pk"),
+                                       kind__in=(Ping.Kind.SUCCESS, Ping.Kind.FAIL))
     open_incident = Incident.objects.filter(monitor=OuterRef("pk"), resolved_at__isnull=True)
     return (Monitor.objects.filter(project=project, deleted_at__isnull=True)
             .annotate(is_running=Exists(open_run), has_open_incident=Exists(open_incident),
@@ -614,8 +615,7 @@ def pings(request, code):
     """``GET /api/v3/checks/<uuid>/pings/``: its stored pings, newest first, at most
     :data:`PING_LIMIT` (read-write keys only, as Healthchecks)."""
     monitor = find(request.project, code)
-    rows = (Ping.objects.filter(monitor=monitor).select_related("run")
-            .order_by("-received_at", "-pk")[:PING_LIMIT])  # ping_monitor_time
+    rows = list(history.newest_pings(monitor, PING_LIMIT).select_related("run"))
     scheme = urlsplit(settings.CRONRADAR_BASE_URL).scheme or "http"
     return JsonResponse({"pings": [ping_json(p, scheme) for p in rows]})
 

@@ -53,6 +53,7 @@ from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.reasons import Reason
 from alerts.timeline import alerting_of, deliver, notified_channels, notify, stamp, targets
 from core import logs, metrics, sql
+from monitors import history
 from monitors.detections import CLOSING, LOWEST, PROBLEMS, Detection, Kind
 from monitors.models import Monitor, Run
 
@@ -204,8 +205,8 @@ def _streak(monitor, good: bool) -> bool:
     n = alerting.recovery_threshold if good else alerting.failure_threshold
     if n <= 1:
         return True
-    latest = list(Run.objects.filter(monitor=monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
-                  .order_by("-pk").values_list("outcome", flat=True)[:n])
+    latest = list(history.runs_newest_first(monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
+                  .values_list("outcome", flat=True)[:n])
     return len(latest) == n and all(o in (GOOD if good else BAD) for o in latest)
 
 

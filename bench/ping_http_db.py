@@ -20,13 +20,17 @@ _django.setup("env", migrate=False)  # setup() below migrates
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count  # noqa: E402
 
-from accounts.models import Organisation  # noqa: E402
-from monitors.models import Monitor, Ping, Run  # noqa: E402
+from accounts.models import Organisation, Plan  # noqa: E402
+from monitors.models import Monitor, Ping, PingLog, Run  # noqa: E402
 
 
 def setup(codes_file: str, n: int) -> None:
     call_command("migrate", verbosity=0)
-    org, _ = Organisation.objects.get_or_create(name="bench")
+    # a plan with rate limits on, as the documented production configuration has
+    # them (bench/ping_http.sh), high enough to refuse nothing
+    plan, _ = Plan.objects.get_or_create(name="bench", defaults={
+        "pings_per_minute": 1_000_000, "org_pings_per_minute": 10_000_000})
+    org, _ = Organisation.objects.get_or_create(name="bench", defaults={"plan": plan})
     project, _ = org.projects.get_or_create(name="bench")
     have = list(Monitor.objects.filter(project=project).order_by("pk"))
     for i in range(len(have), n):
@@ -40,7 +44,7 @@ def check(code: str) -> None:
     """Pings, runs and how they pair on the monitor with ping UUID ``code``: each
     run id must be exactly one run, closed; a success that overtook its start made
     a run without a start, and that start is then a duplicate."""
-    pings = Ping.objects.filter(monitor__uuid=code)
+    pings = PingLog.objects.filter(monitor__uuid=code)  # ping rows and pings kept in runs
     runs = Run.objects.filter(monitor__uuid=code)
     rids = pings.exclude(rid=None).values("rid").distinct().count()
     by_kind = dict(pings.values_list("kind").annotate(n=Count("id")))
@@ -61,7 +65,8 @@ if __name__ == "__main__":
     if cmd == "setup":
         setup(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 100)
     elif cmd == "count":
-        print(Ping.objects.count(), Run.objects.count())
+        # every stored ping: ping rows and heartbeats kept in their runs (PingLog)
+        print(PingLog.objects.count(), Run.objects.count())
     elif cmd == "check":
         check(sys.argv[2])
     elif cmd == "reset":

@@ -106,7 +106,8 @@ class CursorList:
     newest first, a bare JSON list of at most ``?limit=`` rows, ``?since=``/
     ``?until=`` on ``time_field``, and when more rows follow a ``Link: <url>;
     rel="next"`` header whose URL carries ``cursor`` (the last id sent; keyset
-    paging, so rows arriving meanwhile neither repeat nor go missing)."""
+    paging, so rows arriving meanwhile neither repeat nor go missing). Newest by
+    id unless a list says otherwise (:meth:`newest_first` and its bounds)."""
 
     time_field = "pk"
     pagination_class = None
@@ -116,17 +117,35 @@ class CursorList:
         qs = self.filter_queryset(self.get_queryset())
         since, until = moment(request, "since"), moment(request, "until")
         if since is not None:
-            qs = qs.filter(**{f"{self.time_field}__gte": since})
+            qs = self.since(qs, since)
         if until is not None:
-            qs = qs.filter(**{f"{self.time_field}__lt": until})
+            qs = self.until(qs, until)
         if (after := cursor(request)) is not None:
-            qs = qs.filter(pk__lt=after)
+            qs = self.after(qs, after)
         n = limit(request)
-        rows = list(qs.order_by("-pk")[:n + 1])
+        rows = list(self.newest_first(qs)[:n + 1])
         response = Response(self.get_serializer(rows[:n], many=True).data)
         if len(rows) > n:
             link_next(request, response, rows[n - 1].pk)
         return response
+
+    # The order and bounds of the list, for a list whose order is not its ids'
+    # (runs and pings: by time, monitors.history).
+    def since(self, qs, at):
+        """Rows of ``qs`` whose ``time_field`` is ``at`` or later."""
+        return qs.filter(**{f"{self.time_field}__gte": at})
+
+    def until(self, qs, at):
+        """Rows of ``qs`` whose ``time_field`` is before ``at``."""
+        return qs.filter(**{f"{self.time_field}__lt": at})
+
+    def after(self, qs, pk: int):
+        """Rows of ``qs`` after the row ``pk`` in the list's order."""
+        return qs.filter(pk__lt=pk)
+
+    def newest_first(self, qs):
+        """``qs`` in the list's order, newest first."""
+        return qs.order_by("-pk")
 
 
 def cursor(request) -> int | None:

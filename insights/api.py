@@ -28,7 +28,7 @@ def observed_runs(monitor: Monitor, limit: int) -> tuple[list[int], int, int]:
     """(durations in whole seconds oldest first, succeeded, failed) of the monitor's
     last ``limit`` runs that started and ended (any outcome: a replaced run counts
     with the time it ran before it was ended, a lower bound of its duration)."""
-    # run_monitor_outcome's monitor prefix finds the monitor's runs; only they are sorted
+    # run_started_end (runs with a start and an end) finds them; only they are sorted
     rows = list(Run.objects.filter(monitor=monitor, started_at__isnull=False,
                                    ended_at__isnull=False)
                 .order_by("-started_at", "-pk")

@@ -52,10 +52,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from django.db.models.functions import Coalesce
-
+from monitors import history
 from monitors.drift import percentile, seconds
-from monitors.models import Run
 
 MAX_RUNS = 10000  # the most runs one stats answer covers
 # Late-start histogram bucket edges, seconds: [None, 0), [0, 10), …, [3600, None).
@@ -231,20 +229,20 @@ def select_runs(monitor, runs: int | None = None, since: datetime | None = None,
                 until: datetime | None = None) -> tuple[list[RunRow], bool]:
     """The runs a stats request covers: (rows, limited).
 
-    ``runs``: the newest ``runs`` runs, as ``/runs/?limit=`` lists them (by id).
+    ``runs``: the newest ``runs`` runs, as ``/runs/?limit=`` lists them (by time,
+    then id: :mod:`monitors.history`).
     Else the runs whose time (start, else end, else slot: the runs list's
     ``since``/``until``) is in [``since``, ``until``); at most the newest
     :data:`MAX_RUNS` of them, ``limited`` when more were there.
     """
-    qs = Run.objects.filter(monitor=monitor)
+    qs = history.runs(monitor)
     n = runs
     if runs is None:
         n = MAX_RUNS
-        qs = qs.annotate(at=Coalesce("started_at", "ended_at", "slot_at"))
         if since is not None:
-            qs = qs.filter(at__gte=since)
+            qs = history.since(qs, since)
         if until is not None:
-            qs = qs.filter(at__lt=until)
-    rows = [RunRow(*values) for values in qs.order_by("-pk").values_list(
+            qs = history.before(qs, until)
+    rows = [RunRow(*values) for values in history.newest_first(qs).values_list(
         "pk", "slot_at", "started_at", "ended_at", "outcome", "exit_status")[:n + 1]]
     return rows[:n], runs is None and len(rows) > n

@@ -12,7 +12,6 @@ from datetime import timedelta
 
 from django.db import IntegrityError
 from django.db.models import Exists, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 from django.utils.text import slugify
@@ -35,11 +34,11 @@ from core.api import (
     limit,
     link_next,
 )
-from monitors import creation, evaluator, healthchecks, schedule, slots, usage
+from monitors import creation, evaluator, healthchecks, history, schedule, slots, usage
 from monitors.models import (
     UUID_TAKEN,
     Monitor,
-    Ping,
+    PingLog,
     PingUsage,
     Run,
     chosen_uuids_allowed,
@@ -462,7 +461,7 @@ class PingSerializer(serializers.ModelSerializer):
     body_base64 = serializers.SerializerMethodField()
 
     class Meta:
-        model = Ping
+        model = PingLog
         fields = ["id", "received_at", "kind", "exit_status", "rid", "run", "method",
                   "remote_addr", "user_agent", "body", "body_base64", "body_size",
                   "body_truncated", "duplicate"]
@@ -477,27 +476,53 @@ class PingSerializer(serializers.ModelSerializer):
 
 
 class _MonitorChildList(CursorList, generics.ListAPIView):
-    def get_queryset(self):
-        monitor = get_or_404(tenancy.visible(self.request, Monitor.objects),
-                             self.kwargs["pk"], deleted_at__isnull=True)
-        return self.serializer_class.Meta.model.objects.filter(monitor=monitor)
+    """A monitor's runs or pings in time order (:mod:`monitors.history`): newest
+    first by time, then id; ``cursor`` the last id sent."""
+
+    def monitor(self) -> Monitor:
+        if not hasattr(self, "_monitor"):
+            self._monitor = get_or_404(tenancy.visible(self.request, Monitor.objects),
+                                       self.kwargs["pk"], deleted_at__isnull=True)
+        return self._monitor
+
+    def since(self, qs, at):
+        return history.since(qs, at, self.time_field)
+
+    def until(self, qs, at):
+        return history.before(qs, at, self.time_field)
+
+    def after(self, qs, pk: int):
+        at = (self.get_queryset().filter(pk=pk).values_list(self.time_field, flat=True)
+              .first())
+        if at is None:  # the row is gone (pruned): by id, as near as it gets
+            return qs.filter(pk__lt=pk)
+        return history.older_than(qs, at, pk, self.time_field)
+
+    def newest_first(self, qs):
+        return history.newest_first(qs, self.time_field)
 
 
 class RunList(_MonitorChildList):
-    """``GET /api/v1/monitors/<id>/runs/``: newest first, ``?limit=`` (default 100),
-    ``?since=``/``?until=`` (on when the run started, else ended, else its slot),
-    ``cursor`` paging (see :class:`core.api.CursorList`)."""
+    """``GET /api/v1/monitors/<id>/runs/``: newest first (by when the run started,
+    else ended, else its slot; then by id), ``?limit=`` (default 100),
+    ``?since=``/``?until=`` (on that time), ``cursor`` paging (see
+    :class:`core.api.CursorList`)."""
 
     serializer_class = RunSerializer
     time_field = "at"
 
     def get_queryset(self):
-        return super().get_queryset().annotate(at=Coalesce("started_at", "ended_at", "slot_at"))
+        return history.runs(self.monitor())
 
 
 class PingList(_MonitorChildList):
-    """``GET /api/v1/monitors/<id>/pings/``: newest first, ``?limit=``, ``?since=``/
-    ``?until=`` (arrival time), ``cursor`` paging."""
+    """``GET /api/v1/monitors/<id>/pings/``: the monitor's stored pings
+    (:func:`monitors.history.kept_pings`: its newest ``pings_kept``, ping rows and
+    pings kept in their runs) newest first (arrival time, then id), ``?limit=``,
+    ``?since=``/``?until=`` (arrival time), ``cursor`` paging."""
 
     serializer_class = PingSerializer
     time_field = "received_at"
+
+    def get_queryset(self):
+        return history.kept_pings(self.monitor())

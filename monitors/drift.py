@@ -55,11 +55,12 @@ def slow(monitor, run, now: datetime) -> Detection | None:
     factor = monitor.slow_factor
     if factor is None or run.started_at is None or run.ended_at is None:
         return None
-    # the partial index run_succeeded_end (monitor, -ended_at, succeeded only)
+    # the partial index run_started_end (monitor, -ended_at; runs with a start and
+    # an end: not the heartbeats'), its condition in the query
     baseline = [end - start for start, end in Run.objects.filter(
         monitor=monitor, outcome=Run.Outcome.SUCCEEDED, ended_at__lte=run.ended_at,
-        started_at__isnull=False).exclude(pk=run.pk).order_by("-ended_at", "-pk")
-        .values_list("started_at", "ended_at")[:SLOW_BASELINE]]
+        started_at__isnull=False, ended_at__isnull=False).exclude(pk=run.pk)
+        .order_by("-ended_at", "-pk").values_list("started_at", "ended_at")[:SLOW_BASELINE]]
     limit = slow_threshold(baseline, factor)
     duration = run.ended_at - run.started_at
     if limit is None or duration <= limit:

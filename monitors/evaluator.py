@@ -40,7 +40,7 @@ from django.db.models import F
 from accounts import audit
 from accounts.models import AuditEntry, Project
 from core import logs, metrics, sql
-from monitors import detections, liveness, signals, slots
+from monitors import detections, history, liveness, signals, slots
 from monitors.detections import Detection, Kind
 from monitors.liveness import Liveness
 from monitors.models import Monitor, Outage, OutageImpact, Run
@@ -242,9 +242,8 @@ def _judge(monitor: Monitor, runs: list[Run], now: datetime, alive: Liveness,
                       if r.deadline_at and not r.deadline_checked and r.deadline_at <= now]
     done = set()
     if deadline_slots:
-        done = set(Run.objects.filter(
-            monitor=monitor, outcome=Run.Outcome.SUCCEEDED, slot_at__in=deadline_slots,
-        ).values_list("slot_at", flat=True))
+        done = set(history.of_slots(monitor, deadline_slots).filter(
+            outcome=Run.Outcome.SUCCEEDED).values_list("slot_at", flat=True))
     ended = []
     first = monitor.next_expected_at
     if (monitor.concurrency == Monitor.Concurrency.FORBID and not monitor.paused

@@ -10,8 +10,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 
 from accounts.models import Project
 from monitors import schedule
@@ -230,10 +229,16 @@ class Run(models.Model):
     deadline_at = models.DateTimeField(null=True, blank=True)
     deadline_checked = models.BooleanField(default=False)
     reason = models.CharField(max_length=16, choices=Reason.choices, blank=True, default="")
+    # The ping kept in this row (PostgreSQL: a heartbeat stores its run alone, see
+    # monitors.pings._kept_in_run): its HTTP method, address and User-Agent; its
+    # kind, exit status and time are the run's outcome, exit_status and ended_at.
+    # Null on every other run. Read as a ping through PingLog.
+    ping_method = models.CharField(max_length=8, null=True, blank=True)
+    ping_remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    ping_user_agent = models.CharField(max_length=300, null=True, blank=True)
 
     class Meta:
         indexes = [
-            models.Index(fields=["monitor", "outcome"], name="run_monitor_outcome"),
             # pending_runs() reads runs whose deadline is not checked yet on every
             # ping; without this it scans the monitor's whole history (bench/README.md).
             # deadline_at in it too: SQLite (no statistics) then prefers it to
@@ -248,20 +253,23 @@ class Run(models.Model):
                          condition=Q(outcome__in=["running", "stuck"])),
             models.Index(fields=["monitor", "slot_at"], name="run_written_off_slot",
                          condition=Q(outcome__in=["missed", "unknown", "skipped"])),
-            # a monitor's newest runs (retention keeps them; lists, statistics)
-            models.Index(fields=["monitor", "-id"], name="run_monitor_latest"),
-            # the dashboard's event log pages a monitor's runs by their time (start,
-            # else end, else slot) newest first: without it each page sorts the
-            # monitor's whole history (130,000 runs: 0.2-0.4 s on SQLite)
-            models.Index(F("monitor"), Coalesce("started_at", "ended_at", "slot_at").desc(),
-                         F("id").desc(), name="run_monitor_time"),
-            # monitors.drift.slow reads a monitor's latest succeeded runs by end
-            # on every success of a monitor with a slow_factor: no history scan.
-            models.Index(fields=["monitor", "-ended_at"], name="run_succeeded_end",
-                         condition=Q(outcome="succeeded")),
+            # monitors.drift.slow reads a monitor's latest succeeded runs by end on
+            # every success of a monitor with a slow_factor: no history scan. Only runs
+            # with a start have a duration: a heartbeat's run (no start) is not in it.
+            models.Index(fields=["monitor", "-ended_at"], name="run_started_end",
+                         condition=Q(started_at__isnull=False, ended_at__isnull=False)),
+            # Time-ordered reads of a monitor's runs (monitors.history) use an index
+            # of each database's own, made by migration 0023 outside the model state
+            # (neither can be declared for both): on PostgreSQL run_monitor_hour,
+            # (monitor_id, date_trunc('hour', COALESCE(started_at, ended_at, slot_at)
+            # AT TIME ZONE 'UTC')), whose repeated keys deduplicate to a few bytes a
+            # run; on SQLite run_monitor_time, (monitor_id, COALESCE(started_at,
+            # ended_at, slot_at) DESC, id DESC).
         ]
         constraints = [
-            models.UniqueConstraint(fields=["monitor", "rid"], name="run_rid_unique"),
+            # partial: a heartbeat's run (no rid) adds nothing to it
+            models.UniqueConstraint(fields=["monitor", "rid"], name="run_rid_unique",
+                                    condition=Q(rid__isnull=False)),
         ]
 
     @property
@@ -301,6 +309,43 @@ class Ping(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["monitor", "-received_at"], name="ping_monitor_time")]
+
+
+class PingLog(models.Model):
+    """Every stored ping, one place to read them (the view ``monitors_pinglog``,
+    made by migration 0023; read-only): the :class:`Ping` rows, and on PostgreSQL
+    the pings kept in their run (a heartbeat's: :func:`monitors.pings._kept_in_run`)
+    shaped as pings: id and run the run's id (pings and runs share one id sequence
+    there, so ids never collide), received_at its ``ended_at``, kind ``fail`` when
+    the run failed else ``success`` (:func:`monitors.pings._kept_in_run` keeps only
+    pings whose kind says that), no rid or body.
+
+    ``hour``: the UTC hour of ``received_at`` (a naive UTC datetime, what
+    PostgreSQL's ``date_trunc`` gives), by which time-ordered reads find the pings
+    kept in runs through the runs' index (:mod:`monitors.history`); never compare
+    it with an aware datetime, use :func:`monitors.history.hour_of`.
+    """
+
+    monitor = models.ForeignKey(Monitor, on_delete=models.DO_NOTHING, related_name="+",
+                                db_constraint=False)
+    run = models.ForeignKey(Run, null=True, on_delete=models.DO_NOTHING, related_name="+",
+                            db_constraint=False)
+    received_at = models.DateTimeField()
+    kind = models.CharField(max_length=8, choices=Ping.Kind.choices)
+    exit_status = models.SmallIntegerField(null=True)
+    rid = models.UUIDField(null=True)
+    method = models.CharField(max_length=8)
+    remote_addr = models.GenericIPAddressField(null=True)
+    user_agent = models.CharField(max_length=300)
+    body = models.BinaryField()
+    body_size = models.PositiveIntegerField()
+    body_truncated = models.BooleanField()
+    duplicate = models.BooleanField()
+    hour = models.DateTimeField()
+
+    class Meta:
+        managed = False
+        db_table = "monitors_pinglog"
 
 
 class PruneCursor(models.Model):

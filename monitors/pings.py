@@ -39,9 +39,9 @@ from django.db import (
 
 from accounts.models import Project
 from core import logs, sql
-from monitors import creation, detections, drift, schedule, slots
+from monitors import creation, detections, drift, history, schedule, slots
 from monitors.detections import Code, Detection, Kind, sentence
-from monitors.models import Monitor, Ping, Run
+from monitors.models import Monitor, Ping, PingLog, Run
 from monitors.runs import (
     PENDING,
     RUNS,
@@ -87,12 +87,14 @@ class MethodRefused(ValueError):
     monitor's ``methods``."""
 
 
-def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
+def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping | PingLog:
     """Store ``ping`` for monitor ``monitor_id`` at ``now`` and apply its effects.
 
     ``now`` is the ping's arrival time: the ping, its run and the detections keep
     it (incident events never go backwards, see :mod:`alerts.incidents`). Returns
-    the stored :class:`Ping`. Raises ``Monitor.DoesNotExist`` if the monitor was
+    the stored ping: a :class:`Ping` row, or on PostgreSQL a heartbeat's ping kept
+    in its run (:func:`_kept_in_run`) as the :class:`PingLog` the pings list reads
+    (:func:`kept_ping`; its ``pk`` is the run's). Raises ``Monitor.DoesNotExist`` if the monitor was
     deleted meanwhile, :class:`SlotError` (nothing stored) when the slot the ping
     names cannot be one of the monitor's, :class:`MethodRefused` (nothing stored)
     when the monitor takes no pings of the ping's ``method`` (``methods``). Never
@@ -107,7 +109,7 @@ def ingest(monitor_id: int, ping: PingInput, now: datetime) -> Ping:
 
 
 def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
-              _retry: bool = True) -> Ping | None:
+              _retry: bool = True) -> Ping | PingLog | None:
     """:func:`ingest` for the monitor a SQL condition picks (the ping URL's lookup,
     see :func:`lookup`), locked and read in one statement; None when no
     (undeleted) monitor matches.
@@ -202,7 +204,7 @@ def lookup(uuid: UUID | None = None, ping_key: str = "", slug: str = "") -> tupl
 
 
 def _apply(monitor: Monitor, ping: PingInput, now: datetime,
-           read: _Read | None = None) -> Ping:
+           read: _Read | None = None) -> Ping | PingLog:
     """Store the ping with its effect on runs, the expected slot and incidents.
     ``read``: the runs :func:`_lock_reading` read with the lock, when still valid."""
     if ping.kind == Ping.Kind.LOG:
@@ -235,7 +237,13 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
     monitor.n_pings += 1  # under the row lock: written with the other ping fields
     runs = [r for r in runs if r.pk != run.pk] + [run]  # run as it is now; may be new
     monitor.next_evaluation_at = slots.next_evaluation(monitor, runs)
-    stored = _write(monitor, run, _ping_row(monitor.pk, run, ping, now, False))
+    if _kept_in_run(ping, run):
+        run.ping_method, run.ping_remote_addr = ping.method, ping.remote_addr
+        run.ping_user_agent = ping.user_agent[:300]
+        _write(monitor, run, None)
+        stored = kept_ping(run)
+    else:
+        stored = _write(monitor, run, _ping_row(monitor.pk, run, ping, now, False))
     if ping.kind != Ping.Kind.START and (judged := _judge(monitor, ping, run, now)):
         found.append(judged)
     if not monitor.paused:  # a paused monitor keeps its runs but raises nothing
@@ -248,7 +256,35 @@ def _apply(monitor: Monitor, ping: PingInput, now: datetime,
 MONITOR_PING_FIELDS = ("last_ping_at", "last_start_at", "next_expected_at",
                        "next_evaluation_at", "n_pings")
 RUN_FIELDS = ("monitor_id", "rid", "slot_at", "started_at", "ended_at", "outcome",
-              "exit_status", "timeout_at", "deadline_at", "deadline_checked", "reason")
+              "exit_status", "timeout_at", "deadline_at", "deadline_checked", "reason",
+              "ping_method", "ping_remote_addr", "ping_user_agent")
+
+
+def _kept_in_run(ping: PingInput, run: Run) -> bool:
+    """Whether ``ping`` is stored in ``run`` alone, without a ping row (PostgreSQL
+    only: issue 24's bytes per heartbeat; SQLite stores every ping as a row): a
+    heartbeat, i.e. an end ping without a rid or a body whose kind is what the
+    run's outcome says (``success`` with no or a zero exit status, ``fail``
+    otherwise) and that opens a new run (``run`` unsaved: not closing an open run
+    nor taking over a written-off slot's row). Everything the ping was is then in
+    the run: kind and exit status (outcome, exit_status), time (ended_at), method,
+    address and User-Agent (the ping_* columns); it lives as long as its run."""
+    return (connection.vendor == "postgresql" and run.pk is None and ping.rid is None
+            and not ping.body_size and ping.kind in (Ping.Kind.SUCCESS, Ping.Kind.FAIL)
+            and (ping.kind == Ping.Kind.FAIL) == _failed(ping))
+
+
+def kept_ping(run: Run) -> PingLog:
+    """The ping kept in ``run`` (saved, with its ``ping_method`` set) as the
+    :class:`PingLog` row the view reads for it."""
+    failed = run.outcome == Run.Outcome.FAILED
+    return PingLog(pk=run.pk, monitor_id=run.monitor_id, run=run, received_at=run.ended_at,
+                   kind=Ping.Kind.FAIL if failed else Ping.Kind.SUCCESS,
+                   exit_status=run.exit_status, rid=None, method=run.ping_method,
+                   remote_addr=run.ping_remote_addr, user_agent=run.ping_user_agent or "",
+                   body=b"", body_size=0, body_truncated=False, duplicate=False,
+                   hour=run.ended_at.astimezone(UTC).replace(minute=0, second=0,
+                                                             microsecond=0, tzinfo=None))
 def _lock(where: tuple[str, list]) -> Monitor | None:
     """The undeleted monitor ``where`` picks, row-locked (SQLite: the transaction
     holds the database's write lock from BEGIN IMMEDIATE)."""
@@ -370,10 +406,11 @@ def _insert_ping(monitor_id: int, run: Run | None, ping: PingInput, now: datetim
     return row
 
 
-def _write(monitor: Monitor, run: Run, row: Ping) -> Ping:
+def _write(monitor: Monitor, run: Run, row: Ping | None) -> Ping | None:
     """Write ``run`` (insert it, or all its fields), the monitor's ping fields
     (reading the subscribers' state: :func:`_state`) and insert the ping ``row``
-    of ``run``; returns ``row``, stored. On PostgreSQL one statement (data-modifying
+    of ``run`` (None: a ping kept in its run, :func:`_kept_in_run`); returns
+    ``row``, stored. On PostgreSQL one statement (data-modifying
     CTEs, one snapshot, taken after the lock like the update's own); elsewhere three.
     Raises RuntimeError if the run to update is gone (deleted meanwhile)."""
     if connection.vendor != "postgresql":
@@ -382,25 +419,31 @@ def _write(monitor: Monitor, run: Run, row: Ping) -> Ping:
         else:
             sql.update(run, RUN_FIELDS[1:])
         sql.update(monitor, MONITOR_PING_FIELDS, _state())
-        row.run = run  # its id, now that it has one
-        sql.insert(row, PING_FIELDS)
+        if row is not None:
+            row.run = run  # its id, now that it has one
+            sql.insert(row, PING_FIELDS)
         return row
     state = _state()
     run_sql, run_params = (sql.insert_statement(run, RUN_FIELDS) if run.pk is None else
                            sql.update_statement(run, RUN_FIELDS[1:], {"pk": "id"}))
     monitor_sql, monitor_params = sql.update_statement(monitor, MONITOR_PING_FIELDS, state)
-    ping_sql, ping_params = sql.insert_statement(row, PING_FIELDS,
-                                                 {"run_id": "(SELECT id FROM r)"})
-    got = sql.fetchone(f"WITH r AS ({run_sql}), m AS ({monitor_sql}), p AS ({ping_sql}) "
-                       "SELECT * FROM r, m, p", [*run_params, *monitor_params, *ping_params])
+    if row is None:
+        got = sql.fetchone(f"WITH r AS ({run_sql}), m AS ({monitor_sql}) SELECT * FROM r, m",
+                           [*run_params, *monitor_params])
+    else:
+        ping_sql, ping_params = sql.insert_statement(row, PING_FIELDS,
+                                                     {"run_id": "(SELECT id FROM r)"})
+        got = sql.fetchone(f"WITH r AS ({run_sql}), m AS ({monitor_sql}), p AS ({ping_sql}) "
+                           "SELECT * FROM r, m, p", [*run_params, *monitor_params, *ping_params])
     if got is None:
         raise RuntimeError(f"run {run.pk} of monitor {monitor.pk} was deleted meanwhile")
     if run.pk is None:
         sql.saved(run, got[0])
-    for name, value in zip(state, got[1:-1], strict=True):
+    for name, value in zip(state, got[1:1 + len(state)], strict=True):
         setattr(monitor, name, value)
-    sql.saved(row, got[-1])
-    row.run = run
+    if row is not None:
+        sql.saved(row, got[-1])
+        row.run = run
     return row
 
 
@@ -477,8 +520,8 @@ def _slot_runs(monitor: Monitor, slot: datetime | None, runs: list[Run],
             or (slot >= monitor.next_expected_at and slot not in claimed)
             or any(r.slot_at == slot and r.outcome in Run.WRITTEN_OFF for r in runs)):
         return []
-    return list(Run.objects.filter(monitor=monitor, slot_at=slot)
-                .exclude(outcome__in=Run.WRITTEN_OFF).order_by("pk"))
+    return list(history.of_slots(monitor, [slot]).exclude(outcome__in=Run.WRITTEN_OFF)
+                .order_by("pk"))
 
 
 def _launched(monitor: Monitor, slot: datetime | None, runs: list[Run],
@@ -576,10 +619,10 @@ def _attempt(monitor: Monitor, run: Run) -> int:
     if monitor.max_attempts <= 1 or run.slot_at is None:
         return 1
     if monitor.kind == Monitor.Kind.CRON:
-        return Run.objects.filter(monitor=monitor, slot_at=run.slot_at,
-                                  outcome=Run.Outcome.FAILED).count()
-    latest = (Run.objects.filter(monitor=monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
-              .order_by("-pk").values_list("outcome", flat=True)[:monitor.max_attempts])
+        return history.of_slots(monitor, [run.slot_at]).filter(
+            outcome=Run.Outcome.FAILED).count()
+    latest = (history.runs_newest_first(monitor).exclude(outcome__in=Run.OPEN_OUTCOMES)
+              .values_list("outcome", flat=True)[:monitor.max_attempts])
     streak = 0
     for outcome in latest:
         if outcome != Run.Outcome.FAILED:

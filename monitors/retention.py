@@ -5,11 +5,15 @@ What is kept (settings; docs/configuration.md, "Retention"):
 
 - pings: each monitor's newest ``CRONRADAR_KEEP_PINGS`` (default 100, as
   Healthchecks), by arrival time;
-- runs: each monitor's newest ``CRONRADAR_KEEP_RUNS`` (default 100: run statistics,
-  the advisor and the slow-run baseline read them), and any run younger than
+- runs: each monitor's newest ``CRONRADAR_KEEP_RUNS`` (by time, as
+  :mod:`monitors.history` orders them; default 100: run statistics, the advisor
+  and the slow-run baseline read them), and any run younger than
   ``CRONRADAR_RUN_RETENTION_DAYS`` (default 90; a run's time is its end, else its
   start, else its slot). Runs the evaluator still watches (open, or a deadline not
   checked yet) are never deleted. A deleted run's pings keep their row with no run;
+  a heartbeat's ping kept in its run (PostgreSQL, :func:`monitors.pings._kept_in_run`)
+  lives as long as its run (the pings lists show it while it is among the
+  monitor's newest pings kept);
 - audit log entries: ``CRONRADAR_AUDIT_RETENTION_DAYS`` (default 90), the
   installation-level ones too (:func:`accounts.audit.prune`: accounts cannot
   import this floor, so it is called from here).
@@ -43,6 +47,7 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from accounts import audit
+from monitors import history
 from monitors.models import Monitor, Ping, PruneCursor, Run
 
 log = logging.getLogger(__name__)
@@ -137,18 +142,24 @@ def _prune_pings(monitor_ids: list[int], done: Pruned) -> None:
 def _prune_runs(monitor_ids: list[int], now: datetime, done: Pruned) -> None:
     keep = settings.CRONRADAR_KEEP_RUNS
     for chunk in _chunks(monitor_ids):
-        # the id of each monitor's (keep+1)-th newest run: it and older ones may go
-        cut = dict(Monitor.objects.filter(pk__in=chunk).annotate(cut=Subquery(
-            Run.objects.filter(monitor=OuterRef("pk")).order_by("-pk")
-            .values("pk")[keep:keep + 1])).filter(cut__isnull=False)
-            .values_list("pk", "cut"))
+        # each monitor's (keep+1)-th newest run by time (monitors.history): it and
+        # older ones may go
+        cut_of = history.runs_newest_first(OuterRef("pk"))[keep:keep + 1]
+        cut = {pk: (at, run) for pk, at, run in Monitor.objects.filter(pk__in=chunk).annotate(
+            cut=Subquery(cut_of.values("pk")), cut_at=Subquery(cut_of.values("at")))
+            .filter(cut__isnull=False).values_list("pk", "cut_at", "cut")}
         beyond = Q(pk__in=[])
         for days, ids in by_plan(list(cut), "run_retention_days",
                                  settings.CRONRADAR_RUN_RETENTION_DAYS).items():
+            older = now - timedelta(days=days)
             for monitor_id in ids:  # older than the plan's retention, beyond the newest
-                beyond |= Q(monitor_id=monitor_id, pk__lte=cut[monitor_id],
-                            at__lt=now - timedelta(days=days))
-        old = (Run.objects.alias(at=_run_time()).filter(beyond)
+                at, run = cut[monitor_id]
+                # ended before ``older``: started (its time, by which the index is
+                # read) before it too
+                beyond |= (Q(monitor_id=monitor_id, age__lt=older)
+                           & (Q(at__lt=at) | Q(at=at, pk__lte=run))
+                           & history.not_after(min(at, older)))
+        old = (history.runs(None).alias(age=_age()).filter(beyond)
                .exclude(outcome__in=Run.OPEN_OUTCOMES)
                .exclude(deadline_at__isnull=False, deadline_checked=False))
         for _ in range(MAX_BATCHES):
@@ -162,5 +173,6 @@ def _prune_runs(monitor_ids: list[int], now: datetime, done: Pruned) -> None:
                 break
 
 
-def _run_time():
+def _age():
+    """A run's age for retention: from its end, else its start, else its slot."""
     return Coalesce(F("ended_at"), F("started_at"), F("slot_at"))

@@ -16,7 +16,7 @@ from uuid import UUID
 from django.db.models import Q
 
 from core import sql
-from monitors import slots
+from monitors import history, slots
 from monitors.models import Monitor, Run
 
 # The sentence of each coded Run.reason (the API's schema and the dashboard's run rows)
@@ -89,8 +89,10 @@ def claimed_slots(monitors: list[Monitor]) -> dict[int, frozenset[datetime]]:
     asked = [m for m in monitors if may_have_claimed(m)]
     found: dict[int, set[datetime]] = {m.pk: set() for m in monitors}
     if asked:
-        rows = Run.objects.filter(reduce(or_, (
-            Q(monitor_id=m.pk, slot_at__gte=m.next_expected_at) for m in asked)))
+        # a run of a slot is at most SLOT_LEAD older than it: each an index range
+        rows = history.runs(None).filter(reduce(or_, (
+            Q(monitor_id=m.pk, slot_at__gte=m.next_expected_at)
+            & history.not_before(m.next_expected_at - history.SLOT_LEAD) for m in asked)))
         for monitor_id, slot in rows.values_list("monitor_id", "slot_at"):
             found[monitor_id].add(slot)
     return {pk: frozenset(s) for pk, s in found.items()}

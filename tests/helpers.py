@@ -97,9 +97,12 @@ def small(settings):
     settings.CRONRADAR_PRUNE_BATCH = 3  # several batches per monitor
 
 
-def heartbeats(monitor, n, start=T0, step=timedelta(seconds=3)):
+def heartbeats(monitor, n, start=T0, step=timedelta(seconds=3), body=b""):
+    """``n`` success pings ``step`` apart from ``start``. With a ``body`` each is a
+    ping row on both databases; without, on PostgreSQL each is kept in its run
+    (monitors.pings._kept_in_run)."""
     for i in range(n):
-        ingest(monitor.pk, PingInput("success"), start + i * step)
+        ingest(monitor.pk, PingInput("success", body=body, body_size=len(body)), start + i * step)
 
 
 # --- Standard Webhooks ------------------------------------------------------------------

@@ -14,13 +14,13 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.db.models import Q
 from django.urls import reverse
 
 from alerts import links
 from alerts.models import IncidentEvent
-from core import sql
 from core.destinations import check_url
-from monitors.models import Ping, Run
+from monitors import history
 
 USER_AGENT = "CronRadar/0.1"
 # Event kinds that produce notifications; the other kinds only extend a timeline.
@@ -348,26 +348,18 @@ LATEST = "_context_latest"  # (latest run, latest ping) set on a monitor by pref
 
 
 def prefetch_latest(monitors) -> None:
-    """Read the latest run (by slot) and the latest ping of each of ``monitors``
+    """Read the latest run (by time, one with a slot) and the latest ping of each of ``monitors``
     (distinct instances; those :func:`context` reads) in two queries for all of
     them, and keep them on the instances, so building a batch of notifications
     does not cost two queries each (the delivery engine's batches)."""
     monitors = [m for m in monitors if m.pk is not None]
     if not monitors:
         return
-    where, params = sql.where_in(Run, "monitor_id", sorted({m.pk for m in monitors}))
-
-    def latest(model, order: str, also: str = "") -> dict:
-        """The first row of each monitor's in ``order`` (SQL text: no ORM
-        statement to build for each batch)."""
-        table = model._meta.db_table
-        rows = sql.select(model, f"id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER "
-                                 f"(PARTITION BY monitor_id ORDER BY {order}) AS n FROM {table} "
-                                 f"WHERE {where}{also}) ranked WHERE n = 1)", params)
-        return {row.monitor_id: row for row in rows}
-
-    runs = latest(Run, "slot_at DESC, id DESC", " AND slot_at IS NOT NULL")
-    pings = latest(Ping, "received_at DESC, id DESC")
+    ids = sorted({m.pk for m in monitors})
+    # each monitor's newest by index (monitors.history), not a window over its history
+    runs = {r.monitor_id: r
+            for r in history.newest_runs_of(ids, 1, where=Q(slot_at__isnull=False))}
+    pings = history.newest_pings_of(ids)
     for m in monitors:
         setattr(m, LATEST, (runs.get(m.pk), pings.get(m.pk)))
 
@@ -387,8 +379,8 @@ def context(incident) -> dict:
     if hasattr(monitor, LATEST):
         run, ping = getattr(monitor, LATEST)
     else:
-        run = monitor.runs.exclude(slot_at=None).order_by("-slot_at", "-pk").first()
-        ping = monitor.pings.order_by("-received_at", "-pk").first()
+        run = history.runs_newest_first(monitor).exclude(slot_at=None).first()
+        ping = history.latest_ping(monitor)
     body = bytes(ping.body).decode("utf-8", "replace") if ping else ""
     base = settings.CRONRADAR_BASE_URL
     return {

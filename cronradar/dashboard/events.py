@@ -24,7 +24,6 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import Q
-from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
@@ -33,7 +32,8 @@ from alerts.models import Delivery, Incident, IncidentEvent
 from cronradar.dashboard.common import MAX_ID, duration, local, page
 from insights import stats
 from insights.api import monitor_advice
-from monitors.models import Monitor, Ping, Run
+from monitors import history
+from monitors.models import Monitor
 from monitors.runs import REASONS
 
 KINDS = ("ping", "run", "incident", "notification")  # also the rank at equal times
@@ -114,14 +114,17 @@ def parse_kinds(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(k for k in KINDS if k in values) or KINDS
 
 
-def _older(qs, field: str, kind: str, cursor):
+def _older(qs, field: str, kind: str, cursor, by_hour: bool = False):
     """``qs`` limited to rows whose key (``field``, the kind's rank, id) is below
     ``cursor``: the same time is older only for a lower rank, or the same rank and
-    a lower id."""
+    a lower id. by_hour: a run or ping history (:mod:`monitors.history`), bounded
+    by its hour too (its index's key on PostgreSQL)."""
     if cursor is None:
         return qs
     at, rank, pk = cursor
     mine = KINDS.index(kind)
+    if by_hour:
+        qs = history.before(qs, at, field, inclusive=True)
     if mine < rank:
         return qs.filter(**{f"{field}__lte": at})
     if mine > rank:
@@ -130,10 +133,10 @@ def _older(qs, field: str, kind: str, cursor):
 
 
 def _pings(m: Monitor, cursor, n: int, zone) -> list[Event]:
-    # ping_monitor_time (monitor, -received_at); the bodies are not read
-    qs = _older(Ping.objects.filter(monitor=m), "received_at", "ping", cursor)
+    # the pings it keeps (monitors.history.kept_pings); the bodies are not read
+    qs = _older(history.kept_pings(m), "received_at", "ping", cursor, by_hour=True)
     out = []
-    for p in qs.defer("body").order_by("-received_at", "-pk")[:n]:
+    for p in qs.defer("body")[:n]:
         facts = [f"exit {p.exit_status}" if p.exit_status is not None else "",
                  f"{p.body_size} bytes{' (truncated)' if p.body_truncated else ''}"
                  if p.body_size else "",
@@ -146,11 +149,9 @@ def _pings(m: Monitor, cursor, n: int, zone) -> list[Event]:
 
 def _runs(m: Monitor, cursor, n: int, zone) -> list[Event]:
     # a run's time is its start, else its end, else its slot (as the runs list's since)
-    qs = Run.objects.filter(monitor=m).annotate(at=Coalesce("started_at", "ended_at",
-                                                            "slot_at"))
+    qs = history.runs(m).filter(at__isnull=False)
     out = []
-    for r in _older(qs.filter(at__isnull=False), "at", "run", cursor).order_by(
-            "-at", "-pk")[:n]:
+    for r in history.newest_first(_older(qs, "at", "run", cursor, by_hour=True))[:n]:
         facts = [f"slot {local(r.slot_at, zone)}" if r.slot_at else "",
                  f"took {duration(r.duration)}" if r.duration is not None else "",
                  f"exit {r.exit_status}" if r.exit_status is not None else "",
@@ -263,7 +264,8 @@ def ping_body(request, pk: int, ping_pk: int):
     undecodable bytes replaced), text/plain; a ping of another monitor or project:
     404."""
     m = _monitor(request, pk)
-    body = Ping.objects.filter(pk=ping_pk, monitor=m).values_list("body", flat=True).first()
+    body = (history.pings(m).filter(pk=ping_pk).values_list("body", flat=True).first()
+            if 0 < ping_pk <= MAX_ID else None)
     if body is None:
         raise Http404
     response = HttpResponse(bytes(body).decode("utf-8", "replace"),

@@ -31,9 +31,8 @@ from django.db.models import (
     QuerySet,
     Value,
     When,
-    Window,
 )
-from django.db.models.functions import Lower, RowNumber
+from django.db.models.functions import Lower
 from django.db.models.lookups import GreaterThan
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
@@ -42,8 +41,10 @@ from accounts import plans
 from alerts.models import Incident
 from cronradar.dashboard.common import ROLE, ago, can, local, page, schedule_words
 from cronradar.dashboard.monitors import _run_title
+from monitors import history
 from monitors.api import STATUSES
 from monitors.models import Monitor, Run
+from monitors.pings import NEVER
 
 STRIP = 20
 PER_PAGE, MAX_PER_PAGE = 50, 200
@@ -175,17 +176,15 @@ def _order(sort: str | None) -> list:
 
 def _rows(monitors: list[Monitor], now: datetime, zone) -> list[dict]:
     strips = defaultdict(list)
-    recent = (Run.objects.filter(monitor__in=[m.pk for m in monitors])
-              .annotate(n=Window(RowNumber(), partition_by=[F("monitor_id")],
-                                 order_by=F("id").desc()))
-              .filter(n__lte=STRIP)
-              # tuples, not 1,000 model instances: a fifth of the page's time
-              .values_list(*StripRun._fields))
-    for run in map(StripRun._make, recent if monitors else ()):
-        strips[run.monitor_id].append(run)
+    # each monitor's newest runs by index (monitors.history), as tuples, not 1,000
+    # model instances: a fifth of the page's time
+    width = len(StripRun._fields)
+    for row in history.newest_runs_of([m.pk for m in monitors], STRIP,
+                                      (*StripRun._fields, "at")):
+        strips[row[1]].append((row[width] or NEVER, StripRun._make(row[:width])))
     out = []
     for m in monitors:
-        runs = sorted(strips[m.pk], key=lambda r: r.id)
+        runs = [r for _, r in sorted(strips[m.pk], key=lambda t: (t[0], t[1].id))]
         out.append({"monitor": m, "status": m.status, "acknowledged": m.acknowledged,
                     "schedule": schedule_words(m.kind, m.schedule,
                                                int(m.period.total_seconds()) if m.period

@@ -28,8 +28,8 @@ from cronradar.dashboard.common import (
     require,
     schedule_words,
 )
-from monitors import evaluator, preview, slots, usage
-from monitors.models import Monitor, Ping, PingUsage, Run
+from monitors import evaluator, history, preview, slots, usage
+from monitors.models import Monitor, PingUsage, Run
 from monitors.runs import REASONS
 from monitors.schedule import ScheduleError
 
@@ -58,7 +58,7 @@ def monitor_detail(request, pk: int):
 
     now = timezone.now()
     m = _monitor(request, pk)
-    runs = list(Run.objects.filter(monitor=m).order_by("-pk")[:50])
+    runs = list(history.runs_newest_first(m)[:50])
     chart = charts.durations_svg(list(reversed(runs)), m.max_runtime, m.min_runtime,
                                  lambda r: _run_title(r, request.zone))
     show_urls = can(request, ROLE.MEMBER)  # a ping changes the monitor: not for viewers
@@ -80,7 +80,7 @@ def monitor_detail(request, pk: int):
         "chart": mark_safe(chart),  # noqa: S308 (built from numbers and escaped titles)
         "pings": [{"ping": p, "at": local(p.received_at, request.zone),
                    "body": bytes(p.body).decode("utf-8", "replace")}
-                  for p in Ping.objects.filter(monitor=m).order_by("-pk")[:50]],
+                  for p in history.newest_pings(m, 50)],
         "incidents": [{"incident": i, "opened": local(i.opened_at, request.zone)}
                       for i in Incident.objects.filter(monitor=m).order_by("-pk")[:20]],
         "settings": _settings_rows(m),

@@ -24,7 +24,8 @@ from alerts.models import Channel
 from core.edge import client_address
 from cronradar.dashboard import monitorlist, snippets
 from cronradar.dashboard.common import ROLE, page
-from monitors.models import Monitor, Ping
+from monitors import history
+from monitors.models import Monitor
 from monitors.pings import PingInput, ingest
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -251,7 +252,7 @@ def _recent(monitor: Monitor) -> list[dict]:
     """The monitor's newest five pings, newest first, as the live list shows them."""
     return [{"at": p.received_at.isoformat(), "kind": p.kind, "method": p.method,
              "user_agent": p.user_agent}
-            for p in Ping.objects.filter(monitor=monitor).order_by("-received_at", "-pk")[:5]]
+            for p in history.newest_pings(monitor, 5)]
 
 
 def _project_monitor(request, pk: int) -> Monitor:

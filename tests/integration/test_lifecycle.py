@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from monitors import evaluator
-from monitors.models import Monitor, Ping, Run
+from monitors.models import Monitor, PingLog, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, send_due
 
@@ -290,7 +290,7 @@ def test_event_times_never_go_backwards_when_pings_take_the_lock_out_of_order(ma
     random.Random(5).shuffle(arrivals)  # the order they got the monitor's lock in
     for at, kind in arrivals:
         ingest(m.pk, PingInput(kind), at)
-    assert sorted(Ping.objects.values_list("received_at", flat=True)) == sorted(
+    assert sorted(PingLog.objects.values_list("received_at", flat=True)) == sorted(
         a for a, _ in arrivals)  # pings keep their arrival time
     for incident in Incident.objects.all():
         times = list(incident.events.order_by("pk").values_list("at", flat=True))
@@ -335,7 +335,7 @@ def test_200_parallel_pings_keep_every_timeline_ordered(make_monitor):
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(ping, range(200)))
-    assert Ping.objects.count() == 200
+    assert PingLog.objects.count() == 200
     incidents = list(Incident.objects.all())
     assert len(incidents) > 1
     for incident in incidents:

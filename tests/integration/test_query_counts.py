@@ -319,7 +319,7 @@ def test_the_ping_route_skips_middleware_and_the_connection_check(
     health-check query; anything else goes to the application it wraps. What a
     ping URL's pings are counted against (monitors.ratelimit.target) costs one
     statement the first time, none while it is remembered."""
-    from monitors.models import Ping
+    from monitors.models import PingLog
     from monitors.views import PingRoute
 
     m = make_monitor()
@@ -331,8 +331,8 @@ def test_the_ping_route_skips_middleware_and_the_connection_check(
         assert _wsgi(route, f"/ping/{m.uuid}")[::2] == ("200 OK", b"OK\n")
     assert headers["Content-Type"] == "text/plain; charset=utf-8"
     assert _wsgi(route, f"/ping/{m.uuid}/start", "HEAD")[::2] == ("200 OK", b"")
-    ping = Ping.objects.filter(monitor=m).order_by("pk").first()
-    assert Ping.objects.filter(monitor=m).count() == 3
+    ping = PingLog.objects.filter(monitor=m).order_by("pk").first()
+    assert PingLog.objects.filter(monitor=m).count() == 3
     assert (ping.kind, ping.remote_addr, ping.user_agent) == ("success", "192.0.2.7", "curl/8.0")
     assert _wsgi(route, f"/ping/{uuid.uuid4()}")[::2] == (
         "404 Not Found", b"not found: no monitor with this ping URL\n")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from alerts.models import Incident
-from monitors.models import Monitor, Ping, Run
+from monitors.models import Monitor, Ping, PingLog, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, S, s
 
@@ -53,8 +53,8 @@ def test_duplicate_pings_with_same_rid_are_idempotent(make_monitor):
     for _ in range(3):
         ingest(m.pk, PingInput("fail", exit_status=2, rid=rid), T0 + s(2))
     assert Run.objects.filter(monitor=m).count() == 1
-    assert Ping.objects.filter(monitor=m).count() == 6  # all stored ...
-    assert Ping.objects.filter(monitor=m, duplicate=True).count() == 4  # ... 4 flagged
+    assert PingLog.objects.filter(monitor=m).count() == 6  # all stored ...
+    assert PingLog.objects.filter(monitor=m, duplicate=True).count() == 4  # ... 4 flagged
     m.refresh_from_db()
     assert m.n_pings == 2  # the start and the end; duplicates not counted
     inc = Incident.objects.get(monitor=m)
@@ -67,7 +67,7 @@ def test_log_ping_changes_no_state(make_monitor):
     m.refresh_from_db()
     assert m.last_ping_at is None and Run.objects.count() == 0
     assert m.n_pings == 0  # a log line is not a ping of the job's runs
-    assert bytes(Ping.objects.get().body) == b"progress 50%"
+    assert bytes(PingLog.objects.get().body) == b"progress 50%"
 
 
 def test_n_pings_counts_every_ping_of_a_run_and_outlives_pruning(make_monitor):
@@ -86,10 +86,10 @@ def test_a_get_ping_to_a_post_only_monitor_is_refused_and_stores_nothing(make_mo
     for method in ("GET", "HEAD"):
         with pytest.raises(MethodRefused):
             ingest(m.pk, PingInput("success", method=method), T0 + s(1))
-    assert not Ping.objects.exists() and not Run.objects.exists()
+    assert not PingLog.objects.exists() and not Run.objects.exists()
     ingest(m.pk, PingInput("success", method="POST"), T0 + s(2))
     m.refresh_from_db()
-    assert (m.n_pings, m.last_ping_at, Ping.objects.get().method) == (1, T0 + s(2), "POST")
+    assert (m.n_pings, m.last_ping_at, PingLog.objects.get().method) == (1, T0 + s(2), "POST")
 
 
 def test_concurrency_replace_closes_open_run(make_monitor):
@@ -105,7 +105,7 @@ def test_concurrency_replace_closes_open_run(make_monitor):
 def test_paused_monitor_stores_pings_without_alerts(make_monitor):
     m = make_monitor(paused=True)
     ingest(m.pk, PingInput("fail"), T0 + s(1))
-    assert Ping.objects.filter(monitor=m).count() == 1
+    assert PingLog.objects.filter(monitor=m).count() == 1
     assert Run.objects.get(monitor=m).outcome == "failed"
     assert not Incident.objects.exists()
 
@@ -122,7 +122,7 @@ def test_ping_is_stored_even_when_applying_it_fails(client, make_monitor, monkey
     monkeypatch.setattr("monitors.slots.slot_for", boom)
     resp = client.post(f"/ping/{m.uuid}/start", data=b"x", content_type="text/plain")
     assert resp.status_code == 200
-    p = Ping.objects.get(monitor=m)
+    p = PingLog.objects.get(monitor=m)
     assert (p.kind, p.run, bytes(p.body)) == ("start", None, b"x")
     assert Run.objects.count() == 0  # the half-applied effect was rolled back
     m.refresh_from_db()
@@ -144,7 +144,7 @@ def test_a_failure_whose_run_cannot_be_recorded_still_raises_failed(client, make
 
     monkeypatch.setattr("monitors.slots.slot_for", boom)
     assert client.get(f"/ping/{m.uuid}/3").status_code == 200
-    assert Ping.objects.get(monitor=m).exit_status == 3
+    assert PingLog.objects.get(monitor=m).exit_status == 3
     incident = Incident.objects.get(monitor=m)
     assert (incident.cause, incident.summary) == (
         "failed", f"{m.name}: run failed (exit status 3); a ping's effects could not be "
@@ -369,7 +369,8 @@ def test_create_on_ping(client, project, api):
     assert (made.status_code, made.content) == (201, b"Created\n")
     m = Monitor.objects.get(slug="new-job")
     assert (m.kind, m.period, m.grace, m.name) == ("interval", 86400 * S, 3600 * S, "new-job")
-    assert [p.kind for p in m.pings.all()] == ["success"]  # the ping itself is stored
+    # the ping itself is stored
+    assert [p.kind for p in PingLog.objects.filter(monitor=m)] == ["success"]
     again = client.get(f"{base}/new-job/fail?create=1")
     assert (again.status_code, Monitor.objects.filter(slug="new-job").count()) == (200, 1)
     cron = client.post(f"{base}/backup/start?create=1&schedule=0+3+*+*+*"
@@ -583,7 +584,7 @@ def test_a_slot_that_cannot_be_the_monitors_is_refused_and_nothing_stored(
         with pytest.raises(SlotError) as err:
             ingest(m.pk, PingInput(kind, slot=slot), T0 + s(30))
         assert str(err.value) == message
-    assert not Ping.objects.exists() and not Run.objects.exists()
+    assert not PingLog.objects.exists() and not Run.objects.exists()
     m.refresh_from_db()
     assert m.last_ping_at is None
 

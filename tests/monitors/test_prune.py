@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 def test_the_prune_command_with_all_looks_at_every_monitor(make_monitor):
     a = make_monitor()
-    heartbeats(a, 9)
+    heartbeats(a, 9, body=b"x")  # ping rows on both databases
     PruneCursor.objects.update_or_create(name="pings", defaults={"position": 10**9})
     PruneCursor.objects.update_or_create(name="runs", defaults={"position": 10**9})
     out = StringIO()

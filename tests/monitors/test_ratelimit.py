@@ -15,7 +15,7 @@ import pytest
 from accounts.models import Plan
 from core import logs
 from monitors import ratelimit, usage, views
-from monitors.models import Monitor, Ping, PingUsage
+from monitors.models import Monitor, PingLog, PingUsage
 from monitors.runs import rearm
 from tests.conftest import T0, S, new_project
 
@@ -103,7 +103,7 @@ def test_the_setting_limits_each_ping_url_without_a_plan(client, make_monitor, s
     assert answers[2].content == (b"too many pings for this monitor: at most 2/min "
                                   b"(CRONRADAR_PING_RATE); this one was not stored\n")
     assert [a["Retry-After"] for a in answers[2:]] == ["40", "40"]
-    assert Ping.objects.filter(monitor=m).count() == 2  # what was refused is not stored
+    assert PingLog.objects.filter(monitor=m).count() == 2  # what was refused is not stored
     other = make_monitor(period=3600 * S, grace=60 * S)
     assert client.get(f"/ping/{other.uuid}").status_code == 200  # per ping URL
     clock.at = NOW + 40 * S  # the next minute
@@ -121,7 +121,7 @@ def test_the_plans_rate_per_monitor_overrides_the_setting(client, make_monitor, 
     assert (refused.status_code, refused["Retry-After"], refused.content) == (
         429, "40", b"too many pings for this monitor: this organisation's plan (free) allows "
                    b"3 pings a minute per monitor; this one was not stored\n")
-    assert Ping.objects.filter(monitor=m).count() == 3
+    assert PingLog.objects.filter(monitor=m).count() == 3
 
 
 def test_the_plans_rate_per_organisation_counts_all_its_monitors(client, make_monitor, project,
@@ -140,8 +140,8 @@ def test_the_plans_rate_per_organisation_counts_all_its_monitors(client, make_mo
                    b"allows 3 pings a minute for the whole organisation; this one was not "
                    b"stored\n")
     assert client.get(f"/ping/{stranger.uuid}").status_code == 200  # another organisation
-    assert (Ping.objects.filter(monitor=a).count(), Ping.objects.filter(monitor=b).count()) == (
-        2, 1)
+    stored = PingLog.objects.filter
+    assert (stored(monitor=a).count(), stored(monitor=b).count()) == (2, 1)
 
 
 def test_a_refused_ping_writes_the_monitor_once_a_window(client, make_monitor, project, clock,
@@ -215,7 +215,7 @@ def test_redis_down_lets_every_ping_through_with_one_log_line(client, make_monit
         "LOCATION": f"redis://127.0.0.1:{_free_port()}/0",
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
     assert [client.get(f"/ping/{m.uuid}").status_code for _ in range(4)] == [200] * 4
-    assert Ping.objects.filter(monitor=m).count() == 4
+    assert PingLog.objects.filter(monitor=m).count() == 4
     lines = [r for r in caplog.records if r.name == "monitors.ratelimit"]
     assert [(r.levelno, r.exc_info) for r in lines] == [(logging.WARNING, None)]
     assert lines[0].getMessage().startswith("cache unreachable since ")
@@ -241,7 +241,7 @@ def test_a_hung_redis_lets_pings_through_at_once(client, make_monitor, settings,
             assert client.get(f"/ping/{m.uuid}").status_code == 200
             took.append(time.monotonic() - started)
     assert took[0] < 1.5 and max(took[1:]) < 0.3, took
-    assert Ping.objects.filter(monitor=m).count() == 4
+    assert PingLog.objects.filter(monitor=m).count() == 4
     lines = [r for r in caplog.records if r.name == "monitors.ratelimit"]
     assert [(r.levelno, r.exc_info) for r in lines] == [(logging.WARNING, None)]
 

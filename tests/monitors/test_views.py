@@ -8,7 +8,7 @@ import pytest
 from django.db import OperationalError
 
 from monitors import views
-from monitors.models import Monitor, Ping, Run
+from monitors.models import Monitor, PingLog, Run
 from tests.conftest import S
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,7 @@ def test_success_ping_all_methods(client, make_monitor, method):
     resp = getattr(client, method)(f"/ping/{m.uuid}", HTTP_USER_AGENT="curl/8.5")
     assert resp.status_code == 200
     assert resp["Content-Type"].startswith("text/plain")
-    p = Ping.objects.get(monitor=m)
+    p = PingLog.objects.get(monitor=m)
     assert (p.kind, p.method, p.user_agent, p.remote_addr) == ("success", method.upper(),
                                                                "curl/8.5", "127.0.0.1")
     assert Run.objects.get(monitor=m).outcome == "succeeded"
@@ -39,7 +39,7 @@ def test_a_post_only_monitor_refuses_get_and_head_pings_with_a_405(client, make_
     if method == "get":
         assert resp.content == (b"method not allowed: this monitor takes POST pings only (its "
                                 b"methods is POST), not GET; nothing was stored\n")
-    assert not Ping.objects.exists()
+    assert not PingLog.objects.exists()
     assert client.post(f"/ping/{m.uuid}").status_code == 200
 
 
@@ -51,7 +51,7 @@ def test_uuid_and_slug_url_forms(client, make_monitor, suffix, kind, code):
     m = make_monitor(name="backup")
     assert client.get(f"/ping/{m.uuid}{suffix}").status_code == 200
     assert client.post(f"/ping/{m.project.ping_key}/backup{suffix}").status_code == 200
-    pings = list(Ping.objects.filter(monitor=m).order_by("pk"))
+    pings = list(PingLog.objects.filter(monitor=m).order_by("pk"))
     assert [(p.kind, p.exit_status) for p in pings] == [(kind, code), (kind, code)]
 
 
@@ -75,7 +75,7 @@ def test_bad_input_gets_clear_4xx(client, make_monitor, path, status, message):
     resp = client.get(path.format(uuid=m.uuid, key=m.project.ping_key))
     assert resp.status_code == status
     assert message in resp.content
-    assert Ping.objects.count() == (1 if status == 200 else 0)
+    assert PingLog.objects.count() == (1 if status == 200 else 0)
 
 
 def test_other_methods_405(client, make_monitor):
@@ -90,7 +90,7 @@ def test_body_stored_and_truncated(client, make_monitor, settings):
     big = b"x" * (10 * 1024 * 1024)
     assert client.post(f"/ping/{m.uuid}/fail", data=big,
                        content_type="application/octet-stream").status_code == 200
-    small, large = Ping.objects.order_by("pk")
+    small, large = PingLog.objects.order_by("pk")
     assert (bytes(small.body), small.body_size, small.body_truncated) == (b"hello", 5, False)
     assert len(bytes(large.body)) == settings.CRONRADAR_PING_BODY_LIMIT == 100 * 1024
     assert (large.body_size, large.body_truncated) == (10 * 1024 * 1024, True)
@@ -104,7 +104,7 @@ def test_chunked_body_without_length_is_read_from_the_server(client, make_monito
     resp = client.generic("POST", f"/ping/{m.uuid}/log", HTTP_TRANSFER_ENCODING="chunked",
                           **{"wsgi.input": io.BytesIO(b"line 1\nline 2\n")})
     assert resp.status_code == 200
-    ping = Ping.objects.get()
+    ping = PingLog.objects.get()
     assert (bytes(ping.body), ping.body_size, ping.body_truncated) == (b"line", 14, True)
 
 
@@ -116,7 +116,7 @@ def test_a_body_cut_short_of_its_length_is_refused_and_not_stored(client, make_m
                           **{"wsgi.input": io.BytesIO(b"abc")})
     assert (resp.status_code, resp.content) == (
         400, b"incomplete body: 3 of its 1000 bytes arrived; nothing was stored\n")
-    assert not Ping.objects.exists()
+    assert not PingLog.objects.exists()
 
 
 @pytest.mark.parametrize("action", ["９", "٣", "1٣"])
@@ -124,7 +124,7 @@ def test_non_ascii_digits_are_not_exit_statuses(client, make_monitor, action):
     m = make_monitor()
     resp = client.get(f"/ping/{m.uuid}/{action}")
     assert resp.status_code == 400 and b"exit status must be an integer" in resp.content
-    assert not Ping.objects.exists()
+    assert not PingLog.objects.exists()
 
 
 @pytest.mark.parametrize("url", ["/ping/{key}/%00", "/ping/{key}/a%00b/fail", "/ping/%00/c1",
@@ -137,7 +137,7 @@ def test_a_nul_in_a_ping_url_is_refused(client, make_monitor, url):
     resp = client.get(url.format(key=m.project.ping_key, uuid=m.uuid))
     assert (resp.status_code, resp.content) == (400, b"NUL characters are not allowed in "
                                                      b"the URL\n")
-    assert not Ping.objects.exists()
+    assert not PingLog.objects.exists()
 
 
 def test_pings_answer_503_with_retry_after_while_the_database_is_down(client, make_monitor,
@@ -164,7 +164,7 @@ def test_client_address_behind_a_trusted_proxy(client, make_monitor, settings, t
     settings.CRONRADAR_TRUST_X_FORWARDED_FOR = trust
     m = make_monitor()
     assert client.get(f"/ping/{m.uuid}", HTTP_X_FORWARDED_FOR=forwarded).status_code == 200
-    assert m.pings.get().remote_addr == stored
+    assert PingLog.objects.get(monitor=m).remote_addr == stored
 
 
 # --- ?slot= ------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_a_bad_slot_is_a_400_and_nothing_is_stored(client, make_monitor, ping_cl
     for suffix in ("/start", ""):
         resp = client.get(f"/ping/{m.uuid}{suffix}?{query}")
         assert (resp.status_code, resp.content.decode()) == (400, message)
-    assert not Ping.objects.exists() and not Run.objects.exists()
+    assert not PingLog.objects.exists() and not Run.objects.exists()
 
 
 def test_an_interval_monitor_refuses_a_slot(client, make_monitor, ping_clock):
@@ -273,7 +273,7 @@ def test_the_ping_host_answers_pings_at_the_root_path(client, make_monitor, sett
     assert client.post(f"/{m.project.ping_key}/backup{suffix}?rid={uuid.uuid4()}",
                        HTTP_HOST="hc-ping.com:443").status_code == 200
     assert client.get(f"/ping/{m.uuid}{suffix}", HTTP_HOST=HC_PING).status_code == 200
-    pings = list(Ping.objects.filter(monitor=m).order_by("pk"))
+    pings = list(PingLog.objects.filter(monitor=m).order_by("pk"))
     assert [(p.kind, p.exit_status) for p in pings] == [(kind, code)] * 3
 
 
@@ -291,7 +291,7 @@ def test_the_ping_host_answers_nothing_but_pings_and_other_hosts_are_unchanged(
     assert client.get("/api/v1/schema/").status_code == 200
     settings.CRONRADAR_PING_HOST = ""
     assert client.get(f"/{m.uuid}", HTTP_HOST=HC_PING).status_code == 404
-    assert not Ping.objects.exists()
+    assert not PingLog.objects.exists()
 
 
 def test_the_ping_route_answers_the_ping_host_ahead_of_django(make_monitor, settings):
@@ -314,4 +314,4 @@ def test_the_ping_route_answers_the_ping_host_ahead_of_django(make_monitor, sett
     assert call("/", HC_PING) == b"not found: use /<uuid>[/action] or /<ping key>/<slug>[/action]\n"
     assert call(f"/{m.uuid}", "cronradar.example.com") == b"django"
     assert passed == [f"/{m.uuid}"]
-    assert Ping.objects.filter(monitor=m, kind="start").count() == 2
+    assert PingLog.objects.filter(monitor=m, kind="start").count() == 2

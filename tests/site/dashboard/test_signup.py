@@ -12,7 +12,7 @@ from accounts import firstrun
 from accounts.models import Membership, Organisation
 from alerts.models import Channel
 from cronradar.dashboard.signup import TEST_PING_AGENT
-from monitors.models import Monitor, Ping
+from monitors.models import Monitor, PingLog
 from tests.conftest import new_project
 from tests.site.dashboard.conftest import signed_in, text
 
@@ -79,7 +79,7 @@ def test_the_test_ping_goes_through_the_ping_path_and_shows_live(project, make_m
     m = make_monitor(name="nightly")
     sent = owner.post(f"/welcome/{m.pk}/test-ping/", HTTP_ACCEPT="application/json")
     assert sent.status_code == 200
-    (ping,) = Ping.objects.filter(monitor=m)
+    (ping,) = PingLog.objects.filter(monitor=m)
     assert (ping.kind, ping.method, ping.user_agent) == ("success", "POST", TEST_PING_AGENT)
     assert json.loads(sent.content) == {"pings": [{
         "at": ping.received_at.isoformat(), "kind": "success", "method": "POST",
@@ -89,7 +89,7 @@ def test_the_test_ping_goes_through_the_ping_path_and_shows_live(project, make_m
     polled = owner.get(f"/welcome/{m.pk}/pings.json")
     assert json.loads(polled.content) == json.loads(sent.content)
     assert owner.post(f"/welcome/{m.pk}/test-ping/").status_code == 302  # without script
-    assert Ping.objects.filter(monitor=m).count() == 2
+    assert PingLog.objects.filter(monitor=m).count() == 2
 
 
 def test_the_test_ping_is_for_members_of_the_project(project, make_monitor):
@@ -100,7 +100,7 @@ def test_the_test_ping_is_for_members_of_the_project(project, make_monitor):
     other = signed_in(new_project("elsewhere"), "owner", "eve")
     assert other.post(f"/welcome/{m.pk}/test-ping/").status_code == 404
     assert other.get(f"/welcome/{m.pk}/pings.json").status_code == 404
-    assert not Ping.objects.exists()
+    assert not PingLog.objects.exists()
     assert Monitor.objects.get().last_ping_at is None
 
 

@@ -1,0 +1,237 @@
+"""Reading a monitor's run and ping history in time order, by index.
+
+A run's time is its start, else its end, else its slot (:func:`run_time`); a
+ping's is its arrival. Every reader of the history goes through here, newest
+first, ties broken by the higher id first.
+
+On PostgreSQL the runs' one time index is ``run_monitor_hour`` (monitor_id and
+the UTC hour of the run's time: its repeated keys deduplicate to a few bytes a
+run, issue 24's storage target), so a time-ordered read is an index range of
+hours plus an Incremental Sort within each hour; every query here orders by the
+hour first (:func:`hour_of`) and bounds it where it can. On SQLite the index is
+``run_monitor_time`` (the time itself), so the hour is left out.
+
+Pings: :class:`monitors.models.PingLog` reads the ping rows and the pings kept in
+their run (a heartbeat's, on PostgreSQL) as one; :func:`kept_pings` are the
+pings a monitor still has (its newest ``pings_kept``), newest first.
+"""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import reduce
+from operator import or_
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import DateTimeField, F, Func, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from monitors import slots
+from monitors.models import Monitor, Ping, PingLog, Run
+
+NEGATIVE_INFINITY = datetime(1, 1, 1)  # noqa: DTZ001  (a naive UTC hour, as PostgreSQL's)
+
+
+class Hour(Func):
+    """The UTC hour of a datetime expression, as run_monitor_hour indexes it:
+    ``date_trunc('hour', x AT TIME ZONE 'UTC')`` on PostgreSQL (a naive UTC
+    timestamp); on SQLite the text of the hour (used only in orderings that
+    no index serves there: :func:`ordered` leaves it out)."""
+
+    output_field = DateTimeField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection,
+                           template="date_trunc('hour', %(expressions)s AT TIME ZONE 'UTC')",
+                           **extra)
+
+    def as_sql(self, compiler, connection, **extra):
+        if connection.vendor != "postgresql" and "template" not in extra:
+            extra["template"] = "strftime('%%Y-%%m-%%d %%H:00:00', %(expressions)s)"
+        return super().as_sql(compiler, connection, **extra)
+
+
+def run_time():
+    """A run's time: its start, else its end, else its slot (the expression both
+    databases' time index hold, word for word)."""
+    return Coalesce("started_at", "ended_at", "slot_at")
+
+
+def hour_of(at: datetime):
+    """The hour bound for ``at`` (aware): an expression comparable with
+    ``Hour(run_time())`` and ``PingLog.hour``, folded to a constant by the planner
+    (so it is an index condition)."""
+    return Hour(Value(at.astimezone(UTC), output_field=DateTimeField()))
+
+
+def _pg() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def runs(monitor: Monitor | int | None) -> QuerySet:
+    """The runs of ``monitor`` (None: of every monitor, to filter by
+    :func:`not_after` and the like) annotated with ``at`` (:func:`run_time`) and,
+    on PostgreSQL, ``hour`` (its UTC hour); unordered: see :func:`newest_first`."""
+    qs = Run.objects.all() if monitor is None else Run.objects.filter(monitor=monitor)
+    qs = qs.annotate(at=run_time())
+    return qs.annotate(hour=Hour(run_time())) if _pg() else qs
+
+
+def not_before(at: datetime) -> Q:
+    """The condition on ``hour`` that every row whose time is ``at`` or later meets
+    (always true on SQLite): the lower bound of an index range."""
+    return Q(hour__gte=hour_of(at)) if _pg() else Q()
+
+
+def not_after(at: datetime) -> Q:
+    """The condition on ``hour`` (of :func:`runs` or :func:`pings`) that every row
+    whose time is ``at`` or earlier meets (always true on SQLite): the upper
+    bound of an index range."""
+    return Q(hour__lte=hour_of(at)) if _pg() else Q()
+
+
+def newest_first(qs: QuerySet, time: str = "at") -> QuerySet:
+    """``qs`` (from :func:`runs` or :func:`pings`) newest first: by the hour (on
+    PostgreSQL, the index's key), the time ``time``, then the id, all descending."""
+    # plain DESC: a backward scan of the ascending index (nulls: none in practice)
+    keys = [F(time).desc(), F("pk").desc()]
+    return qs.order_by(F("hour").desc(), *keys) if _pg() else qs.order_by(*keys)
+
+
+def runs_newest_first(monitor: Monitor | int) -> QuerySet:
+    """:func:`runs` newest first (index: run_monitor_hour / run_monitor_time)."""
+    return newest_first(runs(monitor))
+
+
+def pings(monitor: Monitor | int) -> QuerySet:
+    """Every stored ping of ``monitor`` (:class:`PingLog`): ping rows and pings
+    kept in runs, whatever their age; unordered."""
+    return PingLog.objects.filter(monitor=monitor)
+
+
+def pings_newest_first(monitor: Monitor | int) -> QuerySet:
+    """:func:`pings` newest first (time, then id)."""
+    return newest_first(pings(monitor), "received_at")
+
+
+def since(qs: QuerySet, at: datetime, time: str = "at") -> QuerySet:
+    """Rows of ``qs`` whose ``time`` is ``at`` or later, bounded by hour."""
+    qs = qs.filter(**{f"{time}__gte": at})
+    return qs.filter(hour__gte=hour_of(at)) if _pg() else qs
+
+
+def before(qs: QuerySet, at: datetime, time: str = "at", *, inclusive: bool = False
+           ) -> QuerySet:
+    """Rows of ``qs`` whose ``time`` is before ``at`` (or at it: ``inclusive``),
+    bounded by hour."""
+    qs = qs.filter(**{f"{time}__{'lte' if inclusive else 'lt'}": at})
+    return qs.filter(hour__lte=hour_of(at)) if _pg() else qs
+
+
+def older_than(qs: QuerySet, at: datetime, pk: int, time: str = "at") -> QuerySet:
+    """Rows of ``qs`` after the row (``at``, ``pk``) newest first: earlier, or as
+    old with a lower id (keyset paging)."""
+    qs = qs.filter(Q(**{f"{time}__lt": at}) | Q(**{time: at, "pk__lt": pk}))
+    return qs.filter(hour__lte=hour_of(at)) if _pg() else qs
+
+
+# A run filed under a slot has a time (its first ping, or the slot itself) no
+# earlier than this before the slot: a ping files its run under a fire time at most
+# EARLY_TOLERANCE after it (early), or names one at most NAMED_AHEAD ahead (monitors.slots).
+SLOT_LEAD = max(slots.NAMED_AHEAD, slots.EARLY_TOLERANCE)
+
+
+def of_slots(monitor: Monitor | int, slot_times) -> QuerySet:
+    """The runs (:func:`runs`) of ``monitor`` filed under any of ``slot_times``
+    (non-empty), read from the earliest one's hour on (:data:`SLOT_LEAD`): not
+    through the whole history."""
+    slot_times = list(slot_times)
+    return since(runs(monitor), min(slot_times) - SLOT_LEAD).filter(slot_at__in=slot_times)
+
+
+def keep_count(monitor: Monitor) -> int:
+    """How many pings ``monitor`` keeps: its organisation's plan's ``pings_kept``,
+    else ``CRONRADAR_KEEP_PINGS``. No query when the monitor was read with
+    ``select_related("project__organisation__plan")``, else one."""
+    if (Monitor.project.is_cached(monitor)
+            and type(monitor.project).organisation.is_cached(monitor.project)
+            and type(monitor.project.organisation).plan.is_cached(monitor.project.organisation)):
+        plan = monitor.project.organisation.plan
+        kept = plan.pings_kept if plan is not None else None
+    else:
+        kept = (Monitor.objects.filter(pk=monitor.pk)
+                .values_list("project__organisation__plan__pings_kept", flat=True).first())
+    return settings.CRONRADAR_KEEP_PINGS if kept is None else kept
+
+
+def newest_pings(monitor: Monitor | int, n: int) -> QuerySet:
+    """The newest ``n`` of :func:`pings` of ``monitor``, newest first (sliced).
+
+    On PostgreSQL the hour is bounded below by the ``n``-th newest ping row's (the
+    newest ``n`` pings are all at least that recent), so a monitor whose runs keep
+    no pings is not read through its whole run history (run_monitor_hour)."""
+    qs = pings(monitor)
+    if _pg():
+        nth = (Ping.objects.filter(monitor=monitor).order_by("-received_at", "-pk")
+               .annotate(h=Hour("received_at")).values("h")[n - 1:n])
+        qs = qs.filter(hour__gte=Coalesce(Subquery(nth), Value(
+            NEGATIVE_INFINITY, output_field=DateTimeField())))
+    return newest_first(qs, "received_at")[:n]
+
+
+def kept_pings(monitor: Monitor, keep: int | None = None) -> QuerySet:
+    """The pings ``monitor`` still has, newest first: its newest ``keep`` (default
+    :func:`keep_count`) of :func:`pings` (:func:`newest_pings`), one statement,
+    unsliced (to filter and page). Ping rows are pruned to that many
+    (:mod:`monitors.retention`); a ping kept in its run stays as long as the run
+    but is listed as a ping only while it is among the newest ``keep``."""
+    keep = keep_count(monitor) if keep is None else keep
+    return newest_first(PingLog.objects.filter(
+        monitor=monitor, pk__in=newest_pings(monitor, keep).values("pk")), "received_at")
+
+
+def latest_ping(monitor: Monitor | int) -> PingLog | None:
+    """The newest stored ping of ``monitor``, or None."""
+    return next(iter(newest_pings(monitor, 1)), None)
+
+
+def latest_run(monitor: Monitor | int) -> Run | None:
+    """The newest run of ``monitor`` by time (:func:`run_time`), or None."""
+    return runs_newest_first(monitor).first()
+
+
+def _union(model, parts: list[QuerySet], fields: tuple[str, ...] = ()) -> list:
+    """The rows of every sliced queryset of ``parts`` in one statement: a UNION ALL
+    on PostgreSQL; on SQLite (no LIMIT inside a compound statement) the rows whose
+    id is in any part's (each still an index range). Order not kept."""
+    if not parts:
+        return []
+    if _pg():
+        parts = [p.values_list(*fields) for p in parts] if fields else parts
+        return list(parts[0].union(*parts[1:], all=True)) if len(parts) > 1 else list(parts[0])
+    qs = parts[0].model.objects.filter(reduce(or_, (Q(pk__in=p.values("pk")) for p in parts)))
+    qs = qs.annotate(at=run_time()) if model is Run else qs
+    return list(qs.values_list(*fields) if fields else qs)
+
+
+def newest_runs_of(monitor_ids: list[int], n: int, fields: tuple[str, ...] = (),
+                   where: Q | None = None) -> list:
+    """The newest ``n`` runs (by time; those ``where`` picks) of each monitor in
+    ``monitor_ids``, as :class:`Run` instances (or ``fields`` value tuples). One
+    statement: a UNION ALL of each monitor's LIMIT, each an index range; the order
+    of the rows is not kept (group them by monitor and sort)."""
+    if n <= 0:
+        return []
+    parts = []
+    for pk in monitor_ids:
+        qs = runs_newest_first(pk)
+        if where is not None:
+            qs = qs.filter(where)
+        parts.append(qs[:n])
+    return _union(Run, parts, fields)
+
+
+def newest_pings_of(monitor_ids: list[int]) -> dict[int, PingLog]:
+    """Monitor id -> its newest stored ping (monitors without one left out), one
+    statement for all of them (as :func:`newest_runs_of`)."""
+    return {p.monitor_id: p for p in _union(PingLog, [newest_pings(pk, 1) for pk in monitor_ids])}
