@@ -101,10 +101,13 @@ def urllib3_transport(url: str) -> None:
     from core.transport import Urllib3Transport
 
     transport = Urllib3Transport()
-    timeout = {"connect": 5, "read": 5, "write": 5, "pool": 5}
+    timeout = httpx.Timeout(5).as_dict()
+    defaults = httpx.Client(transport=httpx.MockTransport(lambda request: None)).headers
 
-    def one():
-        request = httpx.Request("POST", url, content=BODY, headers=HEADERS, extensions={
+    def one():  # as alerts.delivery._post: httpx's client headers, then the request's
+        headers = httpx.Headers(defaults)
+        headers.update(HEADERS)
+        request = httpx.Request("POST", url, content=BODY, headers=headers, extensions={
             "timeout": timeout, "deadline": time.monotonic() + 10})
         response = transport.handle_request(request)
         try:
