@@ -592,8 +592,8 @@ def _shared_transport() -> httpx.BaseTransport:
 
     A new one per attempt would cost ~30 ms of CPU (TLS context), which slowed the
     evaluator down when many alerts went out at once (bench/README.md); httpx's
-    client and transport cost 1.8 ms of CPU per request shared by 32 threads where
-    this costs 0.6 ms (``bench/http_clients.py``)."""
+    client and transport cost 1.4-1.8 ms of CPU per request shared by 32 threads
+    where this costs 0.55-0.8 ms (``bench/http_clients.py``)."""
     transport = GuardedTransport(Urllib3Transport(per_host=settings.CRONRADAR_DELIVERY_THREADS))
     if settings.OTEL_EXPORTER_OTLP_ENDPOINT:  # cronradar.observability checked it is installed
         from opentelemetry.instrumentation.httpx import SyncOpenTelemetryTransport

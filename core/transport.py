@@ -6,9 +6,10 @@ redirects not followed; the answer's content decoding; the SSRF guard,
 :class:`core.destinations.GuardedTransport`, in front; tests' ``MockTransport``;
 OpenTelemetry's httpx instrumentation), but the HTTP/1.1 connections are urllib3's
 (``http.client``'s C-accelerated header parsing, one lock-free queue of idle
-connections per host). httpx's own transport (httpcore's pool, h11's parser)
-cost 1.8 ms of CPU per request shared by 32 sender threads where urllib3 costs
-0.4 ms (``bench/http_clients.py``, bench/README.md).
+connections per host). httpx's client and its own transport (httpcore's pool,
+h11's parser) cost 1.4-1.8 ms of CPU per request shared by 32 sender threads
+where an httpx request on this transport costs 0.55-0.8 ms
+(``bench/http_clients.py``, bench/README.md).
 
 What it keeps of httpx's transport: TLS verified with httpx's context (certifi's
 roots, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``); the ``sni_hostname`` extension
