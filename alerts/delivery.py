@@ -40,11 +40,14 @@ import functools
 import json
 import logging
 import random
+import re
 import smtplib
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import quote, quote_plus
 
 import httpx
 from django.conf import settings
@@ -54,6 +57,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from accounts.models import Project
+from alerts import links
 from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
 from core import logs, metrics, sql
@@ -555,12 +559,26 @@ def transmit(request, transport: httpx.BaseTransport | None = None, at: datetime
             result = code, f"before {n}: {error}", retryable, retry_after
             break
     code, error, retryable, retry_after = result or _post(transport, request.stamped(at), answer)
-    # the longest first: a secret inside another must not leave the rest of that one
-    for secret in sorted({*request.redact, *(s for r in request.before for s in r.redact)},
-                         key=len, reverse=True):
-        if secret:
-            error = error.replace(secret, "***")
-    return code, error, retryable, retry_after
+    secrets = {*request.redact, *(s for r in request.before for s in r.redact)}
+    return code, redacted(error, secrets), retryable, retry_after
+
+
+def redacted(error: str, secrets: Iterable[str]) -> str:
+    """``error`` with each of ``secrets`` read as ``***``: as it is and as a URL
+    would quote it (percent-encoded, ``+`` for spaces, upper- or lower-case hex: a
+    receiver may echo the URL it was asked for encoded), the longest first (a
+    secret inside another must not leave the rest of that one); and the tokens of
+    signed incident links (:func:`alerts.links.hide`)."""
+    forms = set()
+    for secret in secrets:
+        if not secret:
+            continue
+        for form in (secret, quote(secret, safe=""), quote(secret, safe="/"),
+                     quote_plus(secret)):
+            forms |= {form, re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower(), form)}
+    for form in sorted(forms, key=len, reverse=True):
+        error = error.replace(form, "***")
+    return links.hide(error)
 
 
 def _mail(message: OutgoingEmail) -> tuple[int | None, str, bool, float | None]:

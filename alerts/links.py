@@ -9,17 +9,30 @@ what happened and when, and the timeline records that a link did it.
 """
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.core import signing
 
 SALT = "cronradar.incident-link"
 ACTIONS = ("ack", "resolve")
+# a link's token in a text: what follows /incident-link/ up to the next slash,
+# quote, space or percent-encoded slash (a receiver that echoes the request body
+# may quote it encoded)
+_TOKEN = re.compile(r"(/|%2[fF])incident-link(/|%2[fF])[^/\s\"'<>\\%]+")
 
 
 def make(incident_id: int, action: str) -> str:
     """The absolute URL of a signed ``action`` (``ack`` or ``resolve``) link."""
     token = signing.TimestampSigner(salt=SALT).sign_object({"i": incident_id, "a": action})
     return f"{settings.CRONRADAR_BASE_URL}/incident-link/{token}/"
+
+
+def hide(text: str) -> str:
+    """``text`` with every signed link's token read as ``***`` (a delivery's error,
+    where a receiver quoted the notification: people who may read the error may not
+    be allowed to acknowledge or resolve)."""
+    return _TOKEN.sub(lambda m: f"{m[1]}incident-link{m[2]}***", text)
 
 
 def read(token: str) -> tuple[int, str]:

@@ -85,7 +85,8 @@ def pings(mode: str, n: int, monitors: list[int]) -> list[tuple[int, PingInput, 
     m = len(monitors)
     step = timedelta(seconds=60) / m  # each monitor pinged once a minute
     t0 = datetime.now(UTC) - step * n - timedelta(seconds=5)
-    heartbeat = PingInput(kind="success", remote_addr="127.0.0.1")
+    # what `curl -fsS -m 10 --retry 5 https://.../ping/<uuid>` in a crontab sends
+    heartbeat = PingInput(kind="success", remote_addr="127.0.0.1", user_agent="curl/8.5.0")
     out = []
     for i in range(n):
         at = t0 + step * i
@@ -94,9 +95,10 @@ def pings(mode: str, n: int, monitors: list[int]) -> list[tuple[int, PingInput, 
             out.append((mid, heartbeat, at))
         else:
             rid = uuid.uuid4()
-            out.append((mid, PingInput(kind="start", rid=rid, remote_addr="127.0.0.1"), at))
-            out.append((mid, PingInput(kind="success", rid=rid, remote_addr="127.0.0.1"),
-                        at + timedelta(seconds=1)))
+            for kind, later in (("start", 0), ("success", 1)):
+                out.append((mid, PingInput(kind=kind, rid=rid, remote_addr="127.0.0.1",
+                                           user_agent="curl/8.5.0"),
+                            at + timedelta(seconds=later)))
     return out
 
 
@@ -136,6 +138,9 @@ def main() -> None:
     with connection.cursor() as cur:
         cur.execute("checkpoint")
     before = sizes()
+    with connection.cursor() as cur:
+        cur.execute("select pg_current_wal_lsn()")
+        lsn = cur.fetchone()[0]
     t0, c0 = time.monotonic(), time.process_time()
     for i in range(0, len(todo), BATCH):
         with transaction.atomic():
@@ -143,10 +148,14 @@ def main() -> None:
                 ingest(mid, ping, at)
     wall, cpu = time.monotonic() - t0, time.process_time() - c0
     with connection.cursor() as cur:
+        cur.execute("select pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", [lsn])
+        wal = int(cur.fetchone()[0])
         cur.execute("checkpoint")
     what = f"{n:,} heartbeats" if mode == "heartbeats" else f"{n:,} runs ({len(todo):,} pings)"
     print(f"--- {what} over {m} monitors through monitors.pings.ingest: {wall:.0f} s, "
           f"{len(todo) / wall:.0f} pings/s, Python CPU {cpu * 1000 / len(todo):.2f} ms a ping")
+    print(f"WAL written: {wal / len(todo):.0f} bytes per ping ({BATCH} pings to a "
+          "transaction; full-page images after the first checkpoint included)")
     report(mode, n, len(todo), before, sizes())
 
 

@@ -313,21 +313,24 @@ def test_a_populated_database_moves_its_accounts_without_losing_a_row(tmp_path):
                                                          "refused_since", "refused_until"],
                                     "monitors_profile": ["email_verified_at", "theme"],
                                     "monitors_organisation": ["deleted_at", "plan_id"],
-                                    "monitors_run": ["reason"]}
+                                    # monitors 0023: a heartbeat's ping kept in its run
+                                    "monitors_run": ["ping_method", "ping_remote_addr",
+                                                     "ping_user_agent", "reason"]}
     assert got["columns_kept"] and got["monitor_new"] == [["", "", 0]]
     assert got["organisation_new"] == [[None, None]]
     assert got["run_new"] == [["failed", ""]]
     assert got["verified"] == [True] and got["permissions_kept"]
     assert got["new_types"] == [["accounts", "auditentry"], ["accounts", "invitation"],
                                 ["accounts", "plan"], ["accounts", "setuptoken"],
-                                ["monitors", "chore"], ["monitors", "pingusage"]]
+                                ["monitors", "chore"], ["monitors", "pinglog"],
+                                ["monitors", "pingusage"]]
     assert got["rows"]["monitors_apikey"] == got["rows"]["alerts_deliveryattempt"] == 1
     assert got["rows"]["alerts_delivery"] == 2
     # the same content type rows, relabelled: permissions and the admin log follow
     assert [(label, model) for label, model, _ in got["types"]] == [
         ("accounts", m) for m in ("apikey", "membership", "organisation", "profile", "project")]
     assert [i for *_, i in got["types"]] == [i for *_, i in got["types_before"]]
-    assert got["type_count"][0] + 6 == got["type_count"][1]  # the six new_types
+    assert got["type_count"][0] + 7 == got["type_count"][1]  # the seven new_types
     assert got["permissions"] == 9 * 4 and got["log_entry_type"] == ["accounts"]
     assert got["key"] == "acme"  # an old key still finds its project
     assert got["member"] == [["ann", "acme", "owner"]] and got["profile"] == "Europe/Berlin"

@@ -732,3 +732,21 @@ def test_transmit_redacts_a_secret_that_holds_another_whole():
                            redact=("abc", "abcdef"))
     assert delivery.transmit(post, receiver.transport) == (
         404, "HTTP 404: no key=***&token=***", False, None)
+
+
+def test_transmit_redacts_a_secret_quoted_in_a_url_and_signed_link_tokens():
+    """A receiver that echoes the URL percent-encoded (QA: a Telegram token's ``:``
+    as ``%3A``, or ``%3a``) or quotes the notification's signed acknowledge link
+    leaves neither the token nor the link's token in the error (read-only people
+    read it)."""
+    from alerts.integrations.common import OutgoingRequest
+
+    token = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawXYZ"
+    echo = ("Q=/bot123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawXYZ/sendMessage "
+            "/bot123456789%3aAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawXYZ "
+            "ack: https://cr.example/incident-link/eyJpIjo1fQ:1vR:sIg/")
+    receiver = Receiver(httpx.Response(400, text=echo))
+    post = OutgoingRequest(f"{HOOK}/bot{token}/sendMessage", b"{}", {}, redact=(token,))
+    assert delivery.transmit(post, receiver.transport) == (
+        400, "HTTP 400: Q=/bot***/sendMessage /bot*** "
+             "ack: https://cr.example/incident-link/***/", False, None)
