@@ -42,7 +42,6 @@ import logging
 import random
 import re
 import smtplib
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -50,7 +49,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import quote, quote_plus
 
-import httpcore
 import httpx
 from django.conf import settings
 from django.core import mail
@@ -64,6 +62,7 @@ from alerts.integrations import KINDS, OutgoingEmail, OutgoingRequest, common
 from alerts.models import Channel, Delivery, DeliveryAttempt, Incident, IncidentEvent
 from core import logs, metrics, sql
 from core.destinations import BlockedDestination, GuardedTransport
+from core.transport import Urllib3Transport
 from monitors.models import Monitor
 
 logger = logging.getLogger(__name__)
@@ -334,14 +333,15 @@ def _build(delivery: Delivery) -> tuple[OutgoingRequest | OutgoingEmail | None, 
         return None, f"build error: {type(exc).__name__}: {exc}"
 
 
-def attempt(a: Attempt, client: httpx.Client | None = None, clock=timezone.now) -> None:
+def attempt(a: Attempt, transport: httpx.BaseTransport | None = None, clock=timezone.now
+            ) -> None:
     """Send ``a``'s request (no database access: sender threads only do this) and
     fill in its outcome. Never raises for a failed send."""
     a.started_at, started = clock(), time.monotonic()
     if a.request is not None:
         answer = bytearray()
-        a.status_code, a.error, a.retryable, a.retry_after = transmit(a.request, client,
-                                                                      a.started_at, answer)
+        a.status_code, a.error, a.retryable, a.retry_after = transmit(
+            a.request, transport, a.started_at, answer)
         a.answer = bytes(answer)
     a.duration_ms = round((time.monotonic() - started) * 1000)
     a.finished_at = clock()
@@ -434,20 +434,22 @@ def _outcome(d: Delivery, a: Attempt, number: int) -> None:
         d.status, d.next_attempt_at = Delivery.Status.FAILED, None
 
 
-def send(claim: Claim, *, client: httpx.Client | None = None, clock=timezone.now) -> str:
+def send(claim: Claim, *, transport: httpx.BaseTransport | None = None, clock=timezone.now
+         ) -> str:
     """Make the attempt ``claim`` was claimed for, on this thread: :func:`prepare`,
     :func:`attempt`, :func:`record`. Returns the delivery's status after it (""
     when the claim was lost).
 
-    client: the httpx client (tests pass one with a mock transport; default: one
-    shared, connection-pooling client); clock: the current time, read before and
-    after the request (tests pass a controlled one). Never raises for a failed
-    send: errors end up in the attempt log, the row and the channel.
+    transport: the httpx transport (tests pass a mock one; default: one shared,
+    connection-pooling transport, :func:`_shared_transport`); clock: the current
+    time, read before and after the request (tests pass a controlled one). Never
+    raises for a failed send: errors end up in the attempt log, the row and the
+    channel.
     """
     prepared = prepare([claim])
     if not prepared:
         return ""
-    attempt(prepared[0], client, clock)
+    attempt(prepared[0], transport, clock)
     return record(prepared)[0]
 
 
@@ -530,7 +532,7 @@ def _catch_up(channel_id: int, at: datetime) -> None:
                             ).update(next_attempt_at=at)
 
 
-def transmit(request, client: httpx.Client | None = None, at: datetime | None = None,
+def transmit(request, transport: httpx.BaseTransport | None = None, at: datetime | None = None,
              answer: bytearray | None = None) -> tuple[int | None, str, bool, float | None]:
     """Send one built request: an HTTP request (its ``method``, POST unless the
     kind says otherwise), or an email through Django's mail
@@ -545,17 +547,18 @@ def transmit(request, client: httpx.Client | None = None, at: datetime | None = 
     retried ends the attempt there, its error prefixed ``before <n>: `` (the
     main request is not sent); any other answer lets the next go. ``answer``:
     given, it receives the first ``BODY_SNIPPET`` bytes of the main request's 2xx
-    answer (Pushover's receipt)."""
+    answer (Pushover's receipt). ``transport``: the httpx transport the requests
+    go out on (tests pass a ``MockTransport``; default: :func:`_shared_transport`)."""
     if isinstance(request, OutgoingEmail):
         return _mail(request)
-    client, at = client or _shared_client(), at or timezone.now()
+    transport, at = transport or _shared_transport(), at or timezone.now()
     result = None
     for n, first in enumerate(request.before, 1):
-        code, error, retryable, retry_after = _post(client, first.stamped(at))
+        code, error, retryable, retry_after = _post(transport, first.stamped(at))
         if retryable:
             result = code, f"before {n}: {error}", retryable, retry_after
             break
-    code, error, retryable, retry_after = result or _post(client, request.stamped(at), answer)
+    code, error, retryable, retry_after = result or _post(transport, request.stamped(at), answer)
     secrets = {*request.redact, *(s for r in request.before for s in r.redact)}
     return code, redacted(error, secrets), retryable, retry_after
 
@@ -598,98 +601,62 @@ def _mail(message: OutgoingEmail) -> tuple[int | None, str, bool, float | None]:
 
 
 @functools.cache
-def _shared_client() -> httpx.Client:
-    """One connection-pooling client per process (httpx clients are thread-safe).
+def _shared_transport() -> httpx.BaseTransport:
+    """One connection-pooling transport per process (thread-safe): the SSRF guard
+    in front of urllib3's keep-alive pools (:mod:`core.transport`; a pool per
+    destination keeps up to ``CRONRADAR_DELIVERY_THREADS`` idle connections), and,
+    when tracing is on (``OTEL_EXPORTER_OTLP_ENDPOINT``), a span per request as
+    httpx's instrumentation makes for its own transport.
 
-    A new client per attempt costs ~30 ms of CPU (TLS context), which slowed the
-    evaluator down when many alerts went out at once (bench/README.md). Its
-    connections keep to each attempt's overall deadline (:class:`_Deadlines`).
-    """
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=100)
-    inner = httpx.HTTPTransport(limits=limits)
-    inner._pool._network_backend = _Deadlines(inner._pool._network_backend)  # httpcore 1.x
-    return httpx.Client(transport=GuardedTransport(inner))
+    A new one per attempt would cost ~30 ms of CPU (TLS context), which slowed the
+    evaluator down when many alerts went out at once (bench/README.md); httpx's
+    client and transport cost 1.4-1.8 ms of CPU per request shared by 32 threads
+    where this costs 0.55-0.8 ms (``bench/http_clients.py``)."""
+    transport = GuardedTransport(Urllib3Transport(per_host=settings.CRONRADAR_DELIVERY_THREADS))
+    if settings.OTEL_EXPORTER_OTLP_ENDPOINT:  # cronradar.observability checked it is installed
+        from opentelemetry.instrumentation.httpx import SyncOpenTelemetryTransport
 
-
-_deadline = threading.local()  # .end: time.monotonic() by which this thread's attempt ends
-
-
-def _left(timeout: float | None, error: type[Exception]) -> float | None:
-    """``timeout`` (seconds, per operation) cut to what is left of this thread's
-    attempt; raises ``error`` once nothing is left."""
-    end = getattr(_deadline, "end", None)
-    if end is None:
-        return timeout
-    left = end - time.monotonic()
-    if left <= 0:
-        raise error("the attempt's overall deadline passed")
-    return left if timeout is None else min(timeout, left)
+        transport = SyncOpenTelemetryTransport(transport)
+    return transport
 
 
-class _Deadlines(httpcore.NetworkBackend):
-    """httpcore's network backend with an overall deadline per attempt: httpx's
-    timeouts bound each read and write, so a receiver that trickles its answer a
-    byte at a time would hold a sender thread (and, once the claim expired, get
-    the notification again) for as long as it liked."""
-
-    def __init__(self, inner: httpcore.NetworkBackend):
-        self.inner = inner
-
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        return _DeadlineStream(self.inner.connect_tcp(
-            host, port, _left(timeout, httpcore.ConnectTimeout), local_address, socket_options))
-
-    def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        return _DeadlineStream(self.inner.connect_unix_socket(
-            path, _left(timeout, httpcore.ConnectTimeout), socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self.inner.sleep(seconds)
+@functools.cache
+def _default_headers() -> httpx.Headers:
+    """The headers httpx's client sends unless a request sets them (``Accept``,
+    ``Accept-Encoding`` of the encodings it decodes, ``Connection: keep-alive``,
+    ``User-Agent``): every request still carries them."""
+    return httpx.Client(transport=httpx.MockTransport(lambda request: None)).headers
 
 
-class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream):
-        self.inner = inner
-
-    def read(self, max_bytes: int, timeout=None) -> bytes:
-        return self.inner.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout=None) -> None:
-        self.inner.write(buffer, _left(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
-        return _DeadlineStream(self.inner.start_tls(
-            ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout)))
-
-    def get_extra_info(self, info: str):
-        return self.inner.get_extra_info(info)
-
-
-def _post(client: httpx.Client, request: OutgoingRequest,
+def _post(transport: httpx.BaseTransport, request: OutgoingRequest,
           answer: bytearray | None = None) -> tuple[int | None, str, bool, float | None]:
-    """Send ``request`` (its ``method``), all of it within twice
-    ``CRONRADAR_DELIVERY_TIMEOUT`` (each read or write within it; the whole within
-    the claim, see :class:`_Deadlines`; with the shared client). Reads the answer's
-    body (at most ``DRAIN_MAX`` bytes) so its connection can carry the next request
-    (httpx closes a connection whose response was not read to the end); keeps
-    ``BODY_SNIPPET`` bytes of it for the error of a failed attempt, and in
-    ``answer`` (when given) of a 2xx one."""
+    """Send ``request`` (its ``method``; redirects are not followed), each connect,
+    write and read within ``CRONRADAR_DELIVERY_TIMEOUT`` and all of it within twice
+    that (the ``deadline`` of :mod:`core.transport`: the claim lasts 2 x timeout +
+    2 s). Reads the answer's body (at most ``DRAIN_MAX`` bytes) so its connection
+    can carry the next request (one whose answer was not read to the end is
+    closed); keeps ``BODY_SNIPPET`` bytes of it for the error of a failed attempt,
+    and in ``answer`` (when given) of a 2xx one."""
     timeout = settings.CRONRADAR_DELIVERY_TIMEOUT
-    code = None
-    _deadline.end = time.monotonic() + 2 * timeout  # the claim lasts 2 x timeout + 2 s
+    code, end = None, time.monotonic() + 2 * timeout
     try:
-        with client.stream(request.method, request.url, content=request.body,
-                           headers=request.headers, timeout=timeout,
-                           follow_redirects=False) as response:
+        headers = httpx.Headers(_default_headers())
+        headers.update(request.headers)
+        outgoing = httpx.Request(request.method, request.url, content=request.body,
+                                 headers=headers, extensions={
+                                     "timeout": httpx.Timeout(timeout).as_dict(),
+                                     "deadline": end})
+        response = transport.handle_request(outgoing)
+        response.request = outgoing
+        try:
             code, snippet, size = response.status_code, b"", 0
             for chunk in response.iter_bytes():
                 snippet += chunk[:BODY_SNIPPET - len(snippet)]
                 size += len(chunk)
                 if size > DRAIN_MAX:
                     break  # a long answer: its connection is closed instead
+        finally:
+            response.close()
     except BlockedDestination as exc:
         return None, f"blocked: {exc}", False, None
     except OSError as exc:  # the name did not resolve (checked by the SSRF guard)
@@ -697,7 +664,7 @@ def _post(client: httpx.Client, request: OutgoingRequest,
     except httpx.TimeoutException as exc:
         if code is not None and 200 <= code < 300:
             return code, "", False, None  # answered 2xx, then the body stalled: delivered
-        if time.monotonic() >= _deadline.end - 0.01:  # the overall deadline, not one read
+        if time.monotonic() >= end - 0.01:  # the overall deadline, not one read
             return None, (f"timeout: no complete answer within the attempt's {2 * timeout:g}s "
                           f"({type(exc).__name__})"), True, None
         return None, f"timeout after {timeout:g}s: {type(exc).__name__}", True, None
@@ -707,8 +674,6 @@ def _post(client: httpx.Client, request: OutgoingRequest,
         if code is not None and 200 <= code < 300:
             return code, "", False, None  # answered 2xx, then the connection broke: delivered
         return None, f"network error: {type(exc).__name__}: {exc}", True, None
-    finally:
-        _deadline.end = None
     if 200 <= code < 300:
         if answer is not None:
             answer += snippet

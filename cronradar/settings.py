@@ -520,6 +520,9 @@ LOGGING = {
                 # a line each request, with the full URL: a webhook's or the
                 # watchdog's path is a secret (a Slack hook URL, a check's UUID)
                 "httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"},
+                # the sender's connections (core.transport): a request line at DEBUG
+                # and a header warning quote the path too
+                "urllib3": {"level": "ERROR"},
                 # any client can send a Host ALLOWED_HOSTS does not list: a line, not
                 # a traceback, each
                 "django.security.DisallowedHost": {"filters": ["no_traceback"]}},

@@ -8,10 +8,13 @@ import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
+import respx.mocks
 from hypothesis import settings as hypothesis_settings
 
 from accounts.models import ApiKey, Organisation
+from core.transport import Urllib3Transport
 from monitors.models import Monitor
 
 T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
@@ -29,6 +32,38 @@ hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 hypothesis_settings.register_profile("dev")
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
                                  or ("ci" if os.environ.get("CI") else "dev"))
+
+
+class _SenderMocker(respx.mocks.HTTPCoreMocker):
+    """respx's default mocker (httpcore's pools, which httpx's own transport uses),
+    and also the sender's transport (core.transport.Urllib3Transport, no httpcore
+    under it): a ``respx.mock`` answers notifications too, behind the SSRF guard
+    as before."""
+
+    name = "cronradar"
+    targets = [*respx.mocks.HTTPCoreMocker.targets, "core.transport.Urllib3Transport"]
+
+    @classmethod
+    def prepare_sync_request(cls, httpx_request, **kwargs):
+        if isinstance(kwargs["request"], httpx.Request):
+            httpx_request.read()
+            return httpx_request, kwargs
+        return super().prepare_sync_request(httpx_request, **kwargs)
+
+    @classmethod
+    def to_httpx_request(cls, **kwargs):
+        if isinstance(kwargs["request"], httpx.Request):
+            return kwargs["request"]
+        return super().to_httpx_request(**kwargs)
+
+    @classmethod
+    def from_sync_httpx_response(cls, httpx_response, target, **kwargs):
+        if isinstance(target, Urllib3Transport):
+            return httpx_response
+        return super().from_sync_httpx_response(httpx_response, target, **kwargs)
+
+
+respx.mocks.DEFAULT_MOCKER = _SenderMocker.name
 
 
 @contextlib.contextmanager
@@ -78,7 +113,7 @@ def _fresh_cache(settings):
                                                                               fresh)}}
 
 
-def send_due(now=None, client=None) -> int:
+def send_due(now=None, transport=None) -> int:
     """Run the delivery engine (alerts.delivery: claim due rows, send, write the
     outcome) on this thread until nothing is due at ``now`` (default: the current
     time); returns how many attempts were made. Retries land after ``now``."""
@@ -90,7 +125,7 @@ def send_due(now=None, client=None) -> int:
     made = 0
     while claims := claim_due(clock(), 100):
         for claim in claims:
-            send(claim, client=client, clock=clock)
+            send(claim, transport=transport, clock=clock)
             made += 1
     return made
 

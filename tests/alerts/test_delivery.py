@@ -1,8 +1,8 @@
 """The delivery engine: outcomes, retries and their timing, order per (incident,
 channel), per-channel caps, claims that expire, SSRF guard, visibility.
 
-No request leaves the process: tests pass ``send`` an ``httpx.MockTransport``
-client, or run a real local HTTP server (tests.live.Receiver). Time is the
+No request leaves the process: tests pass ``send`` an ``httpx.MockTransport``,
+or run a real local HTTP server (tests.live.Receiver). Time is the
 controlled ``NOW`` unless a test is about threads.
 """
 import json
@@ -48,19 +48,19 @@ class Receiver:
         return answer
 
     @property
-    def client(self) -> httpx.Client:
-        return httpx.Client(transport=httpx.MockTransport(self))
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self)
 
     @property
-    def guarded(self) -> httpx.Client:
-        """A client like the one deliveries use: the SSRF guard in front."""
-        return httpx.Client(transport=GuardedTransport(httpx.MockTransport(self)))
+    def guarded(self) -> GuardedTransport:
+        """A transport like the one deliveries use: the SSRF guard in front."""
+        return GuardedTransport(httpx.MockTransport(self))
 
 
-def attempt(d, client, now=NOW):
+def attempt(d, transport, now=NOW):
     """Claim ``d`` at ``now`` and make its attempt; returns its status afterwards."""
     [claim] = [c for c in claim_due(now, 100) if c.delivery_id == d.pk]
-    send(claim, client=client, clock=lambda: now)
+    send(claim, transport=transport, clock=lambda: now)
     d.refresh_from_db()
     return d.status
 
@@ -76,7 +76,7 @@ def test_success_is_delivered_and_logged(make_delivery):
     d = make_delivery()
     receiver = Receiver(httpx.Response(200, text="ok"))
 
-    assert attempt(d, receiver.client) == "delivered"
+    assert attempt(d, receiver.transport) == "delivered"
 
     [sent] = receiver.requests
     assert (sent.method, str(sent.url)) == ("POST", HOOK)
@@ -89,7 +89,7 @@ def test_success_is_delivered_and_logged(make_delivery):
 def test_server_error_is_retried_later(make_delivery, settings):
     settings.CRONRADAR_DELIVERY_BACKOFF = 2.0
     d = make_delivery()
-    assert attempt(d, Receiver(httpx.Response(503, text="busy")).client) == "pending"
+    assert attempt(d, Receiver(httpx.Response(503, text="busy")).transport) == "pending"
     assert (d.attempts, d.delivered_at, d.last_error) == (1, None, "HTTP 503: busy")
     assert NOW + s(1) <= d.next_attempt_at <= NOW + s(2)  # 2 ** 1, jittered down to half
     assert log(d) == [(1, NOW, 503, "HTTP 503: busy")]
@@ -102,7 +102,7 @@ def test_retry_after_is_honoured_up_to_the_cap(make_delivery, header, delay, mon
     monkeypatch.setattr(delivery.timezone, "now", lambda: NOW)  # for the HTTP-date form
     d = make_delivery()
     answer = httpx.Response(429, headers={"Retry-After": header})
-    assert attempt(d, Receiver(answer).client) == "pending"
+    assert attempt(d, Receiver(answer).transport) == "pending"
     assert d.next_attempt_at == NOW + s(delay)
 
 
@@ -116,19 +116,19 @@ def test_backoff_grows_with_jitter_and_a_cap(settings):
 @pytest.mark.parametrize("code", [400, 404, 410, 301])
 def test_other_statuses_fail_without_retry(make_delivery, code):
     d = make_delivery()
-    assert attempt(d, Receiver(httpx.Response(code)).client) == "failed"
+    assert attempt(d, Receiver(httpx.Response(code)).transport) == "failed"
     assert (d.attempts, d.last_error, d.next_attempt_at) == (1, f"HTTP {code}", None)
 
 
 def test_timeout_is_logged_and_retryable(make_delivery):
     d = make_delivery()
-    assert attempt(d, Receiver(httpx.ReadTimeout("timed out")).client) == "pending"
+    assert attempt(d, Receiver(httpx.ReadTimeout("timed out")).transport) == "pending"
     assert log(d) == [(1, NOW, None, "timeout after 5s: ReadTimeout")]
 
 
 def test_network_error_is_logged_and_retryable(make_delivery):
     d = make_delivery()
-    assert attempt(d, Receiver(httpx.ConnectError("refused")).client) == "pending"
+    assert attempt(d, Receiver(httpx.ConnectError("refused")).transport) == "pending"
     assert log(d) == [(1, NOW, None, "network error: ConnectError: refused")]
 
 
@@ -136,10 +136,10 @@ def test_retries_stop_at_the_max_age_and_the_delivery_is_dead_lettered(make_deli
                                                                        settings):
     settings.CRONRADAR_DELIVERY_MAX_AGE = 3600
     d = make_delivery()
-    client = Receiver(*[httpx.Response(502)] * 3).client
-    assert attempt(d, client, NOW) == "pending"
-    assert attempt(d, client, NOW + s(3599)) == "pending"
-    assert attempt(d, client, NOW + s(3610)) == "failed"
+    transport = Receiver(*[httpx.Response(502)] * 3).transport
+    assert attempt(d, transport, NOW) == "pending"
+    assert attempt(d, transport, NOW + s(3599)) == "pending"
+    assert attempt(d, transport, NOW + s(3610)) == "failed"
     assert d.last_error == "gave up after 3 attempts over 1h00m: HTTP 502"
     assert d.next_attempt_at is None
 
@@ -147,15 +147,15 @@ def test_retries_stop_at_the_max_age_and_the_delivery_is_dead_lettered(make_deli
 def test_max_attempts_is_an_extra_bound(make_delivery, settings):
     settings.CRONRADAR_DELIVERY_MAX_ATTEMPTS = 2
     d = make_delivery()
-    client = Receiver(httpx.Response(500), httpx.Response(500)).client
-    assert attempt(d, client, NOW) == "pending"
-    assert attempt(d, client, NOW + s(10)) == "failed"
+    transport = Receiver(httpx.Response(500), httpx.Response(500)).transport
+    assert attempt(d, transport, NOW) == "pending"
+    assert attempt(d, transport, NOW + s(10)) == "failed"
     assert [row[2] for row in log(d)] == [500, 500]
 
 
 def test_long_error_bodies_are_cut(make_delivery):
     d = make_delivery()
-    attempt(d, Receiver(httpx.Response(500, text="x" * 10_000)).client)
+    attempt(d, Receiver(httpx.Response(500, text="x" * 10_000)).transport)
     assert d.last_error == "HTTP 500: " + "x" * 200
 
 
@@ -163,20 +163,20 @@ def test_unbuildable_request_fails_without_http(make_delivery):
     d = make_delivery()
     Channel.objects.filter(pk=d.channel_id).update(config={})
     receiver = Receiver()
-    assert attempt(d, receiver.client) == "failed"
+    assert attempt(d, receiver.transport) == "failed"
     assert receiver.requests == []
     assert log(d) == [(1, NOW, None, "build error: KeyError: 'url'")]
 
 
 def test_the_channel_records_its_health(make_delivery):
     d = make_delivery()
-    client = Receiver(httpx.Response(503, text="down"), httpx.Response(503, text="still"),
-                      httpx.Response(200)).client
-    attempt(d, client, NOW)
-    attempt(d, client, NOW + s(30))
+    transport = Receiver(httpx.Response(503, text="down"), httpx.Response(503, text="still"),
+                         httpx.Response(200)).transport
+    attempt(d, transport, NOW)
+    attempt(d, transport, NOW + s(30))
     channel = Channel.objects.get(pk=d.channel_id)
     assert (channel.last_error, channel.failing_since) == ("HTTP 503: still", NOW)
-    attempt(d, client, NOW + s(90))
+    attempt(d, transport, NOW + s(90))
     channel.refresh_from_db()
     assert (channel.last_error, channel.failing_since) == ("HTTP 503: still", None)
 
@@ -192,14 +192,14 @@ def test_a_failing_channels_first_success_releases_its_backoff_but_not_429s(
     waiting = []
     for answer in answers:  # one at a time: each is the only one due at NOW
         waiting.append(new_delivery(new_incident(monitor), channel))
-        assert attempt(waiting[-1], Receiver(answer).client) == "pending"
+        assert attempt(waiting[-1], Receiver(answer).transport) == "pending"
     elsewhere = new_delivery(new_incident(monitor), other)
-    assert attempt(elsewhere, Receiver(httpx.Response(500)).client) == "pending"
+    assert attempt(elsewhere, Receiver(httpx.Response(500)).transport) == "pending"
     before = [NOW + s(10), NOW + s(10), NOW + s(60), NOW + s(120), NOW + s(10)]
     assert [Delivery.objects.get(pk=d.pk).next_attempt_at for d in waiting] == before
 
     ok = new_delivery(new_incident(monitor), channel, at=NOW + s(5))
-    assert attempt(ok, Receiver(httpx.Response(200)).client, NOW + s(5)) == "delivered"
+    assert attempt(ok, Receiver(httpx.Response(200)).transport, NOW + s(5)) == "delivered"
 
     after = [NOW + s(5), NOW + s(5), NOW + s(5), NOW + s(120), NOW + s(10)]
     assert [Delivery.objects.get(pk=d.pk).next_attempt_at for d in waiting] == after
@@ -217,13 +217,13 @@ def test_a_channel_that_delivers_and_fails_in_one_batch_stays_failing(project, m
     settings.CRONRADAR_DELIVERY_BACKOFF = 10.0
     channel = webhook(project)
     first = new_delivery(new_incident(monitor), channel)
-    assert attempt(first, Receiver(httpx.Response(500)).client) == "pending"
+    assert attempt(first, Receiver(httpx.Response(500)).transport) == "pending"
     later = NOW + s(3)
     pair = [new_delivery(new_incident(monitor), channel, at=later) for _ in range(2)]
     attempts = delivery.prepare(claim_due(later, 10))
     receiver = Receiver(httpx.Response(200), httpx.Response(502))
     for a in attempts:
-        delivery.attempt(a, receiver.client, clock=lambda: later)
+        delivery.attempt(a, receiver.transport, clock=lambda: later)
     assert delivery.record(attempts) == ["delivered", "pending"]
     channel.refresh_from_db()
     assert (channel.failing_since, channel.last_error) == (later, "HTTP 502")
@@ -239,7 +239,7 @@ def test_delivery_deleted_while_being_sent(make_delivery):
         return httpx.Response(200)
 
     [claim] = claim_due(NOW, 10)
-    assert send(claim, client=httpx.Client(transport=httpx.MockTransport(answer))) == ""
+    assert send(claim, transport=httpx.MockTransport(answer)) == ""
     assert not DeliveryAttempt.objects.exists()
 
 
@@ -333,8 +333,8 @@ def test_a_claim_is_held_until_it_expires(make_delivery):
     # the sender died without a word: the row is due again when the claim expires
     [again] = claim_due(NOW + claim_timeout(), 10)
     assert (again.delivery_id, again.lease) == (d.pk, claim.lease + 1)
-    assert send(claim, client=Receiver().client) == ""  # the old claim can write nothing
-    assert send(again, client=Receiver(httpx.Response(200)).client) == "delivered"
+    assert send(claim, transport=Receiver().transport) == ""  # the old claim can write nothing
+    assert send(again, transport=Receiver(httpx.Response(200)).transport) == "delivered"
     assert log(d)[0][2] == 200 and len(log(d)) == 1
 
 
@@ -343,13 +343,13 @@ def test_a_resolve_never_overtakes_its_trigger(project, monitor):
     opened = new_delivery(incident, channel, "opened", NOW)
     resolved = new_delivery(incident, channel, "resolved", NOW + s(1))
     other = new_delivery(new_incident(monitor), channel, "opened", NOW + s(1))
-    assert attempt(opened, Receiver(httpx.Response(503)).client, NOW) == "pending"
+    assert attempt(opened, Receiver(httpx.Response(503)).transport, NOW) == "pending"
     # the trigger waits for its retry: the resolve of the same incident waits behind it,
     # another incident's notification does not
     assert [c.delivery_id for c in claim_due(NOW + s(1), 10)] == [other.pk]
     Delivery.objects.filter(pk=other.pk).update(status="delivered", next_attempt_at=None)
     order = Receiver(httpx.Response(200), httpx.Response(200))
-    assert send_due(opened.next_attempt_at, order.client) == 2
+    assert send_due(opened.next_attempt_at, order.transport) == 2
     assert [json.loads(r.content)["event"] for r in order.requests] == [
         "incident.opened", "incident.resolved"]
     resolved.refresh_from_db()
@@ -360,7 +360,7 @@ def test_a_given_up_trigger_lets_the_resolve_go(project, monitor):
     incident, channel = new_incident(monitor), webhook(project)
     opened = new_delivery(incident, channel, "opened", NOW)
     resolved = new_delivery(incident, channel, "resolved", NOW)
-    assert attempt(opened, Receiver(httpx.Response(400)).client) == "failed"
+    assert attempt(opened, Receiver(httpx.Response(400)).transport) == "failed"
     assert [c.delivery_id for c in claim_due(NOW, 10)] == [resolved.pk]
 
 
@@ -372,7 +372,7 @@ def test_a_channel_gets_at_most_its_cap_of_claims(project, monitor, settings):
     claims = claim_due(NOW, 100)
     assert sorted(c.delivery_id for c in claims) == sorted([*(d.pk for d in many[:3]), one.pk])
     assert claim_due(NOW, 100) == []  # the busy channel is at its cap
-    send(claims[0], client=Receiver(httpx.Response(200)).client, clock=lambda: NOW)
+    send(claims[0], transport=Receiver(httpx.Response(200)).transport, clock=lambda: NOW)
     assert [c.delivery_id for c in claim_due(NOW, 100)] == [many[3].pk]
 
 
@@ -455,10 +455,9 @@ def test_outcomes_of_a_batch_are_written_together(project, monitor):
     assert [a.delivery.pk for a in prepared] == [d.pk for d in rows]
     answers = {HOOK: [httpx.Response(503), httpx.Response(200)],
                OTHER: [httpx.Response(200), httpx.Response(500)]}
-    client = httpx.Client(transport=httpx.MockTransport(
-        lambda request: answers[str(request.url)].pop(0)))
+    transport = httpx.MockTransport(lambda request: answers[str(request.url)].pop(0))
     for i, a in enumerate(prepared):
-        delivery.attempt(a, client, clock=lambda i=i: NOW + s(i))
+        delivery.attempt(a, transport, clock=lambda i=i: NOW + s(i))
     assert delivery.record(prepared) == ["pending", "delivered", "delivered", "pending"]
     assert [(d.status, d.attempts, d.last_error) for d in
             Delivery.objects.filter(pk__in=[d.pk for d in rows]).order_by("pk")] == [
@@ -476,7 +475,7 @@ def test_outcomes_of_a_batch_are_written_together(project, monitor):
 def test_an_outcome_whose_claim_was_lost_is_logged_not_written(project, monitor):
     d = new_delivery(new_incident(monitor), webhook(project))
     [a] = delivery.prepare(claim_due(NOW, 10))
-    delivery.attempt(a, Receiver(httpx.Response(200)).client, clock=lambda: NOW)
+    delivery.attempt(a, Receiver(httpx.Response(200)).transport, clock=lambda: NOW)
     [again] = claim_due(NOW + claim_timeout(), 10)  # expired: claimed anew meanwhile
     assert delivery.record([a]) == [""]
     d.refresh_from_db()
@@ -593,9 +592,7 @@ def test_notifications_to_one_receiver_reuse_its_connection(answer, settings):
     settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
     url = f"http://127.0.0.1:{server.server_address[1]}/hook"
     try:
-        with httpx.Client() as client:
-            results = [delivery.transmit(OutgoingRequest(url, b"{}", {}), client)
-                       for _ in range(5)]
+        results = [delivery.transmit(OutgoingRequest(url, b"{}", {})) for _ in range(5)]
     finally:
         server.shutdown()
     assert results == [(200, "", False, None)] * 5
@@ -631,13 +628,76 @@ def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_deadline(settings
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
     started = time.monotonic()
     try:
-        outcome = delivery.transmit(OutgoingRequest(url, b"{}", {}), delivery._shared_client())
+        outcome = delivery.transmit(OutgoingRequest(url, b"{}", {}))
     finally:
         stop.set()
         listener.close()
     assert outcome == (None, "timeout: no complete answer within the attempt's 1s (ReadTimeout)",
                        True, None)
     assert 1.0 <= time.monotonic() - started < 2.0  # 2 x timeout, not the 3.7 s it trickles
+
+
+def test_a_delivery_to_a_real_receiver_is_retried_then_delivered(make_delivery, settings):
+    """Over the network (the shared transport): the exact request the webhook kind
+    built, a 503 retried after its Retry-After, then delivered; each attempt logged."""
+    from tests.live import Receiver as LiveReceiver
+
+    settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
+    receiver = LiveReceiver(fail_every=1)
+    try:
+        d = make_delivery(f"{receiver.url}/hooks/cronradar?team=ops")
+        [prepared] = delivery.prepare([c for c in claim_due(NOW, 100)])
+        built = prepared.request
+        delivery.attempt(prepared, clock=lambda: NOW)
+        assert delivery.record([prepared]) == ["pending"]
+        receiver.fail_every = 0
+        assert attempt(d, None, NOW + s(1)) == "delivered"
+    finally:
+        receiver.close()
+    first, second = receiver.requests
+    assert (first.method, first.path, first.body, first.status) == (
+        "POST", "/hooks/cronradar?team=ops", built.body, 503)
+    assert {k.lower(): v for k, v in first.headers.items()} == {
+        "host": receiver.url.removeprefix("http://"), "accept": "*/*",
+        "accept-encoding": "gzip, deflate", "connection": "keep-alive",
+        "user-agent": f"python-httpx/{httpx.__version__}",
+        **{k.lower(): v for k, v in built.stamped(NOW).headers.items()},
+        "content-length": str(len(built.body))}
+    assert (second.method, second.path, second.status) == ("POST", first.path, 200)
+    assert log(d) == [(1, NOW, 503, "HTTP 503: ok"), (2, NOW + s(1), 200, "")]
+
+
+def test_a_receiver_that_never_answers_times_out(make_delivery, settings):
+    """Connected, the request sent, no answer: a read timeout after
+    CRONRADAR_DELIVERY_TIMEOUT, retried later."""
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    settings.CRONRADAR_BLOCK_PRIVATE_ADDRESSES = False
+    settings.CRONRADAR_DELIVERY_TIMEOUT = 0.5
+    d = make_delivery(f"http://127.0.0.1:{listener.getsockname()[1]}/hook")
+    started = time.monotonic()
+    try:
+        assert attempt(d, None) == "pending"
+    finally:
+        listener.close()
+    assert 0.5 <= time.monotonic() - started < 1.5
+    assert d.last_error == "timeout after 0.5s: ReadTimeout"
+
+
+def test_notifications_are_traced_when_tracing_is_on(settings):
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set, the shared transport makes a span per
+    request (httpx's instrumentation wraps only httpx's own transport), around the
+    guard: the span names the URL's host, not the checked address."""
+    otel = pytest.importorskip("opentelemetry.instrumentation.httpx")
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = "http://127.0.0.1:4318"
+    delivery._shared_transport.cache_clear()
+    try:
+        transport = delivery._shared_transport()
+    finally:
+        delivery._shared_transport.cache_clear()
+    assert isinstance(transport, otel.SyncOpenTelemetryTransport)
+    assert isinstance(transport._transport, GuardedTransport)
 
 
 def test_transmit_sends_the_requests_method_and_redacts_its_credentials():
@@ -651,14 +711,14 @@ def test_transmit_sends_the_requests_method_and_redacts_its_credentials():
         404, text=f"no bot{token} here"), httpx.ConnectError(f"cannot reach /bot{token}/x"))
     put = OutgoingRequest(f"{HOOK}/txn/7", b'{"a":1}', {"Content-Type": "application/json"},
                           method="PUT")
-    assert delivery.transmit(put, receiver.client) == (200, "", False, None)
+    assert delivery.transmit(put, receiver.transport) == (200, "", False, None)
     sent = receiver.requests[0]
     assert (sent.method, str(sent.url), sent.content) == ("PUT", f"{HOOK}/txn/7", b'{"a":1}')
     post = OutgoingRequest(f"{HOOK}/bot{token}/sendMessage", b"{}", {}, redact=(token,))
-    assert delivery.transmit(post, receiver.client) == (404, "HTTP 404: no bot*** here",
+    assert delivery.transmit(post, receiver.transport) == (404, "HTTP 404: no bot*** here",
                                                        False, None)
     assert receiver.requests[1].method == "POST"
-    code, error, retryable, _ = delivery.transmit(post, receiver.client)
+    code, error, retryable, _ = delivery.transmit(post, receiver.transport)
     assert (code, retryable, token in error, "/bot***/x" in error) == (None, True, False, True)
 
 
@@ -670,7 +730,7 @@ def test_transmit_redacts_a_secret_that_holds_another_whole():
     receiver = Receiver(httpx.Response(404, text="no key=abc&token=abcdef"))
     post = OutgoingRequest(f"{HOOK}?key=abc&token=abcdef", b"{}", {},
                            redact=("abc", "abcdef"))
-    assert delivery.transmit(post, receiver.client) == (
+    assert delivery.transmit(post, receiver.transport) == (
         404, "HTTP 404: no key=***&token=***", False, None)
 
 
@@ -687,6 +747,6 @@ def test_transmit_redacts_a_secret_quoted_in_a_url_and_signed_link_tokens():
             "ack: https://cr.example/incident-link/eyJpIjo1fQ:1vR:sIg/")
     receiver = Receiver(httpx.Response(400, text=echo))
     post = OutgoingRequest(f"{HOOK}/bot{token}/sendMessage", b"{}", {}, redact=(token,))
-    assert delivery.transmit(post, receiver.client) == (
+    assert delivery.transmit(post, receiver.transport) == (
         400, "HTTP 400: Q=/bot***/sendMessage /bot*** "
              "ack: https://cr.example/incident-link/***/", False, None)

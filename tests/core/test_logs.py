@@ -203,7 +203,9 @@ def test_a_bad_host_is_a_line_without_a_traceback(client, caplog):
 
 
 def test_outgoing_request_lines_are_not_logged():
-    """httpx logs each request's full URL at INFO: a webhook's or the watchdog's path
-    is a secret (a Slack hook URL, a check's UUID)."""
+    """httpx logs each request's full URL at INFO, urllib3 (the sender's
+    connections) at DEBUG and in a WARNING about unparsable headers: a webhook's or
+    the watchdog's path is a secret (a Slack hook URL, a check's UUID)."""
     assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
     assert logging.getLogger("httpcore").getEffectiveLevel() == logging.WARNING
+    assert logging.getLogger("urllib3").getEffectiveLevel() == logging.ERROR

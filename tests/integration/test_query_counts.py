@@ -460,10 +460,10 @@ def test_writing_a_batch_of_delivery_outcomes(project, make_monitor,
             new_delivery(new_incident(m), channel, at=T0)
     prepared = delivery.prepare(delivery.claim_due(T0, 100))
     assert len(prepared) == 8  # the channel cap (4 a channel)
-    client = httpx.Client(transport=httpx.MockTransport(
-        lambda r: httpx.Response(200 if r.url.host == "ok.example.com" else 503)))
+    transport = httpx.MockTransport(
+        lambda r: httpx.Response(200 if r.url.host == "ok.example.com" else 503))
     for a in prepared:
-        delivery.attempt(a, client, clock=lambda: T0 + s(1))
+        delivery.attempt(a, transport, clock=lambda: T0 + s(1))
     # transaction, [synchronous_commit off,] the outcomes, the attempt log, the
     # delivered channels that were failing (to recover them), the failing channel's
     # last_error, its failing_since (if not failing yet), end transaction

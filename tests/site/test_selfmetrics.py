@@ -114,9 +114,9 @@ def test_delivery_attempts_are_counted_by_kind_and_result(app, make_monitor, hoo
         evaluator.tick(T0 + 4 * S)
     assert Delivery.objects.filter(channel=hook).count() == 1
     before = scrape(app)
-    client = httpx.Client(transport=httpx.MockTransport(Receiver(503, 200)))
-    assert send_due(T0 + 4 * S, client=client) == 1  # 503: tried again later
-    assert send_due(T0 + 4 * S + timedelta(hours=1), client=client) == 1  # 200
+    transport = httpx.MockTransport(Receiver(503, 200))
+    assert send_due(T0 + 4 * S, transport=transport) == 1  # 503: tried again later
+    assert send_due(T0 + 4 * S + timedelta(hours=1), transport=transport) == 1  # 200
     after = scrape(app)
 
     def delta(name, **labels):
@@ -134,8 +134,8 @@ def test_delivery_attempts_are_counted_by_kind_and_result(app, make_monitor, hoo
     ingest(m2.pk, PingInput("success"), T0)
     with django_capture_on_commit_callbacks(execute=True):
         evaluator.tick(T0 + 4 * S)
-    client = httpx.Client(transport=httpx.MockTransport(Receiver(400)))
-    assert send_due(T0 + 4 * S, client=client) == 1
+    transport = httpx.MockTransport(Receiver(400))
+    assert send_due(T0 + 4 * S, transport=transport) == 1
     before, after = after, scrape(app)
     assert delta("cronradar_delivery_attempts_total", kind="webhook", result="failed") == 1.0
     assert delta("cronradar_deliveries_finished_total", status="failed") == 1.0

@@ -223,10 +223,10 @@ class Script:
         return self.answers.pop(0)
 
     @property
-    def client(self):
+    def transport(self):
         import httpx
 
-        return httpx.Client(transport=httpx.MockTransport(self))
+        return httpx.MockTransport(self)
 
 
 def deliver(event, ch):
@@ -243,7 +243,7 @@ def attempt(d, script, now):
     from alerts.delivery import claim_due, send
 
     [claim] = [c for c in claim_due(now, 100) if c.delivery_id == d.pk]
-    send(claim, client=script.client, clock=lambda: now)
+    send(claim, transport=script.transport, clock=lambda: now)
     d.refresh_from_db()
     return d.status
 
@@ -276,7 +276,7 @@ def echo():
 
 def sent_for_real(d, now) -> list[str]:
     """Claim delivery ``d`` at ``now`` and make its attempt over the network (the
-    shared client); ``d`` refreshed. Returns every error it left: the delivery's
+    shared transport); ``d`` refreshed. Returns every error it left: the delivery's
     ``last_error``, its attempt's ``error`` and its channel's ``last_error``."""
     from alerts.delivery import claim_due, send
 

@@ -167,7 +167,7 @@ def test_telegram_token_never_reaches_the_error(project, event):
         raise httpx.ConnectError(f"cannot reach {request.url}")
 
     code, error, retryable, _ = delivery.transmit(
-        req, httpx.Client(transport=httpx.MockTransport(refuse)))
+        req, httpx.MockTransport(refuse))
     assert (code, retryable) == (None, True)
     assert error == ("network error: ConnectError: cannot reach "
                      "https://api.telegram.org/bot***/sendMessage")
@@ -204,8 +204,8 @@ def test_telegram_429_retry_after_from_its_json_body(project, event):
         httpx.Response(429, json={"ok": False, "parameters": {"retry_after": "soon"}}),
         httpx.Response(400, json={"ok": False, "parameters": {"retry_after": 35}}),
     ])
-    client = httpx.Client(transport=httpx.MockTransport(lambda request: next(answers)))
-    assert [delivery.transmit(req, client)[2:] for _ in range(4)] == [
+    transport = httpx.MockTransport(lambda request: next(answers))
+    assert [delivery.transmit(req, transport)[2:] for _ in range(4)] == [
         (True, 35.0), (True, 7.0), (True, None), (False, None)]
 
 

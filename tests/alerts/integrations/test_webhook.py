@@ -237,11 +237,11 @@ def test_each_attempt_is_signed_when_it_starts(project, opened):
         seen.append(request)
         return next(answers)
 
-    client = httpx.Client(transport=httpx.MockTransport(handler))
+    transport = httpx.MockTransport(handler)
     first, later = OPENED + timedelta(seconds=1), OPENED + timedelta(minutes=10)
-    assert send_due(first, client) == 1
+    assert send_due(first, transport) == 1
     Delivery.objects.update(next_attempt_at=later)
-    assert send_due(later, client) == 1
+    assert send_due(later, transport) == 1
     assert Delivery.objects.get().status == "delivered"
     secret = webhook.signing_secret(SECRET)
     assert [r.headers["webhook-timestamp"] for r in seen] == [
