@@ -18,8 +18,6 @@ pings a monitor still has (its newest ``pings_kept``), newest first.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import reduce
-from operator import or_
 
 from django.conf import settings
 from django.db import connection
@@ -200,18 +198,43 @@ def latest_run(monitor: Monitor | int) -> Run | None:
     return runs_newest_first(monitor).first()
 
 
-def _union(model, parts: list[QuerySet], fields: tuple[str, ...] = ()) -> list:
-    """The rows of every sliced queryset of ``parts`` in one statement: a UNION ALL
-    on PostgreSQL; on SQLite (no LIMIT inside a compound statement) the rows whose
-    id is in any part's (each still an index range). Order not kept."""
-    if not parts:
+# a monitor id no monitor has: :func:`_each` compiles a statement with it once and
+# puts each monitor's id in its place
+_SENTINEL = -(2**62) - 7
+_CHUNK = 200  # parts a statement (SQLite allows 500 in one compound SELECT)
+
+
+def _each(make, monitor_ids: list[int], model, fields: tuple[str, ...] = ()) -> list:
+    """The rows of ``make(pk)`` (a sliced queryset of one monitor's rows) for every
+    pk of ``monitor_ids``, one statement per 200: ``make``'s SQL compiled once (the
+    ORM compiling a queryset per monitor cost a batch of notifications more than
+    everything else it did) and repeated in a UNION ALL of subqueries, each an
+    index range; the order of the rows is not kept. ``fields`` given: value tuples
+    of them; else ``model`` instances (every concrete column read)."""
+    if not monitor_ids:
         return []
-    if _pg():
-        parts = [p.values_list(*fields) for p in parts] if fields else parts
-        return list(parts[0].union(*parts[1:], all=True)) if len(parts) > 1 else list(parts[0])
-    qs = parts[0].model.objects.filter(reduce(or_, (Q(pk__in=p.values("pk")) for p in parts)))
-    qs = qs.annotate(at=run_time()) if model is Run else qs
-    return list(qs.values_list(*fields) if fields else qs)
+    names = fields or tuple(f.attname for f in model._meta.concrete_fields)
+    compiler = make(_SENTINEL).values_list(*names).query.get_compiler(connection.alias)
+    statement, params = compiler.as_sql()
+    # the ORM's own conversions of each column (SQLite's datetimes, decimals...)
+    converters = compiler.get_converters([col for col, *_ in compiler.select])
+    holes = [i for i, p in enumerate(params) if p == _SENTINEL]
+    assert holes, "the monitor id is not a parameter of the statement"
+    rows = []
+    for start in range(0, len(monitor_ids), _CHUNK):
+        chunk = monitor_ids[start:start + _CHUNK]
+        text = " UNION ALL ".join(f"SELECT * FROM ({statement}) u{i}" for i in range(len(chunk)))
+        values = []
+        for pk in chunk:
+            values += [pk if i in holes else p for i, p in enumerate(params)]
+        with connection.cursor() as cursor:
+            cursor.execute(text, values)
+            found = cursor.fetchall()
+        rows += [tuple(r) for r in compiler.apply_converters(found, converters)] \
+            if converters else found
+    if fields:
+        return rows
+    return [model.from_db(connection.alias, names, row) for row in rows]
 
 
 def newest_runs_of(monitor_ids: list[int], n: int, fields: tuple[str, ...] = (),
@@ -222,16 +245,15 @@ def newest_runs_of(monitor_ids: list[int], n: int, fields: tuple[str, ...] = (),
     of the rows is not kept (group them by monitor and sort)."""
     if n <= 0:
         return []
-    parts = []
-    for pk in monitor_ids:
+
+    def newest(pk):
         qs = runs_newest_first(pk)
-        if where is not None:
-            qs = qs.filter(where)
-        parts.append(qs[:n])
-    return _union(Run, parts, fields)
+        return (qs.filter(where) if where is not None else qs)[:n]
+
+    return _each(newest, monitor_ids, Run, fields)
 
 
 def newest_pings_of(monitor_ids: list[int]) -> dict[int, PingLog]:
     """Monitor id -> its newest stored ping (monitors without one left out), one
     statement for all of them (as :func:`newest_runs_of`)."""
-    return {p.monitor_id: p for p in _union(PingLog, [newest_pings(pk, 1) for pk in monitor_ids])}
+    return {p.monitor_id: p for p in _each(lambda pk: newest_pings(pk, 1), monitor_ids, PingLog)}
