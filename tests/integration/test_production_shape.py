@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
-from monitors.models import Monitor, Ping
+from monitors.models import Monitor, PingLog
 from monitors.pings import PingInput, ingest
 from tests.conftest import send_due
 from tests.live import ROOT, Receiver, free_port
@@ -228,7 +228,7 @@ def test_a_database_restart_gives_503_then_no_failed_request(project, tmp_path, 
         assert (during.status_code, during.headers["Retry-After"]) == (503, "5")
         proxy.up()  # the other threads still hold their cut connections
         assert [r.status_code for r in blast(40)] == [200] * 40
-        assert Ping.objects.filter(monitor=m).count() == 1 + 40 + 40  # every 200 is stored
+        assert PingLog.objects.filter(monitor=m).count() == 1 + 40 + 40  # every 200 is stored
     finally:
         web.terminate()
         web.wait(30)
@@ -272,7 +272,7 @@ def test_the_production_web_server_stores_every_ping_it_acknowledges(project, tm
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
             many = list(pool.map(lambda _: httpx.get(url, timeout=30).status_code, range(200)))
         assert many == [200] * 200
-        stored = list(Ping.objects.filter(monitor=m).order_by("pk"))
+        stored = list(PingLog.objects.filter(monitor=m).order_by("pk"))
         assert len(stored) == 2 + 2 + 200  # the first GET, HEAD, the two POSTs, the 200
         assert [(p.method, p.kind) for p in stored[:4]] == [
             ("GET", "success"), ("HEAD", "success"), ("POST", "fail"), ("POST", "log")]

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from monitors import history
+from monitors import history, pings
 from monitors.models import Ping, PingLog, Run
 from monitors.pings import PingInput, ingest
 from tests.conftest import T0, s
@@ -85,6 +85,10 @@ def test_a_heartbeat_stores_its_run_alone_read_as_a_ping(make_monitor):
              p.user_agent, bytes(p.body), p.body_size, p.duplicate) for p in (stored, read)] == [
         (run.pk, run.pk, T0 + s(5), "fail", 3, None, "POST", "10.0.0.1", "curl/8", b"", 0,
          False)] * 2
+    # kept_ping gives its values in the model's column order; its hour is the view's
+    assert tuple(f.attname for f in PingLog._meta.concrete_fields) == pings._PINGLOG_COLUMNS
+    assert (stored.hour, stored.body_truncated, stored.run.pk) == (
+        read.hour, False, run.pk)
 
 
 @PG
