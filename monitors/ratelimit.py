@@ -315,8 +315,9 @@ class Redis:
     """The counters in Redis (the default cache's server, under its ``KEY_PREFIX``),
     shared by every process."""
 
-    def __init__(self, client, prefix: str):
+    def __init__(self, client, prefix: str, pool=None):
         self.client, self.prefix, self.usage = client, prefix, prefix + "usage"
+        self.pool = pool  # the connection pool the client is on (see backend())
         self.script = client.register_script(HIT)
 
     def hit(self, keys: tuple[str, str], limits: tuple[int, int], ttls: tuple[int, int],
@@ -347,13 +348,20 @@ _redis: dict[tuple[int, str], Redis] = {}
 
 
 def backend() -> Memory | Redis:
-    """Redis when the default cache is Redis (``REDIS_URL``), else :data:`MEMORY`."""
+    """Redis when the default cache is Redis (``REDIS_URL``), else :data:`MEMORY`.
+
+    One :class:`Redis` (a client and its registered script) per connection pool
+    of the cache (Django keeps one per cache instance, so one per thread), made on
+    the pool's first use. Django's ``get_client`` makes a new client object on
+    every call: keyed by that, this held one more client per ping (a leak of about
+    50 KB a ping, and a third of the web workers' CPU, bench/ping_http.sh)."""
     cache = caches["default"]
     if not isinstance(cache, RedisCache):
         return MEMORY
-    client = cache._cache.get_client(None, write=True)
+    pool = cache._cache._get_connection_pool(write=True)
     prefix = f"{cache.key_prefix}:ping-rate:"
-    store = _redis.get((id(client), prefix))
-    if store is None or store.client is not client:
-        store = _redis[(id(client), prefix)] = Redis(client, prefix)
+    store = _redis.get((id(pool), prefix))
+    if store is None or store.pool is not pool:
+        client = cache._cache.get_client(None, write=True)  # a client on that pool
+        store = _redis[(id(pool), prefix)] = Redis(client, prefix, pool)
     return store
