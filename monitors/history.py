@@ -107,9 +107,6 @@ def pings(monitor: Monitor | int) -> QuerySet:
     return PingLog.objects.filter(monitor=monitor)
 
 
-def pings_newest_first(monitor: Monitor | int) -> QuerySet:
-    """:func:`pings` newest first (time, then id)."""
-    return newest_first(pings(monitor), "received_at")
 
 
 def since(qs: QuerySet, at: datetime, time: str = "at") -> QuerySet:
@@ -193,9 +190,6 @@ def latest_ping(monitor: Monitor | int) -> PingLog | None:
     return next(iter(newest_pings(monitor, 1)), None)
 
 
-def latest_run(monitor: Monitor | int) -> Run | None:
-    """The newest run of ``monitor`` by time (:func:`run_time`), or None."""
-    return runs_newest_first(monitor).first()
 
 
 # a monitor id no monitor has: :func:`_each` compiles a statement with it once and
