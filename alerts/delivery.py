@@ -131,8 +131,14 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
     at = sql.prep(Delivery, "next_attempt_at", now)
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CLAIM_LOCK])
-            _no_flush_wait()
+            # one statement: the lock, no wait for the WAL flush (see _no_flush_wait),
+            # and no bitmap scans: a burst's rows arrive faster than autoanalyze
+            # counts them, and on the stale statistics PostgreSQL read every due row
+            # by bitmap and sorted them, where delivery_due gives the first ones in
+            # order and stops (these settings last for this transaction only)
+            cursor.execute("SELECT pg_advisory_xact_lock(%s), "
+                           "set_config('synchronous_commit', 'off', true), "
+                           "set_config('enable_bitmapscan', 'off', true)", [_CLAIM_LOCK])
         # Claims in flight per channel (unexpired ``sending`` rows: few).
         cursor.execute(f"SELECT channel_id, COUNT(*) FROM {table} WHERE status = %s "
                        "AND next_attempt_at > %s GROUP BY channel_id",
@@ -146,9 +152,10 @@ def claim_due(now: datetime, limit: int) -> list[Claim]:
         # free threads while rows beyond the window, or behind waiting ones, may be
         # claimable, every due row is read, without the waiting ones (a backlog that
         # waits behind a failing channel's retries never hides the others' rows).
-        rows, seen = _candidates(cursor, at, full, cap, limit, CLAIM_WINDOW)
+        window = min(CLAIM_WINDOW, 8 * limit)
+        rows, seen = _candidates(cursor, at, full, cap, limit, window)
         picked = _pick(rows, Counter(in_flight), cap, limit)
-        if len(picked) < limit and (seen >= CLAIM_WINDOW or any(r[2] for r in rows)):
+        if len(picked) < limit and (seen >= window or any(r[2] for r in rows)):
             rows, _ = _candidates(cursor, at, full, cap, limit, None)
             picked = _pick(rows, in_flight, cap, limit)
         if not picked:
@@ -199,13 +206,20 @@ def _candidates(cursor, at, full: list[int], cap: int, limit: int, window: int |
                 "FROM channels WHERE channels.id IS NOT NULL) ")
         firsts = (f"SELECT (SELECT f.id FROM {table} f WHERE f.channel_id = channels.id "
                   "AND f.status IN (%s, %s) AND f.next_attempt_at IS NOT NULL "
-                  "AND f.next_attempt_at <= %s ORDER BY f.next_attempt_at, f.id LIMIT 1) "
+                  "AND f.next_attempt_at <= %s ORDER BY f.next_attempt_at, f.id LIMIT 1) AS id "
                   "FROM channels "
                   f"WHERE channels.id IS NOT NULL AND channels.id NOT IN ({marks})")
+        # each channel's first row is read by its primary key (firsts already
+        # checked that it is due; on PostgreSQL = ANY(ARRAY(...)), one probe each
+        # whatever the planner's statistics say): filtering it again, or a join,
+        # made PostgreSQL read every due row, a read that grew with the backlog
+        ids = (f"= ANY(ARRAY({firsts}))" if connection.vendor == "postgresql"
+               else f"IN ({firsts})")
         inner = (f"SELECT * FROM ({due}ORDER BY d.next_attempt_at, d.id "
-                 f"LIMIT {int(window)}) w UNION {due}AND d.id IN ({firsts})")
+                 f"LIMIT {int(window)}) w UNION SELECT d.id, d.channel_id, d.incident_id, "
+                 f"d.next_attempt_at FROM {table} d WHERE d.id {ids}")
         head_params = [*Delivery.ACTIVE, *Delivery.ACTIVE]
-        params = [*params, *params, *Delivery.ACTIVE, at, *full]
+        params = [*params, *Delivery.ACTIVE, at, *full]
     else:
         inner = due + f"AND NOT {waits.format(row='d')}"
         params += Delivery.ACTIVE

@@ -357,9 +357,10 @@ class Delivery(models.Model):
             models.UniqueConstraint(fields=["event", "channel"], name="one_delivery_per_channel"),
         ]
         indexes = [
-            # claim_due(): the due rows, and for each whether an earlier one of the
-            # same incident and channel is still active
-            models.Index(fields=["next_attempt_at"], name="delivery_due",
+            # claim_due(): the due rows, in the order it reads them (a window of
+            # them read from the index, not every due row sorted), and for each
+            # whether an earlier one of the same incident and channel is still active
+            models.Index(fields=["next_attempt_at", "id"], name="delivery_due",
                          condition=Q(status__in=["pending", "sending"])),
             models.Index(fields=["incident", "channel", "id"], name="delivery_order",
                          condition=Q(status__in=["pending", "sending"])),
