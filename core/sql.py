@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
+from operator import attrgetter
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, router
 from django.db.models import Model, signals
@@ -248,6 +249,20 @@ def _saver(model: type[Model], attname: str, vendor: str):
     if not type(target).__module__.startswith("django.db.models.fields"):
         as_is = ()  # a field class of our own: always ask it
 
+    if kind == "GenericIPAddressField" and not as_is and type(target).__module__.startswith(
+            "django.db.models.fields"):
+        # an address as the driver takes it (PostgreSQL: an ipaddress object, parsed
+        # anew each time) depends on the text alone: the same hosts ping again and again
+        @lru_cache(maxsize=4096)
+        def address(value: str):
+            return field.get_db_prep_save(value, _db())
+
+        def save_address(value, field=field, address=address):
+            if type(value) is str:
+                return address(value)
+            return field.get_db_prep_save(value, _db())
+        return save_address
+
     def save(value, field=field, as_is=as_is, wrap=wrap):
         if type(value) in as_is:
             if wrap is not None:
@@ -278,9 +293,27 @@ def update_statement(obj: Model, fields: Iterable[str],
     """(SQL, params) of the ``UPDATE`` that writes ``fields`` (attnames) of the
     saved instance ``obj``, with ``RETURNING`` the expressions of ``returning``
     (attribute name -> SQL without placeholders) when given."""
-    model, fields, vendor = type(obj), tuple(fields), _db().vendor
+    model, fields = type(obj), tuple(fields)
+    get, savers = _savers(model, fields, _db().vendor)
     return (_update_sql(model, fields, tuple((returning or {}).values())),
-            [_saver(model, f, vendor)(getattr(obj, f)) for f in fields] + [obj.pk])
+            [*map(_call, savers, get(obj)), obj.pk])
+
+
+def _call(fn, value):
+    return fn(value)
+
+
+@cache
+def _savers(model: type[Model], fields: tuple[str, ...], vendor: str) -> tuple:
+    """(``obj -> tuple of its fields' values``, the fields' savers, :func:`_saver`) for
+    statements that write ``fields`` of a ``model`` instance: looked up once per
+    shape, not once per field and statement."""
+    if len(fields) > 1:
+        get = attrgetter(*fields)
+    else:  # attrgetter of one name gives the value, of none raises
+        def get(obj):
+            return tuple(getattr(obj, f) for f in fields)
+    return get, tuple(_saver(model, f, vendor) for f in fields)
 
 
 def where_in(model: type[Model], attname: str, values: Sequence, alias: str = ""
@@ -474,8 +507,10 @@ def insert_statement(obj: Model, fields: Sequence[str],
     ``fields`` (attnames; the others take their database defaults). ``exprs``:
     attname -> an SQL expression (no placeholders) inserted instead of the value."""
     model, exprs, vendor = type(obj), exprs or {}, _db().vendor
+    valued = tuple(f for f in fields if f not in exprs) if exprs else tuple(fields)
+    get, savers = _savers(model, valued, vendor)
     return (_insert_sql(model, tuple(fields), tuple(exprs.items())),
-            [_saver(model, f, vendor)(getattr(obj, f)) for f in fields if f not in exprs])
+            list(map(_call, savers, get(obj))))
 
 
 @cache
