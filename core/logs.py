@@ -20,6 +20,7 @@ per database outage and minute.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import threading
 import types
@@ -42,6 +43,9 @@ logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
 _NONE = types.MappingProxyType({})
 _ids: ContextVar[Mapping] = ContextVar("cronradar_log_ids", default=_NONE)  # never mutated
 DATABASE_ERRORS = (OperationalError, InterfaceError)
+# How many attributes LogRecord.__init__ sets, all of them reserved (not a field of
+# a JSON line): a record's extra fields, and any a filter adds, come after them.
+_RECORD_FIELDS = len(logging.LogRecord("", 0, None, None, "", (), None).__dict__)
 
 
 class bound:  # noqa: N801  (used as a function: ``with logs.bound(monitor=7):``)
@@ -93,10 +97,25 @@ class NoTraceback(logging.Filter):
         return True
 
 
+_second = (None, "")  # (a whole second, its "YYYY-MM-DDTHH:MM:SS"), replaced whole
+
+
 def iso_time(record: logging.LogRecord) -> str:
-    """The record's time as ISO 8601 UTC with milliseconds: ``2026-12-01T18:31:11.123Z``."""
-    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"
-                                                                 ).replace("+00:00", "Z")
+    """The record's time as ISO 8601 UTC with milliseconds: ``2026-12-01T18:31:11.123Z``
+    (what ``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")``
+    gives: the microseconds rounded half to even, then cut to milliseconds; the date
+    and time of day formatted once a second, not once a line)."""
+    global _second
+    created = record.created
+    second = int(created)
+    micros = round((created - second) * 1e6)
+    if micros >= 1_000_000:
+        second, micros = second + 1, micros - 1_000_000
+    cached, text = _second
+    if cached != second:
+        text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second = (second, text)
+    return f"{text}.{micros // 1000:03d}Z"
 
 
 def _escaped_char(c: str) -> str:
@@ -143,6 +162,27 @@ class JsonFormatter(_BaseJsonFormatter):
 
     def jsonify_log_record(self, log_data: dict) -> str:
         return self._encode(log_data)
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The line of ``record``: what the base class's ``format`` writes (the
+        fields of :meth:`add_fields`), without its general steps for the common
+        record (a text message, no traceback); any other goes the base class's way."""
+        if (record.exc_info or record.exc_text or record.stack_info
+                or isinstance(record.msg, dict)):
+            return super().format(record)
+        record.message = message = record.getMessage()
+        fields = record.__dict__
+        line = {"time": iso_time(record), "level": record.levelname, "logger": record.name,
+                "message": message}
+        for name in IDS:
+            if (value := fields.get(name)) is not None:
+                line[name] = value
+        if len(fields) > _RECORD_FIELDS:  # extra={...} fields, in order
+            skip = self._skip_fields
+            for name, value in itertools.islice(fields.items(), _RECORD_FIELDS, None):
+                if name not in skip and name[0] != "_":
+                    line[name] = value
+        return self.prefix + self._encode(line)
 
     def add_fields(self, log_record: dict, record: logging.LogRecord, message_dict: dict) -> None:
         fields, skip = record.__dict__, self._skip_fields

@@ -277,11 +277,11 @@ def _kept_in_run(ping: PingInput, run: Run) -> bool:
 def kept_ping(run: Run) -> PingLog:
     """The ping kept in ``run`` (saved, with its ``ping_method`` set) as the
     :class:`PingLog` row the view reads for it (its ``run`` cached). Built from
-    its values in column order (``Model.from_db``): keyword arguments cost the
+    its values in column order (:func:`core.sql.loaded`): keyword arguments cost the
     ping route 6 % of its Python CPU (a profile of bench/ping_cpu.py)."""
     failed = run.outcome == Run.Outcome.FAILED
     hour = run.ended_at.astimezone(UTC).replace(minute=0, second=0, microsecond=0, tzinfo=None)
-    ping = PingLog.from_db(None, _PINGLOG_COLUMNS, (
+    ping = sql.loaded(PingLog, _PINGLOG_COLUMNS, (
         run.pk, run.monitor_id, run.pk, run.ended_at,
         Ping.Kind.FAIL if failed else Ping.Kind.SUCCESS, run.exit_status, None,
         run.ping_method, run.ping_remote_addr, run.ping_user_agent or "", b"", 0, False,
@@ -403,11 +403,11 @@ PING_FIELDS = ("monitor_id", "run_id", "received_at", "kind", "exit_status", "ri
 
 def _ping_row(monitor_id: int, run: Run | None, ping: PingInput, now: datetime,
               duplicate: bool) -> Ping:
-    return Ping(monitor_id=monitor_id, run=run, received_at=now, kind=ping.kind,
-                exit_status=ping.exit_status, rid=ping.rid, method=ping.method,
-                remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
-                body=ping.body, body_size=ping.body_size,
-                body_truncated=ping.body_truncated, duplicate=duplicate)
+    return sql.new(Ping, monitor_id=monitor_id, run=run, received_at=now, kind=ping.kind,
+                   exit_status=ping.exit_status, rid=ping.rid, method=ping.method,
+                   remote_addr=ping.remote_addr, user_agent=ping.user_agent[:300],
+                   body=ping.body, body_size=ping.body_size,
+                   body_truncated=ping.body_truncated, duplicate=duplicate)
 
 
 def _insert_ping(monitor_id: int, run: Run | None, ping: PingInput, now: datetime,
@@ -659,7 +659,7 @@ def _new_run(monitor: Monitor, rid: UUID | None, now: datetime, runs: list[Run],
         runs = list(Run.objects.filter(monitor=monitor, slot_at=slot,
                                        outcome__in=Run.WRITTEN_OFF)[:1])
     taken = [r for r in runs if r.slot_at == slot and r.outcome in Run.WRITTEN_OFF]
-    run = taken[0] if taken else Run(monitor=monitor, slot_at=slot)
+    run = taken[0] if taken else sql.new(Run, monitor=monitor, slot_at=slot)
     run.rid, run.reason = rid, ""  # a written-off row taken over is no longer unknown
     if monitor.deadline:
         run.deadline_at = slot + monitor.deadline

@@ -209,3 +209,76 @@ def test_outgoing_request_lines_are_not_logged():
     assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
     assert logging.getLogger("httpcore").getEffectiveLevel() == logging.WARNING
     assert logging.getLogger("urllib3").getEffectiveLevel() == logging.ERROR
+
+
+def _reference_time(created: float) -> str:
+    """What iso_time wrote before it cached the second: the datetime way."""
+    return datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds"
+                                                          ).replace("+00:00", "Z")
+
+
+@pytest.mark.parametrize("created", [
+    CREATED, T0.timestamp(), T0.timestamp() + 0.0004999, T0.timestamp() + 0.0005,
+    T0.timestamp() + 0.9994999, T0.timestamp() + 0.9995, T0.timestamp() + 0.9999994,
+    T0.timestamp() + 0.9999995, T0.timestamp() + 0.9999996, T0.timestamp() + 59.9999999,
+    1764612671.1234565, 1764612671.1234575, 1764612671.999, 0.0])
+def test_iso_time_is_the_datetime_iso_format_to_the_millisecond(created):
+    record = logging.LogRecord("x", logging.INFO, None, None, "m", (), None)
+    record.created = created
+    assert logs.iso_time(record) == _reference_time(created)
+
+
+def test_iso_time_matches_datetime_over_many_times_in_and_across_seconds():
+    record = logging.LogRecord("x", logging.INFO, None, None, "m", (), None)
+    start = T0.timestamp() + 0.99
+    for k in range(20_000):
+        record.created = start + k * 0.0000731
+        assert logs.iso_time(record) == _reference_time(record.created)
+
+
+def test_json_format_writes_what_the_base_class_format_writes_byte_for_byte():
+    """The fast path of JsonFormatter.format (a text message, no traceback) gives
+    the line python-json-logger's own format gives, for the access line's shape
+    and others."""
+    formatter = logs.JsonFormatter()
+    seen = []
+
+    class Both(logging.Handler):
+        def emit(self, record):
+            base = logs._BaseJsonFormatter.format(formatter, record)
+            seen.append((formatter.format(record), base))
+
+    handler = Both()
+    handler.addFilter(logs.ContextFilter())
+    logger = logging.getLogger("tests.core.logs.both")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        with logs.bound(request_id="0123456789abcdef00000001"):
+            logger.info('%s "%s" %s %.1fms %s "%s"', "GET", '/ping/x?a="1"\n', 200, 1.25,
+                        "192.0.2.1", "wrk \u2028",
+                        extra={"method": "GET", "path": '/ping/x?a="1"\n', "status": 200,
+                               "duration_ms": 1.2, "client": "192.0.2.1",
+                               "user_agent": "wrk \u2028"})
+            logger.info('%s "%s" %s', "GET", "/", "-",
+                        extra={"status": None, "_private": 1, "monitor_name": "é"})
+        with logs.bound(monitor=7, incident=3):
+            logger.warning("plain %d", 5)
+        logger.info({"a": 1})
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logger.exception("failed", extra={"status": 500})
+    finally:
+        logger.removeHandler(handler)
+    assert len(seen) == 5
+    for fast, base in seen:
+        assert fast == base
+    assert json.loads(seen[0][0]) == {
+        "time": json.loads(seen[0][0])["time"], "level": "INFO",
+        "logger": "tests.core.logs.both",
+        "message": 'GET "/ping/x?a="1"\n" 200 1.2ms 192.0.2.1 "wrk \u2028"',
+        "request_id": "0123456789abcdef00000001", "method": "GET",
+        "path": '/ping/x?a="1"\n', "status": 200, "duration_ms": 1.2,
+        "client": "192.0.2.1", "user_agent": "wrk \u2028"}

@@ -123,3 +123,31 @@ def test_prepared_values_are_what_the_fields_prepare(make_monitor):
                         == (type(want), getattr(want, "obj", want))), (field, value)
                 checked += 1
     assert checked > 60
+
+
+def _built(obj) -> tuple:
+    """An instance's attributes and its state, as Model.__init__ leaves them."""
+    fields = {k: v for k, v in obj.__dict__.items() if k != "_state"}
+    return fields, obj._state.adding, obj._state.db, obj._state.fields_cache
+
+
+def test_new_builds_what_model_init_builds(make_monitor):
+    from monitors.models import Ping, Run
+
+    monitor = make_monitor()
+    run = Run(monitor=monitor, slot_at=T0)
+    cases = [(Run, {"monitor": monitor, "slot_at": T0}),
+             (Run, {"monitor_id": monitor.pk, "rid": None}),
+             (Ping, {"monitor_id": monitor.pk, "run": None, "received_at": T0,
+                     "kind": "success", "exit_status": 3, "rid": None, "method": "GET",
+                     "remote_addr": "192.0.2.1", "user_agent": "curl", "body": b"x",
+                     "body_size": 1, "body_truncated": False, "duplicate": True}),
+             (Ping, {"monitor": monitor, "run": run, "received_at": T0, "kind": "start",
+                     "method": "POST"})]
+    for model, values in cases:
+        made = sql.new(model, **values)
+        assert _built(made) == _built(model(**values))
+        assert made._state.adding is True
+    assert sql.new(Ping, monitor=monitor, run=run, received_at=T0).run is run
+    with pytest.raises(TypeError, match="no_such_field"):
+        sql.new(Run, no_such_field=1)
