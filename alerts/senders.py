@@ -23,7 +23,8 @@ Who calls :func:`deliver_due`:
 
 - Embedded default (``manage.py serve``): :func:`delivery_loop`, every
   ``LOOP_SECONDS`` and at once when a transaction that created deliveries commits
-  or a thread gets free.
+  or half the pool's threads are free (a claim costs a few statements however
+  many rows it takes, so it claims for many threads at once, not one a send).
 - Production (Celery): beat sends the ``deliver`` task (:mod:`alerts.tasks`) every
   ``CRONRADAR_TICK_SECONDS`` and a commit that created deliveries sends one too.
   The task (:func:`deliver_in_burst`) claims once and
@@ -69,7 +70,6 @@ _recorded = threading.Condition(_lock)  # notified when _outcomes gets one
 _recorder: threading.Thread | None = None
 _claimer: threading.Thread | None = None
 _claimed = [0.0]  # time.monotonic() of the last claim
-_freed = [False]  # outcomes were written since the last claim: channels' slots are free
 
 
 def deliver_due(now=None) -> int:
@@ -80,10 +80,10 @@ def deliver_due(now=None) -> int:
     threads = settings.CRONRADAR_DELIVERY_THREADS
     with _lock:
         free = threads - _busy
-        if free <= 0 or (_busy and free < threads // 2 and not _freed[0]
+        if free <= 0 or (_busy and free < _batch(threads)
                          and time.monotonic() - _claimed[0] < LOOP_SECONDS):
-            return 0  # claim in batches, unless channels at their cap got slots back
-        _claimed[0], _freed[0] = time.monotonic(), False
+            return 0  # claim in batches: a claim's cost is mostly fixed
+        _claimed[0] = time.monotonic()
         _busy += free  # reserved: a claimer on another thread (Celery's) sees them taken
         if _pool is None:
             _pool = ThreadPoolExecutor(threads, thread_name_prefix="cronradar-delivery")
@@ -117,13 +117,25 @@ def drain(timeout: float = 30.0) -> bool:
     return True
 
 
+def _batch(threads: int) -> int:
+    """Free threads that make a claim worth its cost while others are busy: half
+    the pool (a claim costs a few statements however many rows it takes)."""
+    return max(1, threads // 2)
+
+
 def _done(n: int, wake: bool = True) -> None:
+    """``n`` claims are done (sent, or never handed to a thread): free their
+    threads. Wakes the claimer only when that makes a claim worth it (half the
+    pool free, or none busy), not once a send."""
     global _busy
     if n:
         with _idle:
             _busy -= n
             _idle.notify_all()
-        if wake:
+            batch = _batch(settings.CRONRADAR_DELIVERY_THREADS)
+            worth = not _busy or settings.CRONRADAR_DELIVERY_THREADS - _busy - n < batch \
+                <= settings.CRONRADAR_DELIVERY_THREADS - _busy
+        if wake and worth:
             _wake.set()  # threads are free: more may be due
 
 
@@ -140,7 +152,8 @@ def _attempt(a: delivery.Attempt) -> None:
             with _recorded:
                 _outcomes.append(a)
                 _unwritten += 1
-                _recorded.notify()
+                if len(_outcomes) == 1 or len(_outcomes) >= RECORD_BATCH:
+                    _recorded.notify()  # the recorder waits for the first, then a full batch
     _done(1)
 
 
@@ -169,7 +182,6 @@ def _record_loop() -> None:
         finally:
             with _idle:
                 _unwritten -= len(batch)
-                _freed[0] = True
                 _idle.notify_all()
             _wake.set()  # their channels have slots again: more may be claimable
 

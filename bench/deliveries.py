@@ -106,9 +106,12 @@ def run(n: int, url: str) -> None:
         f"{k} {1000 * v / n:.2f}" for k, v in phases.items()) + f"; {per(n, started)}")
     Delivery.objects.filter(pk__in=ids).update(status="pending", next_attempt_at=now,
                                                 attempts=0)
-    t, started = time.monotonic(), cpu()
-    while Delivery.objects.filter(pk__in=ids).exclude(status="delivered").exists():
-        senders.deliver_due(when)
+    # as delivery_loop does: claim when woken (a thread got free, outcomes were
+    # written) or every LOOP_SECONDS; every attempt is answered 200, so each row is
+    # claimed once (no query per wake-up: one over 10,000 ids cost more than a claim)
+    t, started, claimed = time.monotonic(), cpu(), 0
+    while claimed < len(ids):
+        claimed += senders.deliver_due(when)
         senders._wake.wait(senders.LOOP_SECONDS)
         senders._wake.clear()
     senders.drain(30)

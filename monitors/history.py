@@ -17,6 +17,7 @@ pings a monitor still has (its newest ``pings_kept``), newest first.
 """
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -198,22 +199,36 @@ _SENTINEL = -(2**62) - 7
 _CHUNK = 200  # parts a statement (SQLite allows 500 in one compound SELECT)
 
 
-def _each(make, monitor_ids: list[int], model, fields: tuple[str, ...] = ()) -> list:
+_compiled = threading.local()  # _each's compiled statements, by key, on this thread
+
+
+def _each(make, monitor_ids: list[int], model, fields: tuple[str, ...] = (),
+          key: tuple | None = None) -> list:
     """The rows of ``make(pk)`` (a sliced queryset of one monitor's rows) for every
     pk of ``monitor_ids``, one statement per 200: ``make``'s SQL compiled once (the
     ORM compiling a queryset per monitor cost a batch of notifications more than
     everything else it did) and repeated in a UNION ALL of subqueries, each an
     index range; the order of the rows is not kept. ``fields`` given: value tuples
-    of them; else ``model`` instances (every concrete column read)."""
+    of them; else ``model`` instances (every concrete column read). ``key``: names
+    what ``make`` builds (its SQL depends on nothing else but the database): the
+    compiled statement is kept for the next call on this thread (the ORM's
+    compiling cost a batch of notifications more than the statements)."""
     if not monitor_ids:
         return []
     names = fields or tuple(f.attname for f in model._meta.concrete_fields)
-    compiler = make(_SENTINEL).values_list(*names).query.get_compiler(connection.alias)
-    statement, params = compiler.as_sql()
-    # the ORM's own conversions of each column (SQLite's datetimes, decimals...)
-    converters = compiler.get_converters([col for col, *_ in compiler.select])
-    holes = [i for i, p in enumerate(params) if p == _SENTINEL]
-    assert holes, "the monitor id is not a parameter of the statement"
+    cache = _compiled.__dict__.setdefault(connection.alias, {})
+    compiled = cache.get((key, model, names)) if key is not None else None
+    if compiled is None:
+        compiler = make(_SENTINEL).values_list(*names).query.get_compiler(connection.alias)
+        statement, params = compiler.as_sql()
+        # the ORM's own conversions of each column (SQLite's datetimes, decimals...)
+        converters = compiler.get_converters([col for col, *_ in compiler.select])
+        holes = [i for i, p in enumerate(params) if p == _SENTINEL]
+        assert holes, "the monitor id is not a parameter of the statement"
+        compiled = compiler, statement, params, converters, holes
+        if key is not None:
+            cache[(key, model, names)] = compiled
+    compiler, statement, params, converters, holes = compiled
     rows = []
     for start in range(0, len(monitor_ids), _CHUNK):
         chunk = monitor_ids[start:start + _CHUNK]
@@ -244,10 +259,12 @@ def newest_runs_of(monitor_ids: list[int], n: int, fields: tuple[str, ...] = (),
         qs = runs_newest_first(pk)
         return (qs.filter(where) if where is not None else qs)[:n]
 
-    return _each(newest, monitor_ids, Run, fields)
+    return _each(newest, monitor_ids, Run, fields,
+                 key=("newest_runs", n, where) if where is None or isinstance(where, Q) else None)
 
 
 def newest_pings_of(monitor_ids: list[int]) -> dict[int, PingLog]:
     """Monitor id -> its newest stored ping (monitors without one left out), one
     statement for all of them (as :func:`newest_runs_of`)."""
-    return {p.monitor_id: p for p in _each(lambda pk: newest_pings(pk, 1), monitor_ids, PingLog)}
+    return {p.monitor_id: p for p in _each(lambda pk: newest_pings(pk, 1), monitor_ids, PingLog,
+                                           key=("newest_pings",))}
