@@ -339,9 +339,12 @@ class Redis:
         holds (made by the pool, with its settings; not checked out of it per ping),
         without redis-py's command layers (its retries, argument checks and
         observability hooks: about half the CPU of counting a ping); None when it
-        did not answer plainly (not loaded on the server, a connection error: the
-        connection is closed), for the caller to run it as redis-py does, retries
-        and all. Raises RedisError for any other error the server answers."""
+        did not answer plainly (not loaded on the server, a connection that failed
+        at once, such as one the server closed: it is closed), for the caller to run
+        it as redis-py does, retries and all. Raises RedisError's TimeoutError when
+        Redis did not answer within the socket timeout (not run again: a Redis that
+        hangs costs a ping one timeout, and the script may have counted it) and
+        RedisError for any other error the server answers."""
         held = self._held
         conn = getattr(held, "conn", None)
         if conn is None or held.pid != os.getpid():  # not in a forked child: its own
@@ -352,8 +355,11 @@ class Redis:
             return conn.read_response()
         except NoScriptError:  # the server lost the script (a restart)
             return None
-        except (RedisConnectionError, RedisTimeoutError, OSError):
+        except RedisTimeoutError:
             conn.disconnect()  # reconnects on its next command
+            raise
+        except (RedisConnectionError, OSError):
+            conn.disconnect()
             return None
 
     def drain(self) -> dict[str, int]:

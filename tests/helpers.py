@@ -187,7 +187,8 @@ class StuckRead:
 @contextmanager
 def hung_redis_cache(settings):
     """The default cache on a Redis that accepts connections and never answers (a
-    hung Redis), with the production socket timeouts, for the block."""
+    hung Redis), with the production socket timeouts, for the block; yields the
+    listening socket (its backlog holds every connection made to it)."""
     import socket
 
     server = socket.socket()
@@ -198,6 +199,6 @@ def hung_redis_cache(settings):
         "LOCATION": f"redis://127.0.0.1:{server.getsockname()[1]}/0",
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
     try:
-        yield
+        yield server
     finally:
         server.close()
