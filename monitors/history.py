@@ -23,12 +23,11 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import connection
 from django.db.models import DateTimeField, F, Func, Q, QuerySet, Subquery, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 
 from monitors import slots
 from monitors.models import Monitor, Ping, PingLog, Run
-
-NEGATIVE_INFINITY = datetime(1, 1, 1)  # noqa: DTZ001  (a naive UTC hour, as PostgreSQL's)
 
 
 class Hour(Func):
@@ -170,8 +169,10 @@ def newest_pings(monitor: Monitor | int, n: int) -> QuerySet:
     if _pg():
         nth = (Ping.objects.filter(monitor=monitor).order_by("-received_at", "-pk")
                .annotate(h=Hour("received_at")).values("h")[n - 1:n])
-        qs = qs.filter(hour__gte=Coalesce(Subquery(nth), Value(
-            NEGATIVE_INFINITY, output_field=DateTimeField())))
+        # no n-th ping row: every hour ('-infinity' is PostgreSQL's, of the naive
+        # UTC type Hour gives; a Python value would be a naive datetime to Django)
+        qs = qs.filter(hour__gte=Coalesce(Subquery(nth), RawSQL(
+            "'-infinity'::timestamp", (), output_field=DateTimeField())))
     return newest_first(qs, "received_at")[:n]
 
 

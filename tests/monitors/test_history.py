@@ -125,3 +125,15 @@ def _plan(cursor, qs) -> str:
     sql, params = qs.query.sql_with_params()
     cursor.execute("EXPLAIN " + sql, params)
     return " ".join(str(r) for r in cursor.fetchall())
+
+
+@PG
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_newest_pings_of_a_monitor_with_fewer_ping_rows_reads_every_hour(make_monitor):
+    """Fewer than ``n`` ping rows: the hour's lower bound is PostgreSQL's
+    -infinity, not a naive Python datetime (Django warned on every such read)."""
+    m = make_monitor(period=s(60), grace=s(30))
+    heartbeats(m, 3, step=s(3600))  # kept in their runs: no ping row
+    ingest(m.pk, PingInput("log"), T0 + s(3 * 3600))
+    got = [p.received_at for p in history.newest_pings(m, 10)]
+    assert got == [T0 + s(3 * 3600), T0 + s(7200), T0 + s(3600), T0]
