@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cache, lru_cache
-from operator import attrgetter
+from operator import attrgetter, call
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, router
 from django.db.models import Model, signals
@@ -130,8 +130,7 @@ def new(model: type[Model], **values):
     if not _plain(model):
         return model(**values)
     static, dynamic, attnames, related = _defaults(model)
-    obj = model.__new__(model)
-    obj._state = ModelState()
+    obj = _blank(model)
     fields = obj.__dict__
     fields.update(static)
     for attname, default in dynamic:
@@ -198,10 +197,17 @@ def loaded(model: type[Model], names: Sequence[str], values: Sequence,
     of the fields (a fifth of building a ping's monitor and runs)."""
     if not _plain(model):
         return model.from_db(alias, names, values)
-    obj = model.__new__(model)
-    obj._state = ModelState()
+    obj = _blank(model)
     obj._state.adding, obj._state.db = False, alias
     obj.__dict__.update(zip(names, values, strict=True))
+    return obj
+
+
+def _blank(model: type[Model]):
+    """An instance of ``model`` with a fresh ``_state`` and no field set (for
+    :func:`new` and :func:`loaded`, which set them)."""
+    obj = model.__new__(model)
+    obj._state = ModelState()
     return obj
 
 
@@ -296,11 +302,7 @@ def update_statement(obj: Model, fields: Iterable[str],
     model, fields = type(obj), tuple(fields)
     get, savers = _savers(model, fields, _db().vendor)
     return (_update_sql(model, fields, tuple((returning or {}).values())),
-            [*map(_call, savers, get(obj)), obj.pk])
-
-
-def _call(fn, value):
-    return fn(value)
+            [*map(call, savers, get(obj)), obj.pk])
 
 
 @cache
@@ -510,7 +512,7 @@ def insert_statement(obj: Model, fields: Sequence[str],
     valued = tuple(f for f in fields if f not in exprs) if exprs else tuple(fields)
     get, savers = _savers(model, valued, vendor)
     return (_insert_sql(model, tuple(fields), tuple(exprs.items())),
-            list(map(_call, savers, get(obj))))
+            list(map(call, savers, get(obj))))
 
 
 @cache

@@ -212,8 +212,7 @@ def _each(make, monitor_ids: list[int], model, fields: tuple[str, ...] = (),
     index range; the order of the rows is not kept. ``fields`` given: value tuples
     of them; else ``model`` instances (every concrete column read). ``key``: names
     what ``make`` builds (its SQL depends on nothing else but the database): the
-    compiled statement is kept for the next call on this thread (the ORM's
-    compiling cost a batch of notifications more than the statements)."""
+    compiled statement is kept for the next call on this thread."""
     if not monitor_ids:
         return []
     names = fields or tuple(f.attname for f in model._meta.concrete_fields)

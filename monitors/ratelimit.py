@@ -348,7 +348,7 @@ class Redis:
         held = self._held
         conn = getattr(held, "conn", None)
         if conn is None or held.pid != os.getpid():  # not in a forked child: its own
-            conn = held.conn = self.client.connection_pool.make_connection()
+            conn = held.conn = self.pool.make_connection()
             held.pid = os.getpid()
         try:
             conn.send_command("EVALSHA", self.script.sha, len(keys), *keys, *args)
