@@ -132,9 +132,9 @@ def _done(n: int, wake: bool = True) -> None:
         with _idle:
             _busy -= n
             _idle.notify_all()
-            batch = _batch(settings.CRONRADAR_DELIVERY_THREADS)
-            worth = not _busy or settings.CRONRADAR_DELIVERY_THREADS - _busy - n < batch \
-                <= settings.CRONRADAR_DELIVERY_THREADS - _busy
+            threads = settings.CRONRADAR_DELIVERY_THREADS
+            free = threads - _busy
+            worth = not _busy or free - n < _batch(threads) <= free  # it crossed the batch
         if wake and worth:
             _wake.set()  # threads are free: more may be due
 
