@@ -52,8 +52,9 @@ class Monitor(models.Model):
     slug = models.SlugField(max_length=100, db_index=False)
     # The ping URL's key. Unique among monitors not deleted (a deleted monitor frees
     # its UUID, constraint monitor_uuid_unique); a creator may choose it (issue 20:
-    # Healthchecks' UUIDs kept, monitors.api).
-    uuid = models.UUIDField(default=uuid.uuid4, db_index=True)
+    # Healthchecks' UUIDs kept, monitors.api). No index of its own: every read by
+    # UUID is of undeleted monitors, which monitor_uuid_unique serves (migration 0024).
+    uuid = models.UUIDField(default=uuid.uuid4)
     tags = models.JSONField(default=list, blank=True)
     description = models.TextField(blank=True, default="")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.INTERVAL)

@@ -277,6 +277,32 @@ def test_the_prepared_lock_and_runs_read_skips_the_history(long_history):
     monitor, read = pings._lock_reading(("uuid = %s", params[:1]), uuid.uuid4())
     assert (monitor.pk, [r.pk for r in read.pending], read.latest_off.slot_at) == (
         m.pk, [running.pk], T0 - s(1) / 2)
+    on_monitors = [n for n in nodes if n.get("Relation Name") == "monitors_monitor"]
+    assert [(n["Node Type"], n["Index Name"]) for n in on_monitors] == [
+        ("Index Scan", "monitor_uuid_unique"), ("Index Scan", "monitors_monitor_pkey")]
+
+
+def test_a_ping_rewrites_five_indexes_of_its_monitor(make_monitor):
+    """Every ping's UPDATE of its monitor changes next_evaluation_at (indexed), so
+    it is never a HOT update: each index of monitors_monitor gets an entry a ping.
+    The UUID has one index, monitor_uuid_unique (monitors 0024): every read by UUID
+    is of undeleted monitors (the ping URL's, above; ratelimit.target's)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the indexes a ping writes: PostgreSQL")
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, "monitors_monitor")
+    indexes = {name: (c["columns"], c["unique"]) for name, c in found.items()
+               if c["index"] or c["primary_key"]}
+    assert indexes == {
+        "monitors_monitor_pkey": (["id"], True),
+        "monitor_uuid_unique": (["uuid"], True),
+        "monitor_slug_unique": (["project_id", "slug"], True),
+        "monitors_monitor_project_id_0a7b6a70": (["project_id"], False),
+        "monitors_monitor_next_evaluation_at_d5c15d15": (["next_evaluation_at"], False),
+    }
+    m = make_monitor()
+    plan = str(type(m).objects.filter(deleted_at__isnull=True, uuid=m.uuid).explain())
+    assert "monitor_uuid_unique" in plan, plan
 
 
 @pytest.mark.parametrize("concurrency", ["allow", "forbid", "replace"])
