@@ -9,9 +9,9 @@ month: in Redis one script call (one round trip) when the default cache is Redis
 default). The counts are added to the database each minute (:func:`drain`, by
 :func:`monitors.usage.flush`).
 
-What a ping is counted against is read once per :data:`TARGET_TTL` seconds per ping
-URL and process (:func:`target`: one statement on a miss, none on a hit), so the
-ping path makes no extra database statement; a plan change applies within that time.
+What a ping is counted against is remembered for at most :data:`TARGET_TTL` seconds
+per ping URL and process (:func:`target`: one statement on a miss, none on a hit), so
+the ping path makes no extra database statement; a plan change applies within that time.
 
 Fails open: with Redis unreachable every ping goes on (stored as usual, not
 counted), one log line a minute (:data:`cache_down`), and Redis is left alone for
@@ -22,10 +22,12 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import cache
 
 from django.conf import settings
 from django.core.cache import caches
@@ -35,7 +37,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from core import logs
+from accounts.models import Organisation, Plan, Project
+from core import logs, sql
 from monitors.models import Monitor
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,9 @@ log = logging.getLogger(__name__)
 PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600,
            "hour": 3600, "d": 86400, "day": 86400}
 TARGET_TTL = 30.0  # seconds a ping URL's monitor, organisation and limits are remembered
+# ... at most: each for a random part of it, from TARGET_SPREAD x TARGET_TTL up, so
+# the URLs remembered together (a restart, a busy minute) are not all read again at once
+TARGET_SPREAD = 0.75
 TARGETS_MAX = 100_000  # remembered ping URLs per process (all forgotten when full)
 CACHE_RETRY = 5.0
 # Redis unreachable: pings go through unlimited and uncounted (a lost ping is worse
@@ -116,18 +122,31 @@ class Refusal:
 _targets: dict[tuple, tuple[float, Target]] = {}
 
 
-def target(key: tuple, lookup: dict) -> Target | None:
+@cache
+def _target_sql(condition: str) -> str:
+    """The statement of :func:`target` for a monitor ``condition`` (SQL on the
+    monitor's own columns, as :func:`monitors.pings.lookup` makes it)."""
+    return (f"SELECT m.id, p.organisation_id, l.name, l.pings_per_minute, "
+            f"l.org_pings_per_minute FROM (SELECT id, project_id FROM "
+            f"{Monitor._meta.db_table} WHERE {condition} AND deleted_at IS NULL LIMIT 1) m "
+            f"JOIN {Project._meta.db_table} p ON p.id = m.project_id "
+            f"JOIN {Organisation._meta.db_table} o ON o.id = p.organisation_id "
+            f"LEFT JOIN {Plan._meta.db_table} l ON l.id = o.plan_id")
+
+
+def target(key: tuple, where: tuple[str, list]) -> Target | None:
     """The :class:`Target` of the ping URL ``key`` (hashable, e.g. ``("u", uuid)``),
-    the undeleted monitor ``lookup`` (Monitor field filters) names, remembered for
-    :data:`TARGET_TTL` seconds; None (not remembered) when no monitor matches."""
+    the undeleted monitor ``where`` picks (a SQL condition on its row and its
+    parameters: :func:`monitors.pings.lookup`), remembered for a random part of
+    :data:`TARGET_TTL` seconds (from :data:`TARGET_SPREAD` of it up); None (not
+    remembered) when no monitor matches. A miss costs one statement (prepared on
+    PostgreSQL: :mod:`core.sql`)."""
     clock = time.monotonic()
     found = _targets.get(key)
     if found is not None and found[0] > clock:
         return found[1]
-    row = (Monitor.objects.filter(deleted_at__isnull=True, **lookup)
-           .values_list("pk", "project__organisation_id", "project__organisation__plan__name",
-                        "project__organisation__plan__pings_per_minute",
-                        "project__organisation__plan__org_pings_per_minute").first())
+    condition, params = where
+    row = sql.fetchone(_target_sql(condition), params)
     if row is None:
         _targets.pop(key, None)
         return None
@@ -139,7 +158,8 @@ def target(key: tuple, lookup: dict) -> Target | None:
                           per_minute is not None)
     if len(_targets) >= TARGETS_MAX:
         _targets.clear()
-    _targets[key] = (clock + TARGET_TTL, found_target)
+    ttl = TARGET_TTL * (TARGET_SPREAD + (1 - TARGET_SPREAD) * random.random())  # noqa: S311
+    _targets[key] = (clock + ttl, found_target)
     return found_target
 
 

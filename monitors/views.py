@@ -209,7 +209,7 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
         where = pings.lookup(uuid=lookup["uuid"])
         key = ("u", uuid)
     # what the ping is counted against: remembered per ping URL (no statement per ping)
-    target = ratelimit.target(key, lookup)
+    target = ratelimit.target(key, where)
     if target is None and "slug" in lookup and request.GET.get("create") == "1":
         project_id = (Project.objects.filter(  # not of an organisation being deleted
             ping_key=parts[0], organisation__deleted_at__isnull=True)
@@ -225,7 +225,7 @@ def _ping(request, path: str, base: str = "/ping/") -> HttpResponse | tuple[int,
                 return _text(400, str(e))
             except PlanLimit as e:
                 return _text(403, f"{e.detail}; nothing was stored")
-            target = ratelimit.target(key, lookup)
+            target = ratelimit.target(key, where)
     if target is None:
         return _text(404, "not found: no monitor with this ping URL")
     if refusal := ratelimit.hit(target, timezone.now()):

@@ -269,6 +269,38 @@ def test_a_plan_change_applies_once_the_remembered_target_expires(client, make_m
     assert [client.get(f"/ping/{m.uuid}").status_code for _ in range(4)] == [200] * 3 + [429]
 
 
+def test_a_target_is_read_by_one_statement_and_remembered_for_a_random_part_of_the_ttl(
+        make_monitor, project, django_assert_num_queries):
+    """A miss reads the monitor, its organisation and plan in one statement; each
+    URL is remembered from TARGET_SPREAD x TARGET_TTL to TARGET_TTL seconds, spread
+    so that URLs read together are not read again together."""
+    from monitors import pings
+
+    _on_plan(project, pings_per_minute=7, org_pings_per_minute=70)
+    monitors = [make_monitor(slug=f"t{i}") for i in range(20)]
+    ratelimit.forget()
+    before = time.monotonic()
+    with django_assert_num_queries(20):
+        found = [ratelimit.target(("u", m.uuid), pings.lookup(uuid=m.uuid)) for m in monitors]
+    after = time.monotonic()
+    assert found[0] == ratelimit.Target(monitors[0].pk, project.organisation_id, "free",
+                                        ratelimit.Rate(7, 60), ratelimit.Rate(70, 60), True)
+    by_slug = ratelimit.target(("k", project.ping_key, "t1"),
+                               pings.lookup(ping_key=project.ping_key, slug="t1"))
+    assert by_slug.monitor_id == monitors[1].pk
+    expiries = [ratelimit._targets[("u", m.uuid)][0] for m in monitors]
+    ttl, spread = ratelimit.TARGET_TTL, ratelimit.TARGET_SPREAD
+    assert all(before + spread * ttl <= e <= after + ttl for e in expiries)
+    assert len({round(e, 3) for e in expiries}) > 10  # not all at once
+    with django_assert_num_queries(0):  # remembered
+        assert ratelimit.target(("u", monitors[0].uuid), pings.lookup(uuid=monitors[0].uuid)) \
+            == found[0]
+    monitors[2].deleted_at = NOW
+    monitors[2].save()
+    ratelimit.forget()
+    assert ratelimit.target(("u", monitors[2].uuid), pings.lookup(uuid=monitors[2].uuid)) is None
+
+
 def test_memory_counters_are_thread_safe(memory_cache):
     import threading
 
