@@ -43,6 +43,15 @@ def _db():
 
 
 @cache
+def vendor() -> str:
+    """The default database's vendor (``"postgresql"``, ``"sqlite"``), looked up once:
+    the settings fix it for the process's life, and ``connection.vendor`` costs 3-4
+    us a time (Django's per-thread connection handler, asgiref's ``Local``), which a
+    ping asked a dozen times."""
+    return _db().vendor
+
+
+@cache
 def _server_binding_cursor():  # only importable with psycopg installed
     from django.db.backends.postgresql.base import ServerBindingCursor
 
@@ -171,7 +180,7 @@ def _defaults(model: type[Model]) -> tuple[dict, tuple, frozenset, dict]:
 def columns(model: type[Model]) -> str:
     """The column list :func:`instance` takes, as SQL (``jsonb`` and ``inet`` columns
     cast to text), for statements of one's own."""
-    return _columns(model, _db().vendor)[1]
+    return _columns(model, vendor())[1]
 
 
 def instance(model: type[Model], values: Sequence):
@@ -283,7 +292,7 @@ def _saver(model: type[Model], attname: str, vendor: str):
 
 def prep(model: type[Model], attname: str, value):
     """``value`` as the database driver takes it for ``model``'s field ``attname``."""
-    return _saver(model, attname, _db().vendor)(value)
+    return _saver(model, attname, vendor())(value)
 
 
 @cache
@@ -300,7 +309,7 @@ def update_statement(obj: Model, fields: Iterable[str],
     saved instance ``obj``, with ``RETURNING`` the expressions of ``returning``
     (attribute name -> SQL without placeholders) when given."""
     model, fields = type(obj), tuple(fields)
-    get, savers = _savers(model, fields, _db().vendor)
+    get, savers = _savers(model, fields, vendor())
     return (_update_sql(model, fields, tuple((returning or {}).values())),
             [*map(call, savers, get(obj)), obj.pk])
 
@@ -508,9 +517,9 @@ def insert_statement(obj: Model, fields: Sequence[str],
     """(SQL, params) of ``INSERT ... RETURNING id`` of the unsaved ``obj`` with
     ``fields`` (attnames; the others take their database defaults). ``exprs``:
     attname -> an SQL expression (no placeholders) inserted instead of the value."""
-    model, exprs, vendor = type(obj), exprs or {}, _db().vendor
+    model, exprs = type(obj), exprs or {}
     valued = tuple(f for f in fields if f not in exprs) if exprs else tuple(fields)
-    get, savers = _savers(model, valued, vendor)
+    get, savers = _savers(model, valued, vendor())
     return (_insert_sql(model, tuple(fields), tuple(exprs.items())),
             list(map(call, savers, get(obj))))
 

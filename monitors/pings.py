@@ -137,7 +137,7 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
     started = False
     try:
         with transaction.atomic():
-            if connection.vendor == "postgresql" and ping.kind != Ping.Kind.LOG:
+            if sql.vendor() == "postgresql" and ping.kind != Ping.Kind.LOG:
                 monitor, read = _lock_reading(where, ping.rid)
             else:
                 monitor, read = _lock(where), None
@@ -151,7 +151,7 @@ def ingest_at(where: tuple[str, list], ping: PingInput, now: datetime, *,
         raise
     except (InterfaceError, OperationalError):
         if (started or not _retry or connection.in_atomic_block
-                or connection.vendor != "postgresql"):
+                or sql.vendor() != "postgresql"):
             raise
         connection.close()
         return ingest_at(where, ping, now, _retry=False)
@@ -273,7 +273,7 @@ def _kept_in_run(ping: PingInput, run: Run) -> bool:
     nor taking over a written-off slot's row). Everything the ping was is then in
     the run: kind and exit status (outcome, exit_status), time (ended_at), method,
     address and User-Agent (the ping_* columns); it lives as long as its run."""
-    return (connection.vendor == "postgresql" and run.pk is None and ping.rid is None
+    return (sql.vendor() == "postgresql" and run.pk is None and ping.rid is None
             and not ping.body_size and ping.kind in (Ping.Kind.SUCCESS, Ping.Kind.FAIL)
             and (ping.kind == Ping.Kind.FAIL) == _failed(ping))
 
@@ -429,7 +429,7 @@ def _write(monitor: Monitor, run: Run, row: Ping | None) -> Ping | None:
     ``row``, stored. On PostgreSQL one statement (data-modifying
     CTEs, one snapshot, taken after the lock like the update's own); elsewhere three.
     Raises RuntimeError if the run to update is gone (deleted meanwhile)."""
-    if connection.vendor != "postgresql":
+    if sql.vendor() != "postgresql":
         if run.pk is None:
             sql.insert(run, RUN_FIELDS)
         else:
