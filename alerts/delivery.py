@@ -521,6 +521,8 @@ def _record_health(outcomes: list[tuple[int, str, str, datetime]]
                       .exclude(failing_since=None).order_by("pk")
                       .values_list("pk", "failing_since")) if delivered else {}
     for channel_id, (fail_error, since, first) in last.items():
+        if fail_error is None and since is None and channel_id not in recovering:
+            continue  # delivered, and was not failing: nothing to write (the common case)
         channel = Channel.objects.filter(pk=channel_id)
         if fail_error is not None:
             channel.update(last_error=fail_error[:ERROR_MAX])
