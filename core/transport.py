@@ -140,8 +140,9 @@ class _Body(httpx.SyncByteStream):
 def _headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str] | urllib3.HTTPHeaderDict:
     """A request's header lines (Host and httpx's defaults among them) as urllib3
     takes them, in order: a plain dict when no name repeats (urllib3 copies the
-    headers of every request, and copying an ``HTTPHeaderDict`` costs ~10 times
-    more), else an ``HTTPHeaderDict`` that keeps each repeated line."""
+    headers of every request: making, copying and walking an ``HTTPHeaderDict`` of
+    a webhook's 12 headers costs ~16 µs, a dict ~2), else an ``HTTPHeaderDict``
+    that keeps each repeated line."""
     pairs = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in raw]
     plain = dict(pairs)
     if len({name.lower() for name in plain}) == len(pairs):
