@@ -9,6 +9,7 @@ what happened and when, and the timeline records that a link did it.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from django.conf import settings
@@ -24,8 +25,15 @@ _TOKEN = re.compile(r"(/|%2[fF])incident-link(/|%2[fF])[^/\s\"'<>\\%]+")
 
 def make(incident_id: int, action: str) -> str:
     """The absolute URL of a signed ``action`` (``ack`` or ``resolve``) link."""
-    token = signing.TimestampSigner(salt=SALT).sign_object({"i": incident_id, "a": action})
+    token = _signer(settings.SECRET_KEY).sign_object({"i": incident_id, "a": action})
     return f"{settings.CRONRADAR_BASE_URL}/incident-link/{token}/"
+
+
+@functools.cache
+def _signer(key: str) -> signing.TimestampSigner:
+    """The signer of links with ``key`` (``SECRET_KEY``), made once: a notification
+    signs two links."""
+    return signing.TimestampSigner(key=key, salt=SALT)
 
 
 def hide(text: str) -> str:

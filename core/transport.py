@@ -137,6 +137,22 @@ class _Body(httpx.SyncByteStream):
         self.response.release_conn()
 
 
+def _headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str] | urllib3.HTTPHeaderDict:
+    """A request's header lines (Host and httpx's defaults among them) as urllib3
+    takes them, in order: a plain dict when no name repeats (urllib3 copies the
+    headers of every request: making, copying and walking an ``HTTPHeaderDict`` of
+    a webhook's 12 headers costs ~16 µs, a dict ~2), else an ``HTTPHeaderDict``
+    that keeps each repeated line."""
+    pairs = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in raw]
+    plain = dict(pairs)
+    if len({name.lower() for name in plain}) == len(pairs):
+        return plain
+    headers = urllib3.HTTPHeaderDict()
+    for name, value in pairs:
+        headers.add(name, value)
+    return headers
+
+
 class Urllib3Transport(httpx.BaseTransport):
     """An httpx transport on urllib3's keep-alive pools: at most ``hosts``
     destinations (scheme, address, port, TLS name) keep idle connections, each
@@ -164,9 +180,7 @@ class Urllib3Transport(httpx.BaseTransport):
         pool = self.pools.connection_from_host(
             url.host, url.port or (443 if url.scheme == "https" else 80), url.scheme,
             pool_kwargs={"server_hostname": sni} if sni and url.scheme == "https" else None)
-        headers = urllib3.HTTPHeaderDict()
-        for name, value in request.headers.raw:  # Host and httpx's defaults among them
-            headers.add(name.decode("latin-1"), value.decode("latin-1"))
+        headers = _headers(request.headers.raw)
         _attempt.end = end
         try:
             response = pool.urlopen(

@@ -16,6 +16,7 @@ from django.db import connections
 
 from alerts import delivery
 from alerts.delivery import claim_due, claim_timeout, retry_delay, send
+from alerts.integrations.common import OutgoingRequest
 from alerts.models import Channel, Delivery, DeliveryAttempt
 from core.destinations import GuardedTransport
 from monitors.models import Monitor
@@ -750,3 +751,29 @@ def test_transmit_redacts_a_secret_quoted_in_a_url_and_signed_link_tokens():
     assert delivery.transmit(post, receiver.transport) == (
         400, "HTTP 400: Q=/bot***/sendMessage /bot*** "
              "ack: https://cr.example/incident-link/***/", False, None)
+
+
+@pytest.mark.parametrize("request_", [
+    OutgoingRequest(url="https://hooks.example.com/x?a=1", body=b'{"a":1}', headers={
+        "Content-Type": "application/json", "User-Agent": "CronRadar/0.1",
+        "X-CronRadar-Event": "incident.opened", "webhook-id": "42"}),
+    OutgoingRequest(url="http://127.0.0.1:8080/hook", body=b"", headers={}),
+    OutgoingRequest(url="https://matrix.example.org/_matrix/send/1", body=b"{}", method="put",
+                    headers={"authorization": "Bearer t", "accept": "text/plain"}),
+    OutgoingRequest(url="https://example.com/", body=b"", method="GET", headers={"X-A": "1"}),
+    OutgoingRequest(url="https://bücher.example/a b", body=b"xyz", headers={
+        "Host": "other.example", "Content-Length": "3", "Connection": "close"}),
+])
+def test_outgoing_request_is_what_httpx_builds(request_):
+    """The request built without httpx's steps has the same method, URL, headers
+    (names, values, order), body and extensions as httpx's own construction from
+    the client's defaults updated with the request's headers."""
+    headers = httpx.Headers(delivery._default_headers())
+    headers.update(request_.headers)
+    extensions = {"timeout": httpx.Timeout(5).as_dict(), "deadline": 12.5}
+    expected = httpx.Request(request_.method, request_.url, content=request_.body,
+                             headers=headers, extensions=extensions)
+    built = delivery.outgoing_request(request_, extensions)
+    assert (built.method, built.url, built.headers.raw, built.content, built.extensions) == (
+        expected.method, expected.url, expected.headers.raw, expected.content,
+        expected.extensions)

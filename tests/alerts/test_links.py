@@ -25,3 +25,14 @@ def test_old_and_forged_links_are_refused(client, incident, settings, monkeypatc
     assert client.post(f"/incident-link/{other}/").status_code == 400
     incident.refresh_from_db()
     assert incident.acknowledged_at is None
+
+
+def test_a_link_is_what_djangos_signer_makes_with_the_current_secret_key(settings, monkeypatch):
+    monkeypatch.setattr(signing, "time", SimpleNamespace(time=lambda: 1_700_000_000))
+    expected = signing.TimestampSigner(salt=links.SALT).sign_object({"i": 42, "a": "resolve"})
+    assert links.make(42, "resolve") == f"{settings.CRONRADAR_BASE_URL}/incident-link/{expected}/"
+    settings.SECRET_KEY = "another key, another signature"
+    changed = signing.TimestampSigner(salt=links.SALT).sign_object({"i": 42, "a": "resolve"})
+    assert changed != expected
+    assert links.make(42, "resolve").endswith(f"/incident-link/{changed}/")
+    assert links.read(changed) == (42, "resolve")

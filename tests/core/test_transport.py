@@ -13,6 +13,7 @@ import time
 
 import httpx
 import pytest
+import urllib3
 
 from core.transport import Urllib3Transport
 
@@ -248,3 +249,19 @@ def test_tls_to_a_checked_address_is_verified_by_name(server, certificate, monke
         send(transport, url, sni_hostname="other.test")
     with pytest.raises(httpx.ConnectError, match="certificate verify failed"):
         send(Urllib3Transport(), url)  # by address: the certificate names no address
+
+
+def test_a_repeated_header_goes_out_on_each_of_its_lines(server):
+    s = server(ok())
+    url = f"http://127.0.0.1:{s.port}/hook"
+    request = httpx.Request("POST", url, content=b"x", headers=[
+        ("X-Tag", "a"), ("Content-Type", "text/plain"), ("x-tag", "b")],
+        extensions={"timeout": TIMEOUT})
+    response = Urllib3Transport().handle_request(request)
+    response.read()
+    response.close()
+    ((_, sent),) = s.requests  # each line under the name's first spelling
+    assert sent == ("POST /hook HTTP/1.1\r\nAccept-Encoding: identity\r\n"
+                    f"User-Agent: python-urllib3/{urllib3.__version__}\r\n"
+                    f"Host: 127.0.0.1:{s.port}\r\nX-Tag: a\r\nX-Tag: b\r\n"
+                    "Content-Type: text/plain\r\nContent-Length: 1\r\n\r\nx").encode()

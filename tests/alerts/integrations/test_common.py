@@ -6,8 +6,9 @@ import json
 from urllib.parse import parse_qs
 
 import pytest
+from django.urls import reverse, set_script_prefix
 
-from alerts.integrations import KINDS
+from alerts.integrations import KINDS, common
 from alerts.models import IncidentEvent
 from tests.alerts.integrations.conftest import OPENED, SECRET, channel
 from tests.live import ROOT
@@ -163,3 +164,16 @@ def test_each_kind_sends_the_severity_docs_channels_md_shows(project, incident, 
     assert len(rows[label]) == len(SEVERITIES)
     for cell, values in zip(rows[label], expected, strict=True):
         assert all(f"`{v}`" in cell for v in values), (label, cell, values)
+
+
+@pytest.mark.parametrize("name", ["dashboard:monitor", "dashboard:incident", "dashboard:channel"])
+def test_page_is_reverse_of_the_route(name, settings):
+    for pk in (1, 7, 123_456_789_012):
+        assert common.page(name, pk) == reverse(name, args=[pk])
+    set_script_prefix("/cron/")
+    try:
+        assert common.page(name, 5) == reverse(name, args=[5])
+        assert common.page(name, 5).startswith("/cron/")
+    finally:
+        set_script_prefix("/")
+    assert common.page(name, 5) == reverse(name, args=[5])
