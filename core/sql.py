@@ -359,7 +359,7 @@ def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
     sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
     update = f"UPDATE {model._meta.db_table} SET {sets}"
     alone = []
-    with connection.cursor() as cur:
+    with _cursor(_db()) as cur:
         for values, ids in groups.items():
             prepped = [prep(model, f, v) for f, v in zip(fields, values, strict=True)]
             if len(ids) == 1:
@@ -454,7 +454,7 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
     table = db.ops.quote_name(model._meta.db_table)
     cols = ", ".join(db.ops.quote_name(f.column) for f, _ in varying + same)
     consts = [v for _, v in same]
-    with db.cursor() as cur:
+    with _cursor(db) as cur:
         if db.vendor == "postgresql" and len(rows) > 1:
             cur.execute(
                 f"INSERT INTO {table} ({cols}) SELECT *"
