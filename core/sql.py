@@ -459,7 +459,7 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
             cur.execute(
                 f"INSERT INTO {table} ({cols}) SELECT *"
                 f"{''.join(f', (%s)::{_pg_type(f)}' for f, _ in same)} FROM UNNEST("
-                f"{', '.join(f'(%s)::{_pg_type(f)}[]' for f, _ in varying)}) RETURNING id",
+                f"{', '.join(f'(%b)::{_pg_type(f)}[]' for f, _ in varying)}) RETURNING id",
                 [*consts, *(values for _, values in varying)])
             return [r[0] for r in cur.fetchall()]
         marks = f"({', '.join(['%s'] * (len(varying) + len(same)))})"
