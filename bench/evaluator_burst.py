@@ -6,7 +6,9 @@ monitors each, as bench/burst.py); every one is missed at the same instant D.
 Ticks at D until nothing is due (the batched path, ``evaluator.evaluate_many``)
 and prints the evaluator's own CPU (``time.process_time``), the wall time and,
 when the database is a local PostgreSQL, the CPU of its server processes (from
-/proc), each per missed monitor, plus the statements per batch of 100.
+/proc), each per missed monitor, plus the statements per batch of 100. The heap
+is settled before the burst as a worker's prefork child settles it at its start
+(``cronradar.celery.settle_heap``).
 
 ``--mixed`` adds monitors that take the other paths (an escalation policy, a
 maintenance window, a failure threshold, an incident already open, a stuck run,
@@ -46,6 +48,7 @@ from alerts.models import (  # noqa: E402
     IncidentEvent,
     MaintenanceWindow,
 )
+from cronradar.celery import settle_heap  # noqa: E402
 from monitors import evaluator  # noqa: E402
 from monitors.models import Monitor, Run  # noqa: E402
 
@@ -214,6 +217,7 @@ def main() -> None:
     setup(args.n, args.mixed)
     due = Monitor.objects.filter(next_evaluation_at__lte=D).count()
     connection.close()  # a fresh backend, as a worker's
+    settle_heap()  # as a worker's prefork child does at its start
     pg0 = _postgres_cpu()
     if args.profile:
         import cProfile

@@ -368,7 +368,7 @@ def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
     sets = ", ".join(f"{_field(model, f).column} = %s" for f in fields)
     update = f"UPDATE {model._meta.db_table} SET {sets}"
     alone = []
-    with connection.cursor() as cur:
+    with _cursor(_db()) as cur:
         for values, ids in groups.items():
             prepped = [prep(model, f, v) for f, v in zip(fields, values, strict=True)]
             if len(ids) == 1:
@@ -441,10 +441,11 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
     they have none; no model instances are built and no signals sent. Of several
     rows, a column (but the first) whose values are all the same (:func:`_all_same`)
     is prepared and sent once. Several rows on PostgreSQL: one ``INSERT ...
-    SELECT FROM UNNEST`` with an array per other column (PostgreSQL plans it
-    faster than many ``VALUES`` rows, and psycopg parses its text once); else
-    multi-row ``VALUES``, split into several statements at SQLite's parameter
-    limit."""
+    SELECT FROM UNNEST`` with an array per other column, bound on the server and
+    sent in binary (PostgreSQL plans it faster than many ``VALUES`` rows, and
+    psycopg dumps a binary array for a tenth of the CPU of quoting it as text);
+    else multi-row ``VALUES``, split into several statements at SQLite's
+    parameter limit."""
     if not rows:
         return []
     db = connections[DEFAULT_DB_ALIAS]
@@ -463,12 +464,12 @@ def insert_many(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
     table = db.ops.quote_name(model._meta.db_table)
     cols = ", ".join(db.ops.quote_name(f.column) for f, _ in varying + same)
     consts = [v for _, v in same]
-    with db.cursor() as cur:
+    with _cursor(db) as cur:
         if db.vendor == "postgresql" and len(rows) > 1:
             cur.execute(
                 f"INSERT INTO {table} ({cols}) SELECT *"
                 f"{''.join(f', (%s)::{_pg_type(f)}' for f, _ in same)} FROM UNNEST("
-                f"{', '.join(f'(%s)::{_pg_type(f)}[]' for f, _ in varying)}) RETURNING id",
+                f"{', '.join(f'(%b)::{_pg_type(f)}[]' for f, _ in varying)}) RETURNING id",
                 [*consts, *(values for _, values in varying)])
             return [r[0] for r in cur.fetchall()]
         marks = f"({', '.join(['%s'] * (len(varying) + len(same)))})"

@@ -11,8 +11,14 @@ process metrics of every process writing to ``PROMETHEUS_MULTIPROC_DIR``
 fresh temporary one, made here, before anything imports prometheus_client (the
 library picks its multi-process mode at import), so its prefork children's
 values add up.
+
+Each prefork child moves the objects it inherited (Django, Celery, the apps'
+modules) out of the garbage collector's reach once it starts (:func:`settle_heap`):
+a full collection then walks only what the child made since, not some 200,000
+objects; in the hour-start burst that was a fifth of the evaluator's CPU.
 """
 import atexit
+import gc
 import os
 import shutil
 import sys
@@ -56,6 +62,20 @@ def serve_metrics(**_) -> None:
         from cronradar.selfmetrics import process_registry  # needs Django set up
 
         start_http_server(settings.CRONRADAR_METRICS_PORT, registry=process_registry())
+
+
+def settle_heap() -> None:
+    """Collect once, then freeze every object alive (``gc.freeze``): what a
+    process holds once it is set up (modules, settings, the app registry) is never
+    walked by a collection again. Objects made later are collected as usual."""
+    gc.collect()
+    gc.freeze()
+
+
+@signals.worker_process_init.connect
+def _settle_child(**_) -> None:
+    """A prefork child, set up and about to take tasks: :func:`settle_heap`."""
+    settle_heap()
 
 
 @signals.worker_process_shutdown.connect

@@ -288,10 +288,12 @@ def overdue(monitor, until: datetime, liveness=None,
             expr, tz, first - _MICRO, horizon, sem, MAX_RUN_ROWS + len(taken))
             if slot not in claimed][-MAX_RUN_ROWS:]
         following = _unclaimed_after(monitor, horizon, claimed)
-    missed, unknown = [], []
-    for slot in recent:
-        late = liveness is not None and liveness.window_at(slot + grace) is not None
-        (unknown if late else missed).append(slot)
+    if liveness is None or not liveness.windows:  # no outage: every slot is missed
+        missed, unknown = recent, []
+    else:
+        missed, unknown = [], []
+        for slot in recent:
+            (unknown if liveness.window_at(slot + grace) is not None else missed).append(slot)
     return Overdue(missed, total - sum(unknown_by_outage.values()), unknown,
                    unknown_by_outage, following)
 
