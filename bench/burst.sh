@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The hour-start burst on the production shape: `[CORES=N] bench/burst.sh [MONITORS] [WORKERS]`.
-# CORES=N pins every process (PostgreSQL, Redis, the workers, beat, the receiver)
-# to CPUs 0..N-1 with taskset (issue 24's one-core burst: CORES=1).
+# CORES=N pins every process of the service (PostgreSQL, Redis, the workers, beat)
+# to CPUs 0..N-1 with taskset (issue 24's one-core burst: CORES=1); the receiver,
+# which stands for the receivers on the internet, runs on the other CPUs.
 # Starts a scratch PostgreSQL and Redis (bench/_services.sh), then bench/burst.py
 # (see its docstring). Results: bench/README.md.
 set -uo pipefail
