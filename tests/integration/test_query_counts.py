@@ -15,7 +15,7 @@ from django.db import connection
 from alerts.models import Channel, Delivery, Incident, IncidentEvent
 from monitors import evaluator, slots
 from monitors.liveness import Liveness
-from monitors.models import Run
+from monitors.models import Monitor, Run
 from monitors.pings import PingInput, ingest, pending_runs
 from tests.conftest import T0
 
@@ -255,6 +255,17 @@ def test_the_prepared_pending_runs_read_skips_the_history(long_history, monkeypa
     assert top["Actual Rows"] == 2  # the open run, the slot's missed row
 
 
+def _populated(monitor, n: int = 500) -> None:
+    """``n`` more undeleted monitors in ``monitor``'s project, and the monitors'
+    statistics: the planner chooses between the partial indexes
+    monitor_uuid_unique and monitor_slug_unique (the same predicate) by cost, and
+    on a table of a few rows without statistics they tie (it took either in CI)."""
+    Monitor.objects.bulk_create([Monitor(project_id=monitor.project_id, name=f"bulk {i}",
+                                         slug=f"bulk-{i}", grace=s(60)) for i in range(n)])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE monitors_monitor")
+
+
 def test_the_prepared_lock_and_runs_read_skips_the_history(long_history):
     """The statement that locks a monitor and reads its runs (PostgreSQL, prepared,
     soon a generic plan) reads no finished run of a monitor with a long history,
@@ -264,6 +275,7 @@ def test_the_prepared_lock_and_runs_read_skips_the_history(long_history):
     from monitors import pings
 
     m, running = long_history
+    _populated(m)
     params = [sql.prep(type(m), "uuid", m.uuid), sql.prep(Run, "rid", uuid.uuid4())]
     top, nodes = _generic_plan(pings._lock_reading_sql("uuid = %s", True), params)
     on_runs = [n for n in nodes if n.get("Relation Name") == "monitors_run"]
@@ -301,6 +313,7 @@ def test_a_ping_rewrites_five_indexes_of_its_monitor(make_monitor):
         "monitors_monitor_next_evaluation_at_d5c15d15": (["next_evaluation_at"], False),
     }
     m = make_monitor()
+    _populated(m)
     plan = str(type(m).objects.filter(deleted_at__isnull=True, uuid=m.uuid).explain())
     assert "monitor_uuid_unique" in plan, plan
 
