@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -289,7 +290,7 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
     failed: dict[int, Exception] = {}
     n = 0
     try:
-        with transaction.atomic():
+        with _batch_transaction():
             where, params = sql.where_in(Monitor, "id", monitor_ids)
             skip = connection.features.has_select_for_update_skip_locked
             monitors = sql.select(
@@ -336,6 +337,26 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
                 log.exception("evaluating monitor %s failed", pk)
                 _back_off(pk, now, exc)
     return n
+
+
+@contextmanager
+def _batch_transaction():
+    """``transaction.atomic()`` whose foreign keys are checked at the end of each
+    statement, not at COMMIT (PostgreSQL: Django makes them ``DEFERRABLE INITIALLY
+    DEFERRED``). A batch's inserts (runs, incidents, events, deliveries: 6 checks
+    a missed monitor) cost PostgreSQL about 7 % less CPU so than queued to the
+    commit (bench/evaluator_burst.py, the median of 16 interleaved pairs). Inside
+    an enclosing transaction the checks are deferred again after the block (on an
+    error, rolling back to the block's savepoint restores that too)."""
+    postgres, nested = connection.vendor == "postgresql", connection.in_atomic_block
+    with transaction.atomic():
+        if postgres:
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        yield
+        if postgres and nested:
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
