@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -289,7 +290,7 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
     failed: dict[int, Exception] = {}
     n = 0
     try:
-        with transaction.atomic():
+        with _batch_transaction():
             where, params = sql.where_in(Monitor, "id", monitor_ids)
             skip = connection.features.has_select_for_update_skip_locked
             monitors = sql.select(
@@ -336,6 +337,26 @@ def evaluate_many(monitor_ids: list[int], now: datetime, alive: Liveness) -> int
                 log.exception("evaluating monitor %s failed", pk)
                 _back_off(pk, now, exc)
     return n
+
+
+@contextmanager
+def _batch_transaction():
+    """``transaction.atomic()`` whose foreign keys are checked at the end of each
+    statement, not at COMMIT (PostgreSQL: Django makes them ``DEFERRABLE INITIALLY
+    DEFERRED``). A batch's inserts (runs, incidents, events, deliveries: 6 checks
+    a missed monitor) cost PostgreSQL about 7 % less CPU so than queued to the
+    commit (bench/evaluator_burst.py, the median of 16 interleaved pairs). Inside
+    an enclosing transaction the checks are deferred again after the block (on an
+    error, rolling back to the block's savepoint restores that too)."""
+    postgres, nested = connection.vendor == "postgresql", connection.in_atomic_block
+    with transaction.atomic():
+        if postgres:
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        yield
+        if postgres and nested:
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 def edit(monitor_id: int, changes: dict, now: datetime) -> Monitor:
@@ -510,15 +531,21 @@ def fair_due(now: datetime, limit: int) -> list[int]:
     organisations: each organisation's first due monitor (``next_evaluation_at``,
     then id), then each one's second, and so on (so one organisation's burst never
     pushes another's monitor behind it). Every due monitor is read (the
-    ``next_evaluation_at`` index serves the range, projects by primary key), so
-    :func:`tick` reads once for up to ``READ`` of them."""
+    ``next_evaluation_at`` index serves the range), so :func:`tick` reads once for
+    up to ``READ`` of them; only the projects of due monitors are read, by primary
+    key (a join of every project hashed all of them at each read: 17-19 ms with
+    10,000 due of 1,000,000 monitors in 100,000 projects, 8-9 ms so). On
+    PostgreSQL the CTE ``due``, read twice, is computed once."""
     monitors, projects = Monitor._meta.db_table, Project._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id FROM (SELECT m.id, m.next_evaluation_at, ROW_NUMBER() OVER ("
-            "PARTITION BY p.organisation_id ORDER BY m.next_evaluation_at, m.id) AS turn "
-            f"FROM {monitors} m JOIN {projects} p ON p.id = m.project_id "
-            "WHERE m.next_evaluation_at <= %s) due "
+            f"WITH due AS (SELECT id, next_evaluation_at, project_id FROM {monitors} "
+            "WHERE next_evaluation_at <= %s), "
+            f"org AS (SELECT id, organisation_id FROM {projects} "
+            "WHERE id IN (SELECT project_id FROM due)) "
+            "SELECT id FROM (SELECT d.id, d.next_evaluation_at, ROW_NUMBER() OVER ("
+            "PARTITION BY org.organisation_id ORDER BY d.next_evaluation_at, d.id) AS turn "
+            "FROM due d JOIN org ON org.id = d.project_id) fair "
             "ORDER BY turn, next_evaluation_at, id LIMIT %s",
             [sql.prep(Monitor, "next_evaluation_at", now), int(limit)])
         return [pk for (pk,) in cursor.fetchall()]

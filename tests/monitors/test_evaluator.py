@@ -606,3 +606,22 @@ def test_the_migration_gives_the_unknown_runs_so_far_reason_outage(make_monitor)
     migration.outage_reason(apps, SimpleNamespace(connection=connection))
     assert sorted(Run.objects.values_list("outcome", "reason")) == [
         ("missed", ""), ("succeeded", ""), ("unknown", "outage")]
+
+
+def test_a_batch_checks_foreign_keys_per_statement_and_defers_them_again(make_monitor):
+    """PostgreSQL: inside a batch's transaction a row whose foreign key points
+    nowhere fails at its statement (not at COMMIT); after the batch, inside an
+    enclosing transaction, the checks are deferred again, as Django made them."""
+    from django.db import IntegrityError, connection, transaction
+    if connection.vendor != "postgresql":
+        pytest.skip("SET CONSTRAINTS: PostgreSQL")
+    monitor = make_monitor()
+    nowhere = Monitor.objects.order_by("-pk").values_list("pk", flat=True).first() + 1000
+    with transaction.atomic():
+        with evaluator._batch_transaction():
+            with pytest.raises(IntegrityError), transaction.atomic():
+                Run.objects.create(monitor_id=nowhere, slot_at=T0, outcome="missed")
+            Run.objects.create(monitor=monitor, slot_at=T0, outcome="missed")
+        orphan = Run.objects.create(monitor_id=nowhere, slot_at=T0, outcome="missed")
+        orphan.delete()  # deferred: checked at COMMIT, by when the row is gone
+    assert list(Run.objects.values_list("monitor_id", flat=True)) == [monitor.pk]
