@@ -381,6 +381,42 @@ def test_the_ping_route_skips_middleware_and_the_connection_check(
     assert other == ["/api/v1/monitors/"]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_is_four_round_trips_to_postgresql(make_monitor, tmp_path):
+    """What the query counts above cannot show (psycopg sends BEGIN and COMMIT
+    itself, and inside a test's transaction they are a savepoint's): a heartbeat
+    through the ping route, its URL's target remembered, waits for PostgreSQL four
+    times: BEGIN, lock and read (monitors.pings._lock_reading), write
+    (monitors.pings._write), COMMIT. Counted in libpq's trace of the connection:
+    one ReadyForQuery a round trip. Issue 24 measured sending BEGIN in the lock's
+    message (a simple query: client-side binding, text results): it cost more
+    CPU, in the web process and in PostgreSQL, than the round trip it saved."""
+    from psycopg.pq import Trace
+
+    from monitors.views import PingRoute
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's protocol")
+    m = make_monitor()
+    route = PingRoute(None)
+    assert _wsgi(route, f"/ping/{m.uuid}")[::2] == ("200 OK", b"OK\n")
+    pgconn = connection.connection.pgconn
+    trace = tmp_path / "trace"
+    with open(trace, "wb") as f:
+        pgconn.trace(f.fileno())
+        pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+        try:
+            assert _wsgi(route, f"/ping/{m.uuid}")[::2] == ("200 OK", b"OK\n")
+        finally:
+            pgconn.untrace()
+    lines = [line.split("\t") for line in trace.read_text().splitlines()]
+    queries = [fields[3].strip() for fields in lines if fields[0] == "F" and fields[2] == "Query"]
+    waits = [fields[3].strip() for fields in lines
+             if fields[0] == "B" and fields[2] == "ReadyForQuery"]
+    assert (queries, waits) == (['"BEGIN"', '"COMMIT"'], ["T", "T", "T", "I"])
+    assert m.runs.count() == 2
+
+
 def test_the_ping_route_answers_503_when_the_database_is_down(make_monitor, monkeypatch):
     from django.db import OperationalError
 
