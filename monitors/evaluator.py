@@ -344,7 +344,7 @@ def _batch_transaction():
     """``transaction.atomic()`` whose foreign keys are checked at the end of each
     statement, not at COMMIT (PostgreSQL: Django makes them ``DEFERRABLE INITIALLY
     DEFERRED``). A batch's inserts (runs, incidents, events, deliveries: 6 checks
-    a missed monitor) cost PostgreSQL about 7 % less CPU so than queued to the
+    a missed monitor) cost PostgreSQL about 7 % less CPU than when queued to the
     commit (bench/evaluator_burst.py, the median of 16 interleaved pairs). Inside
     an enclosing transaction the checks are deferred again after the block (on an
     error, rolling back to the block's savepoint restores that too)."""
