@@ -483,9 +483,10 @@ def test_a_batch_reads_an_escalation_policy_once(project, make_monitor,
 def test_writing_a_batch_of_delivery_outcomes(project, make_monitor,
                                               django_assert_num_queries):
     """delivery.record(): the outcomes of a batch (here 20 deliveries to two channels,
-    ten delivered, ten to be retried) whatever its size: one UPDATE ... FROM (VALUES
-    ...) of every outcome whose claim holds, one insert of the attempt log, the
-    channels' health."""
+    ten delivered, ten to be retried) whatever its size: one UPDATE of every outcome
+    whose claim holds (PostgreSQL: FROM UNNEST of an array per column, one text
+    whatever the batch's size, so psycopg prepares it; SQLite: FROM (VALUES ...)),
+    one insert of the attempt log, the channels' health."""
     import httpx
 
     from alerts import delivery
@@ -508,6 +509,9 @@ def test_writing_a_batch_of_delivery_outcomes(project, make_monitor,
     # last_error, its failing_since (if not failing yet), end transaction
     with django_assert_num_queries(7 + (connection.vendor == "postgresql")) as ctx:
         assert sorted(delivery.record(prepared)) == ["delivered"] * 4 + ["pending"] * 4
-    update = next(q["sql"] for q in ctx.captured_queries if q["sql"].startswith("WITH v("))
+    [update] = [q["sql"] for q in ctx.captured_queries
+                if q["sql"].startswith(("WITH v(", "UPDATE alerts_delivery SET status = v."))]
     assert "UPDATE alerts_delivery SET status = v.v_status" in update
+    if connection.vendor == "postgresql":
+        assert " FROM UNNEST(" in update
     assert Delivery.objects.filter(status="delivered").count() == 4
