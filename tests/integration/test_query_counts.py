@@ -480,6 +480,35 @@ def test_a_batch_reads_an_escalation_policy_once(project, make_monitor,
     assert Delivery.objects.filter(channel=hook).count() == 30
 
 
+def test_a_claim_is_the_same_statements_whatever_its_size(project, make_monitor,
+                                                        django_assert_num_queries):
+    """delivery.claim_due(): [the lock and the transaction's settings,] the claims in
+    flight per channel, the candidates, [a generic plan for the claim,] the claim
+    UPDATE, in a transaction; on PostgreSQL each statement has one text whatever
+    the number of full channels, candidates and picked ids (arrays, LIMIT %s), so
+    psycopg prepares it."""
+    from alerts import delivery
+    from tests.alerts.conftest import new_delivery, new_incident, webhook
+
+    pg = connection.vendor == "postgresql"
+    hooks = [webhook(project, f"https://h{i}.example.com/h") for i in range(3)]
+    m = make_monitor()
+    for i, channel in enumerate(hooks):
+        for _ in range(2 + 4 * i):  # 2, 6 and 10 rows: the last two reach the cap of 4
+            new_delivery(new_incident(m), channel, at=T0)
+    texts = []
+    # 3 of the first two channels; then 7 (the cap of 4 a channel); then none (the
+    # last two channels are full, the first has no more rows). Each: [SAVEPOINT,]
+    # [the lock,] the claims in flight, the candidates, [the generic plan, the
+    # claim UPDATE,] [RELEASE]
+    for limit, claimed, statements in ((3, 3, 5), (100, 7, 5), (100, 0, 4)):
+        with django_assert_num_queries(statements + pg * (1 + (claimed > 0))) as ctx:
+            assert len(delivery.claim_due(T0, limit)) == claimed
+        texts.append([q["sql"] for q in ctx.captured_queries[1:-1]])  # not the savepoint's
+    if pg:  # one text each, whatever the window, the picked ids and the full channels
+        assert texts[0] == texts[1] and texts[2] == texts[0][:3]
+
+
 def test_writing_a_batch_of_delivery_outcomes(project, make_monitor,
                                               django_assert_num_queries):
     """delivery.record(): the outcomes of a batch (here 20 deliveries to two channels,
