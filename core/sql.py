@@ -79,16 +79,16 @@ def _cursor(db):
 
 
 # columns read as their text: what Django's converters expect (its own cursors read
-# text, where it loads these types as strings; in binary psycopg would parse them)
-_AS_TEXT = ("jsonb", "inet", "cidr")
+# text, where it loads these types as strings; in binary psycopg would parse them).
+# inet: its output text (abbrev: "10.0.0.1", not the cast's "10.0.0.1/32")
+_AS_TEXT = {"jsonb": "{}::text", "inet": "abbrev({})", "cidr": "{}::text"}
 
 
-def read_as(field) -> str:
-    """``"::text"`` for a column of ``field`` that this module's statements read as
-    its text (:data:`_AS_TEXT`), else ``""``: append it to the column in a
-    statement of one's own run by :func:`fetchall` whose rows go through Django's
-    converters."""
-    return "::text" if field.db_type(connection) in _AS_TEXT else ""
+def read_as(field, column: str) -> str:
+    """``column`` (SQL naming ``field``'s column) as this module's statements read
+    it: its text for the types of :data:`_AS_TEXT`, what Django's converters
+    expect of rows read by :func:`fetchall` in binary."""
+    return _AS_TEXT.get(field.db_type(connection), "{}").format(column)
 
 
 @cache
@@ -96,9 +96,7 @@ def _columns(model: type[Model], vendor: str) -> tuple[tuple[str, ...], str]:
     """(attnames of the concrete fields, in order; their column list as SQL)."""
     fields = model._meta.concrete_fields
     return (tuple(f.attname for f in fields),
-            ", ".join(connection.ops.quote_name(f.column)
-                      + read_as(f)
-                      for f in fields))
+            ", ".join(read_as(f, connection.ops.quote_name(f.column)) for f in fields))
 
 
 @cache

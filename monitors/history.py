@@ -275,7 +275,7 @@ def _lateral(statement: str, params: list, holes: list[int], model, names: tuple
             n += 1
     assert n == len(params)
     fields = {f.attname: f for f in model._meta.concrete_fields}
-    cols = [f"u.c{i}{sql.read_as(fields[name]) if name in fields else ''}"
+    cols = [sql.read_as(fields[name], f"u.c{i}") if name in fields else f"u.c{i}"
             for i, name in enumerate(names)]
     return (f"SELECT {', '.join(cols)} FROM unnest(%s::bigint[]) AS _m(id) CROSS JOIN LATERAL "
             f"({''.join(parts)}) AS u({', '.join(f'c{i}' for i in range(len(names)))})")
