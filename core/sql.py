@@ -79,8 +79,16 @@ def _cursor(db):
 
 
 # columns read as their text: what Django's converters expect (its own cursors read
-# text, where it loads these types as strings; in binary psycopg would parse them)
-_AS_TEXT = ("jsonb", "inet", "cidr")
+# text, where it loads these types as strings; in binary psycopg would parse them).
+# inet: its output text (abbrev: "10.0.0.1", not the cast's "10.0.0.1/32")
+_AS_TEXT = {"jsonb": "{}::text", "inet": "abbrev({})", "cidr": "{}::text"}
+
+
+def read_as(field, column: str) -> str:
+    """``column`` (SQL naming ``field``'s column) as this module's statements read
+    it: its text for the types of :data:`_AS_TEXT`, what Django's converters
+    expect of rows read by :func:`fetchall` in binary."""
+    return _AS_TEXT.get(field.db_type(connection), "{}").format(column)
 
 
 @cache
@@ -88,9 +96,7 @@ def _columns(model: type[Model], vendor: str) -> tuple[tuple[str, ...], str]:
     """(attnames of the concrete fields, in order; their column list as SQL)."""
     fields = model._meta.concrete_fields
     return (tuple(f.attname for f in fields),
-            ", ".join(connection.ops.quote_name(f.column)
-                      + ("::text" if f.db_type(connection) in _AS_TEXT else "")
-                      for f in fields))
+            ", ".join(read_as(f, connection.ops.quote_name(f.column)) for f in fields))
 
 
 @cache
@@ -382,15 +388,18 @@ def update_many(objs: Sequence[Model], fields: Iterable[str]) -> None:
 
 
 IN_LIMIT = 500  # ids in one IN list (SQLite takes 999 parameters in all)
-VALUES_LIMIT = 900  # parameters in one update_from_values statement (SQLite's 999)
+VALUES_LIMIT = 900  # parameters in one update_from_values statement on SQLite (999 at most)
 
 
 def update_from_values(model: type[Model], keys: Sequence[str], fields: Sequence[str],
                        rows: Sequence[Sequence], where: str = "", params: Sequence = ()
                        ) -> list[int]:
-    """Write rows of ``model`` whose values differ from row to row in one
-    ``WITH v(...) AS (VALUES ...) UPDATE ... FROM v`` a batch (PostgreSQL and
-    SQLite alike; split at SQLite's parameter limit, :data:`VALUES_LIMIT`).
+    """Write rows of ``model`` whose values differ from row to row, one statement a
+    batch: on PostgreSQL ``UPDATE ... FROM UNNEST(<an array per column>) v``, one
+    text whatever the number of rows, bound on the server (psycopg prepares it;
+    arrays dumped in binary, as :func:`insert_many`'s); on SQLite ``WITH v(...) AS
+    (VALUES ...) UPDATE ... FROM v``, split at its parameter limit
+    (:data:`VALUES_LIMIT`).
 
     Each of ``rows`` holds model values (attnames): the ``keys`` first, then the
     ``fields``; a table row is updated where each of its ``keys`` columns equals
@@ -398,8 +407,7 @@ def update_from_values(model: type[Model], keys: Sequence[str], fields: Sequence
     for ``params``, which must be database values: :func:`prep`) holds. The
     ``fields`` are set to the row's values. Returns the primary keys of the rows
     updated (a row whose keys no longer match is left as it is). ``keys`` should
-    start with ``"id"``. On PostgreSQL the first row's values are cast to their
-    columns' types (the rest follow them), so client-side binding works."""
+    start with ``"id"``."""
     if not rows:
         return []
     db = _db()
@@ -407,24 +415,28 @@ def update_from_values(model: type[Model], keys: Sequence[str], fields: Sequence
     table, width = model._meta.db_table, len(names)
     columns = [_field(model, n) for n in names]
     savers = [_saver(model, n, db.vendor) for n in names]
-    casts = [f"::{f.cast_db_type(db)}" if db.vendor == "postgresql" else "" for f in columns]
-    first = "(" + ", ".join(f"%s{c}" for c in casts) + ")"
-    other = "(" + ", ".join(["%s"] * width) + ")"
     aliases = [f"v_{n}" for n in names]  # never a table's column name: RETURNING id is plain
     sets = ", ".join(f"{c.column} = v.{a}" for c, a in zip(columns[len(keys):],
                                                             aliases[len(keys):], strict=True))
     match = " AND ".join(f"{table}.{c.column} = v.{a}" for c, a in zip(columns[:len(keys)],
                                                                        aliases, strict=False))
     condition = f"{match} AND ({where})" if where else match
+    returning = f"RETURNING {table}.{model._meta.pk.column}"
+    if db.vendor == "postgresql":
+        arrays = ", ".join(f"(%b)::{_pg_type(c)}[]" for c in columns)
+        return [pk for (pk,) in fetchall(
+            f"UPDATE {table} SET {sets} FROM UNNEST({arrays}) AS v({', '.join(aliases)}) "
+            f"WHERE {condition} {returning}",
+            [*([fn(row[i]) for row in rows] for i, fn in enumerate(savers)), *params])]
+    other = "(" + ", ".join(["%s"] * width) + ")"
     done: list[int] = []
     step = max(1, (VALUES_LIMIT - len(params)) // width)
     with _cursor(db) as cur:
         for i in range(0, len(rows), step):
             chunk = rows[i:i + step]
-            values = ", ".join([first, *[other] * (len(chunk) - 1)])
-            cur.execute(f"WITH v({', '.join(aliases)}) AS (VALUES {values}) "
-                        f"UPDATE {table} SET {sets} FROM v WHERE {condition} "
-                        f"RETURNING {table}.{model._meta.pk.column}",
+            cur.execute(f"WITH v({', '.join(aliases)}) AS (VALUES "
+                        f"{', '.join([other] * len(chunk))}) "
+                        f"UPDATE {table} SET {sets} FROM v WHERE {condition} {returning}",
                         [*(fn(v) for row in chunk for fn, v in zip(savers, row, strict=True)),
                          *params])
             done += [pk for (pk,) in cur.fetchall()]

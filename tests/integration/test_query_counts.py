@@ -521,12 +521,42 @@ def test_a_batch_reads_an_escalation_policy_once(project, make_monitor,
     assert Delivery.objects.filter(channel=hook).count() == 30
 
 
+def test_a_claim_is_the_same_statements_whatever_its_size(project, make_monitor,
+                                                        django_assert_num_queries):
+    """delivery.claim_due(): [the lock and the transaction's settings,] the claims in
+    flight per channel, the candidates, [a generic plan for the claim,] the claim
+    UPDATE, in a transaction; on PostgreSQL each statement has one text whatever
+    the number of full channels, candidates and picked ids (arrays, LIMIT %s), so
+    psycopg prepares it."""
+    from alerts import delivery
+    from tests.alerts.conftest import new_delivery, new_incident, webhook
+
+    pg = connection.vendor == "postgresql"
+    hooks = [webhook(project, f"https://h{i}.example.com/h") for i in range(3)]
+    m = make_monitor()
+    for i, channel in enumerate(hooks):
+        for _ in range(2 + 4 * i):  # 2, 6 and 10 rows: the last two reach the cap of 4
+            new_delivery(new_incident(m), channel, at=T0)
+    texts = []
+    # 3 of the first two channels; then 7 (the cap of 4 a channel); then none (the
+    # last two channels are full, the first has no more rows). Each: [SAVEPOINT,]
+    # [the lock,] the claims in flight, the candidates, [the generic plan, the
+    # claim UPDATE,] [RELEASE]
+    for limit, claimed, statements in ((3, 3, 5), (100, 7, 5), (100, 0, 4)):
+        with django_assert_num_queries(statements + pg * (1 + (claimed > 0))) as ctx:
+            assert len(delivery.claim_due(T0, limit)) == claimed
+        texts.append([q["sql"] for q in ctx.captured_queries[1:-1]])  # not the savepoint's
+    if pg:  # one text each, whatever the window, the picked ids and the full channels
+        assert texts[0] == texts[1] and texts[2] == texts[0][:3]
+
+
 def test_writing_a_batch_of_delivery_outcomes(project, make_monitor,
                                               django_assert_num_queries):
     """delivery.record(): the outcomes of a batch (here 20 deliveries to two channels,
-    ten delivered, ten to be retried) whatever its size: one UPDATE ... FROM (VALUES
-    ...) of every outcome whose claim holds, one insert of the attempt log, the
-    channels' health."""
+    ten delivered, ten to be retried) whatever its size: one UPDATE of every outcome
+    whose claim holds (PostgreSQL: FROM UNNEST of an array per column, one text
+    whatever the batch's size, so psycopg prepares it; SQLite: FROM (VALUES ...)),
+    one insert of the attempt log, the channels' health."""
     import httpx
 
     from alerts import delivery
@@ -549,6 +579,9 @@ def test_writing_a_batch_of_delivery_outcomes(project, make_monitor,
     # last_error, its failing_since (if not failing yet), end transaction
     with django_assert_num_queries(7 + (connection.vendor == "postgresql")) as ctx:
         assert sorted(delivery.record(prepared)) == ["delivered"] * 4 + ["pending"] * 4
-    update = next(q["sql"] for q in ctx.captured_queries if q["sql"].startswith("WITH v("))
+    [update] = [q["sql"] for q in ctx.captured_queries
+                if q["sql"].startswith(("WITH v(", "UPDATE alerts_delivery SET status = v."))]
     assert "UPDATE alerts_delivery SET status = v.v_status" in update
+    if connection.vendor == "postgresql":
+        assert " FROM UNNEST(" in update
     assert Delivery.objects.filter(status="delivered").count() == 4

@@ -65,6 +65,27 @@ def test_newest_runs_of_several_monitors_in_one_statement(make_monitor,
                                    (b.pk, T0 + s(60)), (b.pk, T0)])
 
 
+def test_newest_of_any_number_of_monitors_is_one_statement_text(make_monitor,
+                                                                django_assert_num_queries):
+    """On PostgreSQL one text whatever the number of monitors (a LATERAL subquery of
+    unnest of their ids), so psycopg prepares it; the newest ping of each, a
+    monitor's ping body and address as Django reads them."""
+    ms = [make_monitor(period=s(60), grace=s(30)) for _ in range(3)]
+    ingest(ms[0].pk, PingInput("log", body=b"hello", body_size=5, remote_addr="10.0.0.1"),
+           T0 + s(5))
+    heartbeats(ms[1], 2, step=s(60))
+    texts = []
+    for ids in ([ms[0].pk], [m.pk for m in ms]):
+        with django_assert_num_queries(1) as ctx:
+            got = history.newest_pings_of(ids)
+        texts.append(ctx.captured_queries[0]["sql"])
+    assert {pk: p.received_at for pk, p in got.items()} == {ms[0].pk: T0 + s(5),
+                                                            ms[1].pk: T0 + s(60)}
+    assert (bytes(got[ms[0].pk].body), got[ms[0].pk].remote_addr) == (b"hello", "10.0.0.1")
+    if connection.vendor == "postgresql":
+        assert texts[0] == texts[1] and "LATERAL" in texts[0]
+
+
 def test_of_slots_finds_the_slots_runs(make_monitor):
     m = make_monitor(kind="cron", schedule="* * * * *", grace=s(30))
     ingest(m.pk, PingInput("success"), T0 + s(65))
