@@ -52,7 +52,7 @@ from alerts import batch, escalation, flapping, maintenance, reasons
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.reasons import Reason
 from alerts.timeline import alerting_of, deliver, notified_channels, notify, stamp, targets
-from core import logs, metrics, sql
+from core import logs, metrics, sql, tablestats
 from monitors import history
 from monitors.detections import CLOSING, LOWEST, PROBLEMS, Detection, Kind
 from monitors.models import Monitor, Run
@@ -162,7 +162,8 @@ def open_many(found: list) -> list:
     """Open the incidents of the (monitor, detections) pairs that simply open one
     (a single problem, no incident open, no failure threshold to reach) with one
     insert of the incidents, one of their ``opened`` events and one of their
-    deliveries; returns the pairs left for :func:`apply`. Inside
+    deliveries (their tables' statistics kept current after a burst:
+    :mod:`core.tablestats`); returns the pairs left for :func:`apply`. Inside
     :func:`alerts.batch.batch` (the open incidents are known)."""
     simple, rest = [], []
     for monitor, ds in found:
@@ -183,6 +184,8 @@ def open_many(found: list) -> list:
     event_ids = sql.insert_many(IncidentEvent, names, [
         [incident_id, *fields.values()] for incident_id, fields in zip(incident_ids, events,
                                                                        strict=True)])
+    tablestats.inserted(Incident, len(incident_ids))
+    tablestats.inserted(IncidentEvent, len(event_ids))
     deliver([(event_id, incident_id, ch, d.at, d.at)
               for event_id, incident_id, (monitor, d, _, opening)
               in zip(event_ids, incident_ids, planned, strict=True)

@@ -17,7 +17,7 @@ from datetime import datetime
 from alerts import batch
 from alerts.models import Alerting, Channel, Delivery, Incident, IncidentEvent
 from alerts.senders import dispatch
-from core import sql
+from core import sql, tablestats
 
 
 def alerting_of(monitor) -> Alerting:
@@ -84,7 +84,9 @@ DELIVERY_FIELDS = ("event_id", "incident_id", "channel_id", "created_at",
 def deliver(rows: list[tuple]) -> None:
     """Insert deliveries, given as ``DELIVERY_FIELDS`` rows (the others take their
     defaults: pending, no attempt yet; rows are the schedule), and have them
-    claimed as soon as the transaction commits."""
+    claimed as soon as the transaction commits (and, after a burst of them, the
+    table's statistics kept current: :mod:`core.tablestats`)."""
     if rows:
         sql.insert_many(Delivery, DELIVERY_FIELDS, rows)
+        tablestats.inserted(Delivery, len(rows))
         dispatch()
