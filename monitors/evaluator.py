@@ -348,7 +348,7 @@ def _batch_transaction():
     commit (bench/evaluator_burst.py, the median of 16 interleaved pairs). Inside
     an enclosing transaction the checks are deferred again after the block (on an
     error, rolling back to the block's savepoint restores that too)."""
-    postgres, nested = connection.vendor == "postgresql", connection.in_atomic_block
+    postgres, nested = sql.vendor() == "postgresql", connection.in_atomic_block
     with transaction.atomic():
         if postgres:
             with connection.cursor() as cursor:

@@ -231,14 +231,14 @@ def _each(make, monitor_ids: list[int], model, fields: tuple[str, ...] = (),
         converters = compiler.get_converters([col for col, *_ in compiler.select])
         holes = [i for i, p in enumerate(params) if p == _SENTINEL]
         assert holes, "the monitor id is not a parameter of the statement"
-        if connection.vendor == "postgresql":
+        if _pg():
             statement, params = _lateral(statement, params, holes, model, names), [
                 p for i, p in enumerate(params) if i not in holes]
         compiled = compiler, statement, params, converters, holes
         if key is not None:
             cache[(key, model, names)] = compiled
     compiler, statement, params, converters, holes = compiled
-    if connection.vendor == "postgresql":
+    if _pg():
         found = sql.fetchall(statement, [list(monitor_ids), *params])
         rows = ([tuple(r) for r in compiler.apply_converters(found, converters)]
                 if converters else found)
